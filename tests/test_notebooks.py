@@ -1,0 +1,566 @@
+"""The shipped notebooks, executed headless with the tchbook kernel, and the outputs a reader relies on.
+
+Each notebook in notebooks/ is executed once per test session (a module-scoped fixture) with
+nbclient and kernel_name="tchbook", from notebooks/ as working directory (where its `data/` is),
+failing on any cell error except in cells tagged `raises-exception`. The checks then read this
+run's outputs, found by the cell tags the notebook sources carry (notebooks/src/*.md), and prefer
+the machine-readable `application/json` parts the prelude puts beside its HTML and images over the
+printed prose. Static checks read the committed .ipynb files: metadata, and that they were committed
+with the outputs of a real run.
+
+Needs the `tchbook` kernelspec installed (scripts/test installs it first; by hand:
+`cargo build --release -p tchbook && target/release/tchbook install --sys-prefix`).
+"""
+from __future__ import annotations
+
+import copy
+import json
+import re
+import struct
+import xml.etree.ElementTree as ET
+import zlib
+from base64 import b64decode
+from pathlib import Path
+
+import nbformat
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+NOTEBOOKS = ROOT / "notebooks"
+KERNEL = "tchbook"
+# A cell may compile for a while on a cold build cache (the first cell builds the prelude's
+# dependents) and CIFAR-10 on real data trains for minutes on a small CPU.
+CELL_TIMEOUT_S = 1800
+
+TOUR = "00-tour.ipynb"
+USING_GPU = "01-using-the-gpu.ipynb"
+CPU_CUDA_MPS = "02-cpu-cuda-mps.ipynb"
+CIFAR = "03-cifar10-on-the-gpu.ipynb"
+DEEPLIZARD = "04-deeplizard-pytorch-on-the-gpu.ipynb"
+BOOTCAMP = "05-bootcamp-using-gpu.ipynb"
+ALL = [TOUR, USING_GPU, CPU_CUDA_MPS, CIFAR, DEEPLIZARD, BOOTCAMP]
+
+
+# --- executing ---------------------------------------------------------------------------------
+
+class Run:
+    """One executed notebook, with its outputs looked up by cell tag."""
+
+    def __init__(self, name: str, nb: nbformat.NotebookNode):
+        self.name = name
+        self.nb = nb
+
+    def cell(self, tag: str) -> nbformat.NotebookNode:
+        found = [c for c in self.nb.cells if tag in c.get("metadata", {}).get("tags", [])]
+        assert len(found) == 1, f"{self.name}: expected one cell tagged {tag!r}, found {len(found)}"
+        return found[0]
+
+    def outputs(self, tag: str) -> list:
+        return self.cell(tag).get("outputs", [])
+
+    def text(self, tag: str) -> str:
+        return output_text(self.outputs(tag))
+
+    def bundles(self, tag: str, mime: str) -> list:
+        """Every value of MIME type `mime` the cell displayed (after live updates were applied)."""
+        return [o["data"][mime] for o in self.outputs(tag)
+                if o.get("output_type") in ("display_data", "execute_result") and mime in o.get("data", {})]
+
+    def json(self, tag: str) -> list:
+        return [v if isinstance(v, (dict, list)) else json.loads(v)
+                for v in self.bundles(tag, "application/json")]
+
+    def errors(self) -> list:
+        return [(c.get("metadata", {}).get("tags", []), o) for c in self.nb.cells if c.cell_type == "code"
+                for o in c.get("outputs", []) if o.get("output_type") == "error"]
+
+
+def output_text(outputs: list) -> str:
+    parts = []
+    for o in outputs:
+        kind = o.get("output_type")
+        if kind == "stream":
+            parts.append(o["text"])
+        elif kind in ("display_data", "execute_result"):
+            parts.append(o.get("data", {}).get("text/plain", ""))
+        elif kind == "error":
+            parts.append(f"{o.get('ename')}: {o.get('evalue')}\n" + "\n".join(o.get("traceback", [])))
+    return "\n".join(parts)
+
+
+def execute(name: str) -> Run:
+    from jupyter_client.kernelspec import KernelSpecManager, NoSuchKernel
+    from nbclient import NotebookClient
+
+    try:
+        KernelSpecManager().get_kernel_spec(KERNEL)
+    except NoSuchKernel:
+        pytest.fail(f"the {KERNEL!r} kernelspec is not installed: run `cargo build --release -p tchbook "
+                    f"&& target/release/tchbook install --sys-prefix` (scripts/test does this)")
+    nb = nbformat.read(NOTEBOOKS / name, as_version=4)
+    # The checks must see this run's outputs, never the committed ones.
+    for c in nb.cells:
+        if c.cell_type == "code":
+            c.outputs = []
+            c.execution_count = None
+    client = NotebookClient(nb, kernel_name=KERNEL, timeout=CELL_TIMEOUT_S, allow_errors=False,
+                            resources={"metadata": {"path": str(NOTEBOOKS)}})
+    client.execute()
+    return Run(name, nb)
+
+
+def _executed(name: str):
+    @pytest.fixture(scope="module")
+    def fixture() -> Run:
+        return execute(name)
+    return fixture
+
+
+tour = _executed(TOUR)
+using_gpu = _executed(USING_GPU)
+cpu_cuda_mps = _executed(CPU_CUDA_MPS)
+cifar = _executed(CIFAR)
+deeplizard = _executed(DEEPLIZARD)
+bootcamp = _executed(BOOTCAMP)
+FIXTURES = {TOUR: "tour", USING_GPU: "using_gpu", CPU_CUDA_MPS: "cpu_cuda_mps", CIFAR: "cifar",
+            DEEPLIZARD: "deeplizard", BOOTCAMP: "bootcamp"}
+
+
+# --- decoding images ---------------------------------------------------------------------------
+
+def png_size(b64: str) -> tuple[int, int]:
+    """Decodes a PNG far enough to be sure it is one: chunk CRCs, IHDR, and the inflated IDAT size."""
+    data = b64decode(b64)
+    assert data[:8] == b"\x89PNG\r\n\x1a\n", "not a PNG signature"
+    pos, idat, header = 8, b"", None
+    while pos < len(data):
+        (length,) = struct.unpack(">I", data[pos:pos + 4])
+        kind, body = data[pos + 4:pos + 8], data[pos + 8:pos + 8 + length]
+        (crc,) = struct.unpack(">I", data[pos + 8 + length:pos + 12 + length])
+        assert zlib.crc32(kind + body) == crc, f"bad CRC in PNG chunk {kind!r}"
+        if kind == b"IHDR":
+            header = struct.unpack(">IIBBBBB", body)
+        elif kind == b"IDAT":
+            idat += body
+        elif kind == b"IEND":
+            break
+        pos += 12 + length
+    assert header is not None, "PNG without IHDR"
+    width, height, depth, color, _, _, interlace = header
+    channels = {0: 1, 2: 3, 3: 1, 4: 2, 6: 4}[color]
+    raw = zlib.decompress(idat)
+    if interlace == 0:
+        assert len(raw) == height * (1 + (width * channels * depth + 7) // 8), "PNG pixel data has the wrong size"
+    return width, height
+
+
+def assert_svg(text: str) -> None:
+    root = ET.fromstring(text)
+    assert root.tag.endswith("svg"), f"root element is {root.tag}, not svg"
+    assert len(list(root.iter())) > 10, "an SVG with almost nothing drawn"
+
+
+def assert_plot_is_an_image(run: Run, tag: str) -> None:
+    pngs, svgs = run.bundles(tag, "image/png"), run.bundles(tag, "image/svg+xml")
+    assert pngs or svgs, f"{run.name}: cell {tag!r} displayed no image"
+    for p in pngs:
+        w, h = png_size(p)
+        assert w >= 200 and h >= 100, f"a {w}x{h} plot"
+    for s in svgs:
+        assert_svg(s if isinstance(s, str) else "".join(s))
+
+
+def series_y(run: Run, tag: str) -> list[float]:
+    """The y values of a loss plot, from its application/json part."""
+    parts = run.json(tag)
+    assert parts, f"{run.name}: the plot in {tag!r} has no application/json part"
+    series = parts[-1]["series"]
+    assert series and series[0]["y"], "a loss plot with no points"
+    return [float(v) for v in series[0]["y"]]
+
+
+def numbers(pattern: str, text: str) -> list[float]:
+    return [float(m) for m in re.findall(pattern, text)]
+
+
+def cuda_present(run: Run) -> bool:
+    """Whether this run saw a CUDA device, from the device card's JSON."""
+    card = run.json("device-card")[-1]
+    return bool(card.get("cuda_available"))
+
+
+# --- the committed files -----------------------------------------------------------------------
+
+@pytest.mark.parametrize("name", ALL)
+def test_notebook_carries_tchbook_kernelspec_and_gpu_runtime_metadata(name):
+    meta = nbformat.read(NOTEBOOKS / name, as_version=4).metadata
+    assert meta["kernelspec"] == {"name": "tchbook", "display_name": "Rust (tchbook)", "language": "rust"}
+    assert meta["language_info"]["name"] == "rust"
+    assert meta["accelerator"] == "GPU"
+    assert meta["colab"]["gpuType"]
+
+
+@pytest.mark.parametrize("name", ALL)
+def test_notebook_is_committed_with_outputs_of_a_real_run(name):
+    nb = nbformat.read(NOTEBOOKS / name, as_version=4)
+    code = [c for c in nb.cells if c.cell_type == "code"]
+    assert code and all(c.execution_count for c in code), "cells without an execution count: not executed"
+    counts = [c.execution_count for c in code]
+    assert counts == sorted(counts) and len(set(counts)) == len(counts), "cells executed out of order"
+    for c in code:
+        for o in c.outputs:
+            if o.get("output_type") == "error":
+                assert "raises-exception" in c.metadata.get("tags", []), f"committed error: {o.get('evalue')}"
+
+
+@pytest.mark.parametrize("name", ALL)
+def test_first_cell_names_the_device_the_committed_outputs_show(name):
+    nb = nbformat.read(NOTEBOOKS / name, as_version=4)
+    first = nb.cells[0]
+    assert first.cell_type == "markdown"
+    m = re.search(r"device `(cpu|cuda:\d+|mps)`", first.source)
+    assert m, "the first cell does not say on what device the outputs were produced"
+    cards = [o["data"]["application/json"] for c in nb.cells if "device-card" in c.metadata.get("tags", [])
+             for o in c.outputs if "application/json" in o.get("data", {})]
+    if cards:
+        card = cards[-1] if isinstance(cards[-1], dict) else json.loads(cards[-1])
+        assert bool(card.get("cuda_available")) == m.group(1).startswith("cuda"), \
+            "the first cell names a different device than the committed device card shows"
+
+
+# --- every notebook, executed ------------------------------------------------------------------
+
+@pytest.mark.parametrize("name", ALL)
+def test_notebook_executes_without_unexpected_errors(name, request):
+    run = request.getfixturevalue(FIXTURES[name])
+    unexpected = [o for tags, o in run.errors() if "raises-exception" not in tags]
+    assert not unexpected, unexpected
+    assert all(c.execution_count for c in run.nb.cells if c.cell_type == "code")
+
+
+# --- 00 tour -----------------------------------------------------------------------------------
+
+def test_tour_tensor_renders_with_shape_dtype_and_device(tour):
+    text = tour.text("first-tensor") + json.dumps(tour.json("first-tensor"))
+    assert re.search(r"3,\s*4", text), text
+    assert "float" in text.lower() or "Float" in text
+
+
+def test_tour_device_card_lists_cpu_and_any_cuda_devices(tour):
+    assert tour.bundles("device-card", "text/html"), "the device card has no HTML"
+    card = tour.json("device-card")[-1]
+    assert card["cpu"]["cores"] >= 1 and card["cpu"]["ram_bytes"] > 0
+    devices = [d["device"] for d in card["devices"]]
+    if card["cuda_available"]:
+        assert any(d.startswith("cuda:") for d in devices)
+        assert all(d["total_memory"] > 0 for d in card["devices"] if d["device"].startswith("cuda"))
+    assert "cpu" in devices
+
+
+def test_tour_memory_table_has_numbers_for_every_device(tour):
+    for tag in ("memory-before", "memory-after"):
+        table = tour.json(tag)[-1]
+        assert table["rows"], f"{tag}: empty memory table"
+        for row in table["rows"]:
+            numeric = [v for k, v in row.items() if k != "device" and isinstance(v, (int, float))]
+            assert numeric and all(v >= 0 for v in numeric), row
+            assert any(v > 0 for v in numeric), row
+
+
+def test_tour_memory_table_sees_the_256_mib_tensor_on_cuda(tour):
+    if not cuda_present(tour):
+        # On a CPU the allocator statistics are CUDA's: the table must then say no CUDA is present.
+        assert tour.json("memory-after")[-1]["cuda"] is False
+        return
+    before = tour.json("memory-before")[-1]["rows"][0]["allocated"]
+    after = tour.json("memory-after")[-1]["rows"][0]["allocated"]
+    assert after - before >= 256 * 2**20
+
+
+def test_tour_live_plot_is_an_image_and_its_loss_falls(tour):
+    assert_plot_is_an_image(tour, "live-training")
+    y = series_y(tour, "live-training")
+    assert len(y) == 30 and y[-1] < 0.5 * y[0], y
+
+
+def test_tour_progress_reaches_its_total(tour):
+    text = tour.text("live-training") + json.dumps(tour.json("live-training"))
+    assert re.search(r"\b300\s*/\s*300\b", text) or '"done": 300' in text, text[-500:]
+
+
+def test_tour_interrupt_ends_the_cell_with_keyboard_interrupt(tour):
+    errors = [o for o in tour.outputs("interrupt") if o.get("output_type") == "error"]
+    assert errors, "the interrupted cell did not end with an error"
+    assert "KeyboardInterrupt" in output_text(errors)
+
+
+def test_tour_model_survives_the_interrupt_and_kept_training(tour):
+    text = tour.text("after-interrupt")
+    (loss,) = numbers(r"loss is now ([0-9.]+)", text)
+    assert loss < 0.3, text  # trained on past the live-plot cell's 300 epochs
+
+
+def test_tour_vars_lists_the_notebook_variables(tour):
+    text = tour.text("vars")
+    for name in ("model", "opt", "device"):
+        assert re.search(rf"\b{name}\b", text), f"{name} missing from :vars\n{text}"
+
+
+def test_tour_timeit_reports_a_time(tour):
+    assert re.search(r"\d+(\.\d+)?\s*(ns|µs|us|ms|s)\b", tour.text("timeit")), tour.text("timeit")
+
+
+def test_tour_help_documents_the_commands_shown(tour):
+    text = tour.text("help")
+    for command in (":vars", ":timing", ":timeit", ":dep"):
+        assert command in text, f"{command} missing from :help"
+
+
+# --- 01 Using the GPU --------------------------------------------------------------------------
+
+def test_mlp_trains_on_the_chosen_device(using_gpu):
+    device = re.search(r"training on (\S+)", using_gpu.text("device")).group(1)
+    params = using_gpu.json("model")[-1]["rows"]
+    assert params and all(p["device"] == device for p in params)
+    moved = using_gpu.text("data-device")
+    assert f"after .to(device): x on {device}, y on {device}" in moved
+
+
+def test_mlp_parameters_are_the_two_hidden_layer_classifier(using_gpu):
+    shapes = [tuple(p["shape"]) for p in using_gpu.json("model")[-1]["rows"]]
+    assert len(shapes) == 6 and shapes[0] == (64, 64) and shapes[-1] == (10,), shapes
+
+
+def test_mlp_loss_falls(using_gpu):
+    losses = numbers(r"mean loss ([0-9.]+)", using_gpu.text("train"))
+    assert len(losses) == 5 and losses[-1] < 0.3 * losses[0], losses
+    y = series_y(using_gpu, "loss-plot")
+    assert len(y) >= 100 and sum(y[-10:]) < 0.3 * sum(y[:10])
+
+
+def test_mlp_loss_plot_is_an_image(using_gpu):
+    assert_plot_is_an_image(using_gpu, "loss-plot")
+    assert_plot_is_an_image(using_gpu, "train")  # the live one, in its final state
+
+
+def test_mlp_test_accuracy_clears_chance(using_gpu):
+    (acc,) = numbers(r"test accuracy: ([0-9.]+)", using_gpu.text("test-accuracy"))
+    assert acc > 0.8, acc  # chance is 0.1
+
+
+# --- 02 CPU, CUDA and MPS ----------------------------------------------------------------------
+
+def test_device_choice_prints_pytorch_style_device(cpu_cuda_mps):
+    device = cpu_cuda_mps.text("device-choice").strip().splitlines()[-1]
+    assert device == ("cuda:0" if cuda_present(cpu_cuda_mps) else "cpu")
+
+
+def test_tensors_move_and_are_created_on_the_device(cpu_cuda_mps):
+    device = "cuda:0" if cuda_present(cpu_cuda_mps) else "cpu"
+    lines = cpu_cuda_mps.text("tensor-devices").strip().splitlines()
+    assert lines == [f"Device upon initialization: cpu", f"Device after moving: {device}",
+                     f"Device upon initialization: {device}"], lines
+
+
+def test_test_model_moves_to_the_device(cpu_cuda_mps):
+    device = "cuda:0" if cuda_present(cpu_cuda_mps) else "cpu"
+    text = cpu_cuda_mps.text("model-devices")
+    assert "Model device upon initialization: cpu" in text
+    assert f"Model device after moving: {device}" in text
+    rows = cpu_cuda_mps.json("named-parameters")[-1]["rows"]
+    assert [r["name"] for r in rows] == ["layer1.weight", "layer1.bias", "layer2.weight", "layer2.bias"]
+    assert all(r["device"] == device for r in rows)
+
+
+def test_cross_device_addition_fails_with_a_clear_message_only_across_devices(cpu_cuda_mps):
+    text = cpu_cuda_mps.text("cross-device")
+    if cuda_present(cpu_cuda_mps):
+        assert "Expected all tensors to be on the same device" in text, text
+    else:
+        assert "Expected all tensors" not in text and "2" in text, text  # the sum of ones, printed
+    assert "Exception raised from" not in text, "the C++ backtrace reached the reader"
+
+
+def test_missing_cuda_device_is_an_error_message_not_a_crash(cpu_cuda_mps):
+    text = cpu_cuda_mps.text("missing-device")
+    if cuda_present(cpu_cuda_mps):
+        assert "this machine has a GPU" in text
+    else:
+        assert "cuda" in text.lower() or "nvidia" in text.lower(), text
+        assert "Exception raised from" not in text
+
+
+# --- 03 CIFAR-10 -------------------------------------------------------------------------------
+
+def test_cifar_says_whether_it_used_real_or_stand_in_data(cifar):
+    text = cifar.text("data").lower()
+    assert "stand-in" in text or "real" in text, text
+
+
+def cifar_losses(cifar) -> list[tuple[int, int, float]]:
+    return [(int(e), int(i), float(l))
+            for e, i, l in re.findall(r"\[(\d+),\s*(\d+)\] loss: ([0-9.]+)", cifar.text("train"))]
+
+
+def test_cifar_prints_running_loss_every_2000_minibatches_for_2_epochs(cifar):
+    rows = cifar_losses(cifar)
+    assert {e for e, _, _ in rows} == {1, 2}, rows
+    assert all(i % 2000 == 0 for _, i, _ in rows), rows
+    assert "Finished Training" in cifar.text("train")
+
+
+def test_cifar_loss_falls(cifar):
+    rows = cifar_losses(cifar)
+    assert rows[-1][2] < 0.85 * rows[0][2], rows
+    y = series_y(cifar, "loss-plot")
+    assert y == pytest.approx([l for _, _, l in rows], abs=1e-3)
+
+
+def test_cifar_loss_plot_is_an_image(cifar):
+    assert_plot_is_an_image(cifar, "loss-plot")
+
+
+def test_cifar_weights_are_saved_as_safetensors(cifar):
+    (count, size) = re.search(r"saved (\d+) tensors to \S+ \((\d+) bytes\)", cifar.text("save")).groups()
+    assert int(count) == 10 and int(size) > 62_000 * 4  # Net has 62,006 parameters
+
+
+def test_cifar_overall_accuracy_clears_chance(cifar):
+    (acc,) = numbers(r"Accuracy of the network on the \d+ test images: (\d+) %", cifar.text("test-accuracy"))
+    assert acc >= 25, acc  # chance is 10 %
+
+
+def test_cifar_reports_accuracy_for_all_ten_classes(cifar):
+    rows = re.findall(r"Accuracy of\s+(\w+) :\s*(\d+) %", cifar.text("class-accuracy"))
+    assert [c for c, _ in rows] == ["plane", "car", "bird", "cat", "deer", "dog", "frog", "horse", "ship", "truck"]
+    overall = numbers(r": (\d+) %", cifar.text("test-accuracy"))[0]
+    mean = sum(int(a) for _, a in rows) / 10
+    assert abs(mean - overall) < 10, (mean, overall)  # balanced test set: the mean is near the overall
+
+
+# --- 04 deeplizard -----------------------------------------------------------------------------
+
+def test_deeplizard_predictions_land_on_the_network_device(deeplizard):
+    gpu = "cuda:0" if "true" in deeplizard.text("cuda-available").lower() else "cpu"
+    assert gpu in deeplizard.text("gpu-pred")
+    assert "cpu" in deeplizard.text("cpu-pred")
+
+
+def test_deeplizard_cross_device_addition_is_caught(deeplizard):
+    text = deeplizard.text("cross-device")
+    cuda = "true" in deeplizard.text("cuda-available").lower()
+    if cuda:
+        assert text.count("same device") == 2 or text.count("expected device") == 2, text
+    else:
+        assert "t1 + t2 = [6, 8, 10, 12] on cpu" in text and "t2 + t1 = [6, 8, 10, 12] on cpu" in text, text
+
+
+def test_deeplizard_parameters_match_pytorch_names_and_shapes(deeplizard):
+    rows = re.findall(r"^(\S+)\s+\[([\d, ]+)\]$", deeplizard.text("param-shapes"), re.M)
+    assert [(n, s.replace(" ", "")) for n, s in rows] == [
+        ("conv1.weight", "6,1,5,5"), ("conv1.bias", "6"), ("conv2.weight", "12,6,5,5"), ("conv2.bias", "12"),
+        ("fc1.weight", "120,192"), ("fc1.bias", "120"), ("fc2.weight", "60,120"), ("fc2.bias", "60"),
+        ("out.weight", "10,60"), ("out.bias", "10")]
+
+
+def test_deeplizard_parameters_move_with_the_network(deeplizard):
+    gpu = "cuda:0" if "true" in deeplizard.text("cuda-available").lower() else "cpu"
+    before = deeplizard.text("param-devices-before").strip().splitlines()
+    after = [l for l in deeplizard.text("param-devices-after").strip().splitlines() if l.endswith(("weight", "bias"))]
+    assert len(before) == 10 and all(l.startswith("cpu ") for l in before), before
+    assert len(after) == 10 and all(l.startswith(gpu + " ") for l in after), after
+
+
+def test_deeplizard_says_whether_fashion_mnist_is_real_or_stand_in(deeplizard):
+    text = deeplizard.text("data").lower()
+    assert "stand-in" in text or "real" in text, text
+
+
+def run_rows(deeplizard) -> list[dict]:
+    table = deeplizard.json("run-table")[-1]
+    return table["rows"]
+
+
+def test_deeplizard_run_table_has_every_grid_row(deeplizard):
+    cuda = "true" in deeplizard.text("cuda-available").lower()
+    devices = {"cuda", "cpu"} if cuda else {"cpu"}
+    got = {(r["lr"], r["batch_size"], r["num_workers"], r["device"].split(":")[0]) for r in run_rows(deeplizard)}
+    want = {(0.01, b, w, d) for b in (1000, 10000, 20000) for w in (0, 1) for d in devices}
+    assert got == want
+    assert len(run_rows(deeplizard)) == len(want)  # one epoch per run
+    assert [r["run"] for r in run_rows(deeplizard)] == list(range(1, len(want) + 1))
+
+
+def test_deeplizard_run_table_updated_live_to_the_same_final_rows(deeplizard):
+    live = deeplizard.json("runs")
+    assert live, "the training cell showed no live table"
+    assert live[-1]["rows"] == run_rows(deeplizard)
+
+
+def test_deeplizard_batch_1000_runs_clear_chance(deeplizard):
+    small = [r for r in run_rows(deeplizard) if r["batch_size"] == 1000]
+    assert small and all(r["accuracy"] > 0.3 for r in small), small  # chance is 0.1
+    assert all(r["loss"] < 2.2 for r in small), small  # ln 10 = 2.30 is a guess
+
+
+def test_deeplizard_run_durations_are_measured(deeplizard):
+    for r in run_rows(deeplizard):
+        assert 0 < r["epoch_duration"] <= r["run_duration"], r
+
+
+def test_deeplizard_results_are_saved_as_csv_and_json(deeplizard):
+    saved = json.loads((NOTEBOOKS / "results.json").read_text())
+    rows = saved["rows"] if isinstance(saved, dict) else saved
+    assert len(rows) == len(run_rows(deeplizard))
+    csv = (NOTEBOOKS / "results.csv").read_text().strip().splitlines()
+    assert len(csv) == len(rows) + 1
+
+
+def test_deeplizard_device_comparison_has_a_row_per_device_present(deeplizard):
+    cmp = deeplizard.json("device-comparison")[-1]
+    devices = sorted(r["device"].split(":")[0] for r in cmp["rows"])
+    cuda = "true" in deeplizard.text("cuda-available").lower()
+    assert devices == (["cpu", "cuda"] if cuda else ["cpu"])
+    for r in cmp["rows"]:
+        assert r["mean_epoch_duration"] > 0
+
+
+# --- 05 BootCamp -------------------------------------------------------------------------------
+
+def test_bootcamp_reports_memory_before_and_after_moving_a_tensor(bootcamp):
+    for tag in ("memory-before", "memory-after"):
+        assert re.search(r"memory_allocated: \d+ bytes", bootcamp.text(tag))
+        assert re.search(r"memory_reserved:  \d+ bytes", bootcamp.text(tag))
+        assert bootcamp.json(tag)[-1]["rows"]
+    if cuda_present(bootcamp):
+        after = numbers(r"memory_allocated: (\d+)", bootcamp.text("memory-after"))[0]
+        assert after >= 512
+
+
+def test_bootcamp_model_is_cuda_only_on_a_cuda_machine(bootcamp):
+    text = bootcamp.text("is-cuda")
+    assert "before: is_cuda = false" in text
+    assert f"after:  is_cuda = {'true' if cuda_present(bootcamp) else 'false'}" in text
+
+
+def test_bootcamp_iris_split_is_80_20(bootcamp):
+    assert "150 flowers, 120 for training, 30 for testing" in bootcamp.text("iris-split")
+
+
+def test_bootcamp_loss_printed_every_10_epochs_and_falls(bootcamp):
+    rows = re.findall(r"epoch:\s*(\d+)\s+loss:\s+([0-9.]+)", bootcamp.text("train"))
+    assert [int(e) for e, _ in rows] == list(range(1, 100, 10))
+    losses = [float(l) for _, l in rows]
+    assert losses[-1] < 0.3 * losses[0], losses
+    assert "TOTAL TRAINING TIME" in bootcamp.text("train")
+
+
+def test_bootcamp_loss_plot_is_an_image_of_100_epochs(bootcamp):
+    assert_plot_is_an_image(bootcamp, "loss-plot")
+    y = series_y(bootcamp, "loss-plot")
+    assert len(y) == 100 and y[-1] < y[0]
+
+
+def test_bootcamp_test_accuracy_clears_chance(bootcamp):
+    (correct,) = numbers(r"(\d+) of 30 test flowers correct", bootcamp.text("test-accuracy"))
+    assert correct >= 24, correct  # chance is 10 of 30
