@@ -1,0 +1,53 @@
+//! Compiles the allocator shim (shim/shim.cpp) against the libtorch headers torch-sys found, and
+//! links libtorch_cuda with `--as-needed` turned off when this libtorch has it.
+
+use std::path::PathBuf;
+
+fn main() {
+    println!("cargo:rerun-if-changed=shim/shim.cpp");
+    println!("cargo:rerun-if-changed=build.rs");
+    println!("cargo:rerun-if-env-changed=LIBTORCH");
+    println!("cargo:rerun-if-env-changed=LIBTORCH_CXX11_ABI");
+    // torch-sys (links = "tch") publishes the libtorch it linked as DEP_TCH_LIBTORCH_LIB, so the
+    // shim always matches it, however torch-sys found it (LIBTORCH, LIBTORCH_USE_PYTORCH, ...).
+    let lib_dir = std::env::var_os("DEP_TCH_LIBTORCH_LIB")
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("LIBTORCH").map(|l| PathBuf::from(l).join("lib")));
+    let Some(lib_dir) = lib_dir else {
+        println!("cargo:warning=libtorch not found: the CUDA memory shim is built without it");
+        build_shim(None, false);
+        return;
+    };
+    let root = lib_dir.parent().map(PathBuf::from).unwrap_or_else(|| lib_dir.clone());
+    build_shim(Some(root.join("include")), lib_dir.join("libtorch_cuda.so").exists());
+
+    // Rust passes --as-needed to the linker, which drops libtorch_cuda.so from every binary
+    // because no Rust code calls into it; CUDA then looks absent on a GPU machine (tch-rs
+    // #980). The `-as-needed` link modifier that would fix it for dependents is unstable, and
+    // rustc-link-arg reaches only this package's own tests and examples. So: (1) the shim
+    // references a C symbol of libtorch_cuda (TCHBOOK_LINK_CUDA), which keeps the library in
+    // every binary or cdylib that links the shim; (2) this package's tests and examples link it
+    // with --no-as-needed; (3) device::load_cuda() dlopens it at run time (runtime::attach and
+    // every CUDA query call it). A CPU-only libtorch has no libtorch_cuda.so and gets none of it.
+    if lib_dir.join("libtorch_cuda.so").exists() {
+        println!("cargo:rustc-link-arg=-Wl,--no-as-needed,-ltorch_cuda,--as-needed");
+    }
+}
+
+fn build_shim(include: Option<PathBuf>, link_cuda: bool) {
+    let mut build = cc::Build::new();
+    if link_cuda {
+        build.define("TCHBOOK_LINK_CUDA", None);
+    }
+    build.cpp(true).pic(true).warnings(false).file("shim/shim.cpp").flag("-std=c++17");
+    if let Some(include) = include {
+        build.include(&include);
+        build.include(include.join("torch/csrc/api/include"));
+        let abi = std::env::var("LIBTORCH_CXX11_ABI").unwrap_or_else(|_| "1".into());
+        build.define("_GLIBCXX_USE_CXX11_ABI", abi.as_str());
+    } else {
+        // Without headers the shim compiles to stubs that report "no CUDA allocator".
+        build.define("TCHBOOK_NO_LIBTORCH", None);
+    }
+    build.compile("tchbook_shim");
+}

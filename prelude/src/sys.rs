@@ -1,0 +1,119 @@
+//! What Linux says about the CPU, the RAM and this process (for device cards and the
+//! no-CUDA memory report).
+
+/// The CPU model name from /proc/cpuinfo, e.g. "AMD EPYC 7B13".
+pub(crate) fn cpu_model() -> String {
+    std::fs::read_to_string("/proc/cpuinfo")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("model name"))
+                .and_then(|l| l.split_once(':'))
+                .map(|(_, v)| v.trim().to_string())
+        })
+        .unwrap_or_else(|| std::env::consts::ARCH.to_string())
+}
+
+/// Logical CPUs this process may run on.
+pub(crate) fn logical_cores() -> usize {
+    std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1)
+}
+
+/// Physical cores (distinct (physical id, core id) pairs), or the logical count if unknown.
+pub(crate) fn physical_cores() -> usize {
+    let Ok(info) = std::fs::read_to_string("/proc/cpuinfo") else {
+        return logical_cores();
+    };
+    let mut cores = std::collections::HashSet::new();
+    let (mut package, mut core) = (None, None);
+    for line in info.lines().chain(std::iter::once("")) {
+        if line.trim().is_empty() {
+            if let (Some(p), Some(c)) = (package.take(), core.take()) {
+                cores.insert((p, c));
+            }
+            continue;
+        }
+        if let Some((k, v)) = line.split_once(':') {
+            match k.trim() {
+                "physical id" => package = Some(v.trim().to_string()),
+                "core id" => core = Some(v.trim().to_string()),
+                _ => {}
+            }
+        }
+    }
+    if cores.is_empty() {
+        logical_cores()
+    } else {
+        cores.len()
+    }
+}
+
+fn meminfo_bytes(key: &str) -> Option<u64> {
+    let info = std::fs::read_to_string("/proc/meminfo").ok()?;
+    kib_field(&info, key)
+}
+
+fn kib_field(text: &str, key: &str) -> Option<u64> {
+    text.lines()
+        .find(|l| l.starts_with(key) && l[key.len()..].starts_with(':'))
+        .and_then(|l| l[key.len() + 1..].split_whitespace().next())
+        .and_then(|v| v.parse::<u64>().ok())
+        .map(|kib| kib * 1024)
+}
+
+/// Total system RAM in bytes (0 if unknown).
+pub(crate) fn ram_total() -> u64 {
+    meminfo_bytes("MemTotal").unwrap_or(0)
+}
+
+/// RAM available for new allocations in bytes (0 if unknown).
+pub(crate) fn ram_available() -> u64 {
+    meminfo_bytes("MemAvailable").unwrap_or(0)
+}
+
+fn status_bytes(key: &str) -> u64 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| kib_field(&s, key))
+        .unwrap_or(0)
+}
+
+/// This process's resident set size in bytes.
+pub(crate) fn process_rss() -> u64 {
+    status_bytes("VmRSS")
+}
+
+/// This process's peak resident set size in bytes.
+pub(crate) fn process_peak_rss() -> u64 {
+    status_bytes("VmHWM")
+}
+
+/// Bytes as PyTorch's memory_summary writes them: "1.50 GiB", "512 B".
+pub(crate) fn human_bytes(bytes: u64) -> String {
+    const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
+    if bytes < 1024 {
+        return format!("{bytes} B");
+    }
+    let mut value = bytes as f64;
+    let mut unit = 0;
+    while value >= 1024.0 && unit + 1 < UNITS.len() {
+        value /= 1024.0;
+        unit += 1;
+    }
+    format!("{value:.2} {}", UNITS[unit])
+}
+
+/// Escapes text for HTML.
+pub(crate) fn escape_html(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            _ => out.push(c),
+        }
+    }
+    out
+}
