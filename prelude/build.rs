@@ -18,8 +18,14 @@ fn main() {
         build_shim(None, false);
         return;
     };
-    let root = lib_dir.parent().map(PathBuf::from).unwrap_or_else(|| lib_dir.clone());
-    build_shim(Some(root.join("include")), lib_dir.join("libtorch_cuda.so").exists());
+    let root = lib_dir
+        .parent()
+        .map(PathBuf::from)
+        .unwrap_or_else(|| lib_dir.clone());
+    build_shim(
+        Some(root.join("include")),
+        lib_dir.join("libtorch_cuda.so").exists(),
+    );
 
     // Rust passes --as-needed to the linker, which drops libtorch_cuda.so from every binary
     // because no Rust code calls into it; CUDA then looks absent on a GPU machine (tch-rs
@@ -39,7 +45,12 @@ fn build_shim(include: Option<PathBuf>, link_cuda: bool) {
     if link_cuda {
         build.define("TCHBOOK_LINK_CUDA", None);
     }
-    build.cpp(true).pic(true).warnings(false).file("shim/shim.cpp").flag("-std=c++17");
+    build
+        .cpp(true)
+        .pic(true)
+        .warnings(false)
+        .file("shim/shim.cpp")
+        .flag("-std=c++17");
     if let Some(include) = include {
         build.include(&include);
         build.include(include.join("torch/csrc/api/include"));

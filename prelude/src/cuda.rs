@@ -21,8 +21,13 @@ use tch::Device;
 
 extern "C" {
     fn tchbook_torch_version() -> *const c_char;
-    fn tchbook_cuda_stats(device: c_int, out: *mut i64, n: c_int, err: *mut c_char, len: usize)
-        -> c_int;
+    fn tchbook_cuda_stats(
+        device: c_int,
+        out: *mut i64,
+        n: c_int,
+        err: *mut c_char,
+        len: usize,
+    ) -> c_int;
     fn tchbook_cuda_allocator_op(device: c_int, what: c_int, err: *mut c_char, len: usize)
         -> c_int;
     fn tchbook_cuda_mem_info(
@@ -178,18 +183,22 @@ fn driver() -> Option<&'static Driver> {
                     let p = libc::dlsym(h, n.as_ptr());
                     (!p.is_null()).then_some(p)
                 };
+                fn cast<F: Copy>(p: *mut c_void) -> F {
+                    // SAFETY (caller): F is the symbol's function-pointer type.
+                    unsafe { std::mem::transmute_copy::<*mut c_void, F>(&p) }
+                }
                 type Init = unsafe extern "C" fn(u32) -> c_int;
                 let init: Init = std::mem::transmute::<*mut c_void, Init>(sym(c"cuInit")?);
                 if init(0) != 0 {
                     return None;
                 }
                 Some(Driver {
-                    get_name: std::mem::transmute::<*mut c_void, _>(sym(c"cuDeviceGetName")?),
-                    total_mem: std::mem::transmute::<*mut c_void, _>(sym(c"cuDeviceTotalMem_v2")?),
-                    attribute: std::mem::transmute::<*mut c_void, _>(sym(c"cuDeviceGetAttribute")?),
-                    get: std::mem::transmute::<*mut c_void, _>(sym(c"cuDeviceGet")?),
-                    count: std::mem::transmute::<*mut c_void, _>(sym(c"cuDeviceGetCount")?),
-                    version: std::mem::transmute::<*mut c_void, _>(sym(c"cuDriverGetVersion")?),
+                    get_name: cast(sym(c"cuDeviceGetName")?),
+                    total_mem: cast(sym(c"cuDeviceTotalMem_v2")?),
+                    attribute: cast(sym(c"cuDeviceGetAttribute")?),
+                    get: cast(sym(c"cuDeviceGet")?),
+                    count: cast(sym(c"cuDeviceGetCount")?),
+                    version: cast(sym(c"cuDriverGetVersion")?),
                 })
             }
         })
@@ -239,7 +248,9 @@ pub fn get_device_properties(index: impl Into<DeviceIndex>) -> Option<DeviceProp
 /// assert!(!name.is_empty());
 /// ```
 pub fn get_device_name(index: impl Into<DeviceIndex>) -> String {
-    get_device_properties(index).map(|p| p.name).unwrap_or_else(|| "no CUDA device".into())
+    get_device_properties(index)
+        .map(|p| p.name)
+        .unwrap_or_else(|| "no CUDA device".into())
 }
 
 /// `torch.cuda.get_device_capability(i)`: (major, minor), `None` without CUDA.
@@ -276,7 +287,9 @@ fn cuda_version_string(v: i64) -> String {
 /// The versions of torch, CUDA and cuDNN in this process.
 pub fn versions() -> Versions {
     // SAFETY: returns a pointer to a static string literal in the shim.
-    let torch = unsafe { CStr::from_ptr(tchbook_torch_version()) }.to_string_lossy().into_owned();
+    let torch = unsafe { CStr::from_ptr(tchbook_torch_version()) }
+        .to_string_lossy()
+        .into_owned();
     let available = is_available();
     let cuda = if available {
         crate::device::quietly(tch::utils::version_cudart)
@@ -299,7 +312,12 @@ pub fn versions() -> Versions {
         // SAFETY: out-pointer to a local.
         (unsafe { (d.version)(&mut v) } == 0).then(|| cuda_version_string(v as i64))
     });
-    Versions { torch, cuda, driver, cudnn }
+    Versions {
+        torch,
+        cuda,
+        driver,
+        cudnn,
+    }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -360,7 +378,12 @@ fn err_buf() -> [c_char; 512] {
 
 fn err_text(buf: &[c_char]) -> String {
     // SAFETY: the shim always NUL-terminates within the buffer.
-    unsafe { CStr::from_ptr(buf.as_ptr()) }.to_string_lossy().lines().next().unwrap_or("").into()
+    unsafe { CStr::from_ptr(buf.as_ptr()) }
+        .to_string_lossy()
+        .lines()
+        .next()
+        .unwrap_or("")
+        .into()
 }
 
 /// Why a memory query has no numbers.
@@ -410,7 +433,12 @@ pub fn f_memory_stats(index: impl Into<DeviceIndex>) -> Result<MemoryStats, Memo
     let rc = unsafe { tchbook_cuda_stats(device, v.as_mut_ptr(), 50, err.as_mut_ptr(), err.len()) };
     match rc {
         0 => {
-            let s = |k: usize| Stat { current: v[k], peak: v[k + 1], allocated: v[k + 2], freed: v[k + 3] };
+            let s = |k: usize| Stat {
+                current: v[k],
+                peak: v[k + 1],
+                allocated: v[k + 2],
+                freed: v[k + 3],
+            };
             Ok(MemoryStats {
                 allocation: s(0),
                 segment: s(4),
@@ -530,8 +558,9 @@ pub fn f_mem_get_info(index: impl Into<DeviceIndex>) -> Result<(u64, u64), Memor
     let (mut free, mut total) = (0u64, 0u64);
     let mut err = err_buf();
     // SAFETY: out-pointers to locals, error buffer sized as passed.
-    match unsafe { tchbook_cuda_mem_info(device, &mut free, &mut total, err.as_mut_ptr(), err.len()) }
-    {
+    match unsafe {
+        tchbook_cuda_mem_info(device, &mut free, &mut total, err.as_mut_ptr(), err.len())
+    } {
         0 => Ok((free, total)),
         1 => Err(MemoryError::NoCuda),
         _ => Err(MemoryError::Torch(err_text(&err))),
@@ -615,13 +644,27 @@ pub struct MemorySummary {
 
 impl MemorySummary {
     fn header() -> Vec<String> {
-        ["Metric", "Cur Usage", "Peak Usage", "Tot Alloc", "Tot Freed"].map(String::from).to_vec()
+        [
+            "Metric",
+            "Cur Usage",
+            "Peak Usage",
+            "Tot Alloc",
+            "Tot Freed",
+        ]
+        .map(String::from)
+        .to_vec()
     }
 
     fn device_rows(d: &DeviceMemory) -> Vec<Vec<String>> {
         let b = |s: &Stat, name: &str| {
             let h = |v: i64| sys::human_bytes(v.max(0) as u64);
-            vec![name.into(), h(s.current), h(s.peak), h(s.allocated), h(s.freed)]
+            vec![
+                name.into(),
+                h(s.current),
+                h(s.peak),
+                h(s.allocated),
+                h(s.freed),
+            ]
         };
         let c = |s: &Stat, name: &str| {
             vec![
@@ -682,17 +725,49 @@ impl Render for MemorySummary {
         let mut html = String::from("<div class=\"tchbook-memory\">");
         if self.devices.is_empty() {
             text.push_str("No CUDA device is present: showing process and system RAM.\n");
-            html.push_str("<p><b>No CUDA device is present</b>: showing process and system RAM.</p>");
+            html.push_str(
+                "<p><b>No CUDA device is present</b>: showing process and system RAM.</p>",
+            );
         }
         for d in &self.devices {
             let title = format!("CUDA memory summary, device cuda:{} ({})", d.index, d.name);
             let rows = Self::device_rows(d);
-            text.push_str(&format!("{title}\n{}\n\n", text_table(&Self::header(), &rows)));
+            text.push_str(&format!(
+                "{title}\n{}\n\n",
+                text_table(&Self::header(), &rows)
+            ));
             html.push_str(&html_table(Some(&title), &Self::header(), &rows));
         }
         text.push_str(&self.ram_line());
-        html.push_str(&format!("<p>{}</p></div>", crate::sys::escape_html(&self.ram_line())));
-        Bundle::text(text).with_html(html)
+        html.push_str(&format!(
+            "<p>{}</p></div>",
+            crate::sys::escape_html(&self.ram_line())
+        ));
+        let mut rows: Vec<serde_json::Value> = self
+            .devices
+            .iter()
+            .map(|d| {
+                serde_json::json!({
+                    "device": format!("cuda:{}", d.index),
+                    "name": d.name,
+                    "allocated": d.stats.allocated_bytes.current,
+                    "reserved": d.stats.reserved_bytes.current,
+                    "max_allocated": d.stats.allocated_bytes.peak,
+                    "max_reserved": d.stats.reserved_bytes.peak,
+                    "free": d.free_total.map(|m| m.0),
+                    "total": d.free_total.map(|m| m.1),
+                })
+            })
+            .collect();
+        rows.push(serde_json::json!({
+            "device": "cpu",
+            "process_rss": self.process_rss,
+            "process_peak_rss": self.process_peak_rss,
+            "free": self.ram_available,
+            "total": self.ram_total,
+        }));
+        let json = serde_json::json!({"cuda": !self.devices.is_empty(), "rows": rows});
+        Bundle::text(text).with_html(html).with_json(json)
     }
 }
 

@@ -24,7 +24,9 @@ pub fn load_cuda() {
         let linked = unsafe { tchbook_cuda_anchor() };
         let _ = std::hint::black_box(linked);
         for candidate in cuda_library_candidates() {
-            let Ok(path) = std::ffi::CString::new(candidate) else { continue };
+            let Ok(path) = std::ffi::CString::new(candidate) else {
+                continue;
+            };
             // SAFETY: dlopen with a valid C string; the handle is deliberately never closed.
             let handle = unsafe { libc::dlopen(path.as_ptr(), libc::RTLD_NOW | libc::RTLD_GLOBAL) };
             if !handle.is_null() {
@@ -56,7 +58,7 @@ fn cuda_library_candidates() -> Vec<String> {
 use crate::cuda::{self, DeviceProperties, Versions};
 use crate::display::{html_table, rich, text_table, Bundle, Render};
 use crate::sys;
-use crate::tensor_fmt::{device_name, kind_name};
+use crate::tensor_fmt::kind_name;
 use tch::{nn::VarStore, Device, TchError, Tensor};
 
 /// The best device here: CUDA if a CUDA device is present, else Apple's MPS, else the CPU —
@@ -104,7 +106,9 @@ pub fn f_device(spec: &str) -> Result<Device, DeviceError> {
     };
     let index = match index {
         Some(i) => Some(i.parse::<usize>().map_err(|_| {
-            DeviceError(format!("invalid device index in {spec:?}: expected e.g. \"cuda:0\""))
+            DeviceError(format!(
+                "invalid device index in {spec:?}: expected e.g. \"cuda:0\""
+            ))
         })?),
         None => None,
     };
@@ -135,10 +139,10 @@ pub fn device(spec: &str) -> Device {
 ///
 /// ```
 /// use tchbook_prelude::prelude::*;
-/// assert_eq!(device_str(Device::Cuda(0)), "cuda:0");
+/// assert_eq!(device_name(Device::Cuda(0)), "cuda:0");
 /// ```
-pub fn device_str(device: Device) -> String {
-    device_name(device)
+pub fn device_name(device: Device) -> String {
+    crate::tensor_fmt::device_name(device)
 }
 
 /// A libtorch error in one line, as Python's `print(e)` shows it — without the C++ backtrace
@@ -148,7 +152,7 @@ pub fn device_str(device: Device) -> String {
 /// use tchbook_prelude::prelude::*;
 /// let a = Tensor::ones([2], (Kind::Float, Device::Cpu));
 /// let b = Tensor::ones([3], (Kind::Float, Device::Cpu));
-/// let e = attempt(|| &a + &b).unwrap_err();
+/// let e = catch_torch_error(|| &a + &b).unwrap_err();
 /// assert!(e.to_string().contains("must match"), "{e}");
 /// assert!(!e.to_string().contains("Exception raised from"));
 /// ```
@@ -179,32 +183,24 @@ pub(crate) fn brief(message: &str) -> String {
     }
     let text = text.trim();
     let text = text.strip_prefix("Internal torch error: ").unwrap_or(text);
-    text.lines().map(str::trim).filter(|l| !l.is_empty()).collect::<Vec<_>>().join(" ")
-}
-
-thread_local! {
-    static QUIET: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
-}
-
-fn install_quiet_hook() {
-    static ONCE: Once = Once::new();
-    ONCE.call_once(|| {
-        let previous = std::panic::take_hook();
-        std::panic::set_hook(Box::new(move |info| {
-            if !QUIET.with(|q| q.get()) {
-                previous(info);
-            }
-        }));
-    });
+    text.lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .collect::<Vec<_>>()
+        .join(" ")
 }
 
 /// Runs `f`, turning a panic (tch panics on every libtorch error) into a `TorchError` with the
 /// one-line message, and without printing the panic.
+///
+/// The panic hook is swapped for a silent one around the call and the previous hook (the
+/// kernel's, which reports a panic as the cell's error) is put back afterwards, so a caught
+/// error does not fail the cell.
 pub(crate) fn quietly<T>(f: impl FnOnce() -> T) -> Result<T, TorchError> {
-    install_quiet_hook();
-    let before = QUIET.with(|q| q.replace(true));
+    let previous = std::panic::take_hook();
+    std::panic::set_hook(Box::new(|_| {}));
     let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(f));
-    QUIET.with(|q| q.set(before));
+    std::panic::set_hook(previous);
     result.map_err(|payload| {
         let message = payload
             .downcast_ref::<String>()
@@ -215,6 +211,19 @@ pub(crate) fn quietly<T>(f: impl FnOnce() -> T) -> Result<T, TorchError> {
     })
 }
 
+/// A tch error as one line, as Python's `print(e)` shows it (no C++ backtrace).
+///
+/// ```
+/// use tchbook_prelude::prelude::*;
+/// let a = Tensor::ones([2], (Kind::Float, Device::Cpu));
+/// let b = Tensor::ones([3], (Kind::Float, Device::Cpu));
+/// let e = a.f_add(&b).unwrap_err();
+/// assert!(!short_error(&e).contains("Exception raised from"));
+/// ```
+pub fn short_error(error: &TchError) -> String {
+    brief(&error.to_string())
+}
+
 /// Python's `try: ... except Exception as e: print(e)` for tensor code: runs `f` and returns
 /// the libtorch error as a one-line [`TorchError`] instead of ending the cell. This is the
 /// fallible twin of any panicking tch call (operators, `forward`), e.g. the cross-device error.
@@ -222,12 +231,12 @@ pub(crate) fn quietly<T>(f: impl FnOnce() -> T) -> Result<T, TorchError> {
 /// ```
 /// use tchbook_prelude::prelude::*;
 /// let cpu_tensor = Tensor::ones([3, 3], (Kind::Float, Device::Cpu));
-/// match attempt(|| &cpu_tensor + &cpu_tensor) {
+/// match catch_torch_error(|| &cpu_tensor + &cpu_tensor) {
 ///     Ok(t) => println!("{}", t.repr()),
 ///     Err(e) => println!("{e}"),
 /// }
 /// ```
-pub fn attempt<T>(f: impl FnOnce() -> T) -> Result<T, TorchError> {
+pub fn catch_torch_error<T>(f: impl FnOnce() -> T) -> Result<T, TorchError> {
     quietly(f)
 }
 
@@ -279,32 +288,22 @@ impl TensorDevice for Tensor {
     }
 }
 
-/// One parameter of a model: what `named_parameters()` yields.
-#[derive(Debug)]
-pub struct Parameter {
-    /// PyTorch's dotted name, e.g. `conv1.weight`.
-    pub name: String,
-    /// The tensor (shares storage with the model's variable).
-    pub tensor: Tensor,
-}
-
 /// Module-level helpers PyTorch has on `nn.Module` and tch lacks, for a model's [`VarStore`]:
-/// `named_parameters`, `parameters_table`, `is_cuda`, `cuda`, `cpu`.
+/// `named_parameters`, `is_cuda`, `cuda`, `cpu`.
 ///
 /// ```
 /// use tchbook_prelude::prelude::*;
 /// let mut vs = nn::VarStore::new(Device::Cpu);
 /// let _model = TestModel::new(&vs.root());
-/// let names: Vec<String> = vs.named_parameters().into_iter().map(|(n, _)| n).collect();
+/// let names: Vec<&str> = vs.named_parameters().iter().map(|(n, _)| n).collect();
 /// assert_eq!(names, ["layer1.weight", "layer1.bias", "layer2.weight", "layer2.bias"]);
 /// assert!(!vs.is_cuda());
 /// vs.cpu(); // model.cpu()
 /// ```
 pub trait VarStoreExt {
-    /// `model.named_parameters()`: names and tensors in the order the model created them.
-    fn named_parameters(&self) -> Vec<(String, Tensor)>;
-    /// A displayable table of name, shape, dtype, device and trainability.
-    fn parameters_table(&self) -> ParameterTable;
+    /// `model.named_parameters()`: names and tensors in the order the model created them;
+    /// displays as a table of name, shape, dtype, device.
+    fn named_parameters(&self) -> NamedParameters;
     /// `next(model.parameters()).is_cuda`: whether the parameters live on a CUDA device.
     fn is_cuda(&self) -> bool;
     /// `model.cuda()`: moves every variable to `cuda:0` (panics without CUDA; see `f_cuda`).
@@ -317,38 +316,41 @@ pub trait VarStoreExt {
     fn num_parameters(&self) -> i64;
 }
 
+/// `model.named_parameters()` as a free function: `named_parameters(&vs)`.
+///
+/// ```
+/// use tchbook_prelude::prelude::*;
+/// let vs = nn::VarStore::new(Device::Cpu);
+/// let _net = Network::new(&vs.root());
+/// for (name, param) in named_parameters(&vs).iter() {
+///     println!("{name}\t\t{:?}", param.size());
+/// }
+/// ```
+pub fn named_parameters(vs: &VarStore) -> NamedParameters {
+    vs.named_parameters()
+}
+
 impl VarStoreExt for VarStore {
-    fn named_parameters(&self) -> Vec<(String, Tensor)> {
+    fn named_parameters(&self) -> NamedParameters {
         let mut named: Vec<(String, Tensor)> = self.variables().into_iter().collect();
         // tch keeps names in a HashMap; creation order survives only in the trainable list.
         // Match by storage address to recover PyTorch's order; the rest (buffers) by name.
-        let order: Vec<usize> =
-            self.trainable_variables().iter().map(|t| t.data_ptr() as usize).collect();
+        let order: Vec<usize> = self
+            .trainable_variables()
+            .iter()
+            .map(|t| t.data_ptr() as usize)
+            .collect();
         named.sort_by_key(|(name, t)| {
             let rank = order.iter().position(|&p| p == t.data_ptr() as usize);
             (rank.unwrap_or(usize::MAX), name.clone())
         });
-        named
-    }
-    fn parameters_table(&self) -> ParameterTable {
-        let trainable: Vec<usize> =
-            self.trainable_variables().iter().map(|t| t.data_ptr() as usize).collect();
-        ParameterTable {
-            rows: self
-                .named_parameters()
-                .into_iter()
-                .map(|(name, t)| ParameterRow {
-                    trainable: trainable.contains(&(t.data_ptr() as usize)),
-                    shape: t.size(),
-                    kind: kind_name(t.kind()).to_string(),
-                    device: device_name(t.device()),
-                    name,
-                })
-                .collect(),
-        }
+        NamedParameters { params: named }
     }
     fn is_cuda(&self) -> bool {
-        self.trainable_variables().first().map(|t| t.device().is_cuda()).unwrap_or(false)
+        self.trainable_variables()
+            .first()
+            .map(|t| t.device().is_cuda())
+            .unwrap_or(false)
     }
     fn cuda(&mut self) {
         self.f_cuda().unwrap_or_else(|e| panic!("{e}"))
@@ -363,53 +365,77 @@ impl VarStoreExt for VarStore {
         self.set_device(Device::Cpu)
     }
     fn num_parameters(&self) -> i64 {
-        self.trainable_variables().iter().map(|t| t.numel() as i64).sum()
+        self.trainable_variables()
+            .iter()
+            .map(|t| t.numel() as i64)
+            .sum()
     }
 }
 
-/// One row of a [`ParameterTable`].
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ParameterRow {
-    /// `conv1.weight`.
-    pub name: String,
-    /// `[6, 1, 5, 5]`.
-    pub shape: Vec<i64>,
-    /// `float32`.
-    pub kind: String,
-    /// `cuda:0`.
-    pub device: String,
-    /// Whether the optimizer updates it.
-    pub trainable: bool,
+/// A model's parameters in PyTorch's order: iterate `(name, &tensor)` pairs, or end a cell with
+/// it to see a table of name, shape, dtype and device.
+#[derive(Debug)]
+pub struct NamedParameters {
+    params: Vec<(String, Tensor)>,
 }
 
-/// A model's parameters with shape, dtype and device (the deeplizard `named_parameters` loop).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ParameterTable {
-    /// One row per parameter, in creation order.
-    pub rows: Vec<ParameterRow>,
+impl NamedParameters {
+    /// `(name, tensor)` pairs in creation order.
+    pub fn iter(&self) -> impl Iterator<Item = (&str, &Tensor)> {
+        self.params.iter().map(|(n, t)| (n.as_str(), t))
+    }
+    /// Number of parameter tensors.
+    pub fn len(&self) -> usize {
+        self.params.len()
+    }
+    /// Whether the model has no parameters.
+    pub fn is_empty(&self) -> bool {
+        self.params.is_empty()
+    }
+    /// The names, in order.
+    pub fn names(&self) -> Vec<String> {
+        self.params.iter().map(|(n, _)| n.clone()).collect()
+    }
 }
 
-impl Render for ParameterTable {
+impl IntoIterator for NamedParameters {
+    type Item = (String, Tensor);
+    type IntoIter = std::vec::IntoIter<(String, Tensor)>;
+    fn into_iter(self) -> Self::IntoIter {
+        self.params.into_iter()
+    }
+}
+
+impl Render for NamedParameters {
     fn bundle(&self) -> Bundle {
-        let header = ["name", "shape", "dtype", "device", "trainable"].map(String::from).to_vec();
+        let header = ["name", "shape", "dtype", "device"]
+            .map(String::from)
+            .to_vec();
         let rows: Vec<Vec<String>> = self
-            .rows
+            .params
             .iter()
-            .map(|r| {
+            .map(|(n, t)| {
                 vec![
-                    r.name.clone(),
-                    format!("{:?}", r.shape),
-                    r.kind.clone(),
-                    r.device.clone(),
-                    r.trainable.to_string(),
+                    n.clone(),
+                    format!("{:?}", t.size()),
+                    kind_name(t.kind()).to_string(),
+                    crate::tensor_fmt::device_name(t.device()),
                 ]
             })
             .collect();
-        Bundle::text(text_table(&header, &rows)).with_html(html_table(None, &header, &rows))
+        let json = serde_json::json!({
+            "parameters": self.params.iter().map(|(n, t)| serde_json::json!({
+                "name": n, "shape": t.size(), "dtype": kind_name(t.kind()),
+                "device": crate::tensor_fmt::device_name(t.device()),
+            })).collect::<Vec<_>>()
+        });
+        Bundle::text(text_table(&header, &rows))
+            .with_html(html_table(None, &header, &rows))
+            .with_json(json)
     }
 }
 
-rich!(ParameterTable);
+rich!(NamedParameters);
 
 /// A picture of the machine, like `nvidia-smi` or Colab's resource view: CUDA devices with
 /// compute capability, SMs and memory; versions; CPU model, cores and RAM.
@@ -467,7 +493,11 @@ impl DeviceCard {
         for (p, mem) in &self.gpus {
             let memory = match mem {
                 Some((free, total)) => {
-                    format!("{} free of {}", sys::human_bytes(*free), sys::human_bytes(*total))
+                    format!(
+                        "{} free of {}",
+                        sys::human_bytes(*free),
+                        sys::human_bytes(*total)
+                    )
                 }
                 None => sys::human_bytes(p.total_memory),
             };
@@ -514,7 +544,11 @@ impl Render for DeviceCard {
     fn bundle(&self) -> Bundle {
         let rows = self.rows();
         let width = rows.iter().map(|(k, _)| k.len()).max().unwrap_or(0);
-        let text = rows.iter().map(|(k, v)| format!("{k:<width$}  {v}")).collect::<Vec<_>>().join("\n");
+        let text = rows
+            .iter()
+            .map(|(k, v)| format!("{k:<width$}  {v}"))
+            .collect::<Vec<_>>()
+            .join("\n");
         let mut html = String::from(
             "<table class=\"tchbook-device-card\" style=\"border:1px solid #ccc\"><tbody>",
         );
@@ -526,7 +560,38 @@ impl Render for DeviceCard {
             ));
         }
         html.push_str("</tbody></table>");
-        Bundle::text(text).with_html(html)
+        let mut devices: Vec<serde_json::Value> = self
+            .gpus
+            .iter()
+            .map(|(p, mem)| {
+                serde_json::json!({
+                    "device": format!("cuda:{}", p.index), "name": p.name,
+                    "total_memory": p.total_memory, "free_memory": mem.map(|m| m.0),
+                    "compute_capability": [p.major, p.minor],
+                    "multi_processor_count": p.multi_processor_count,
+                })
+            })
+            .collect();
+        if self.best == Device::Mps {
+            devices.push(serde_json::json!({"device": "mps", "name": "Apple MPS"}));
+        }
+        devices.push(serde_json::json!({
+            "device": "cpu", "name": self.cpu_model, "total_memory": self.ram_total,
+            "free_memory": self.ram_available,
+        }));
+        let v = &self.versions;
+        let json = serde_json::json!({
+            "best_device": crate::tensor_fmt::device_name(self.best),
+            "cuda_available": !self.gpus.is_empty(),
+            "device_count": self.gpus.len(),
+            "devices": devices,
+            "torch_version": v.torch, "cuda_version": v.cuda, "driver_cuda_version": v.driver,
+            "cudnn_version": v.cudnn,
+            "cpu": {"model": self.cpu_model, "cores": self.physical_cores,
+                    "threads": self.logical_cores, "torch_threads": self.torch_threads,
+                    "ram_bytes": self.ram_total, "ram_available_bytes": self.ram_available},
+        });
+        Bundle::text(text).with_html(html).with_json(json)
     }
 }
 

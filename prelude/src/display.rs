@@ -33,6 +33,8 @@ pub struct Bundle {
     pub svg: Option<String>,
     /// `image/png`, raw bytes (base64-encoded on the wire).
     pub png: Option<Vec<u8>>,
+    /// `application/json`: the numbers behind the rendering, for tests and tools.
+    pub json: Option<Value>,
 }
 
 impl Bundle {
@@ -42,7 +44,10 @@ impl Bundle {
     /// assert_eq!(tchbook_prelude::display::Bundle::text("x").text, "x");
     /// ```
     pub fn text(text: impl Into<String>) -> Self {
-        Bundle { text: text.into(), ..Default::default() }
+        Bundle {
+            text: text.into(),
+            ..Default::default()
+        }
     }
 
     /// Adds an HTML rendering.
@@ -53,6 +58,17 @@ impl Bundle {
     /// ```
     pub fn with_html(mut self, html: impl Into<String>) -> Self {
         self.html = Some(html.into());
+        self
+    }
+
+    /// Adds an `application/json` part (the machine-readable numbers).
+    ///
+    /// ```
+    /// let b = tchbook_prelude::display::Bundle::text("x").with_json(serde_json::json!({"n": 1}));
+    /// assert_eq!(b.to_json()["application/json"]["n"], 1);
+    /// ```
+    pub fn with_json(mut self, json: Value) -> Self {
+        self.json = Some(json);
         self
     }
 
@@ -75,6 +91,9 @@ impl Bundle {
             let b64 = base64::engine::general_purpose::STANDARD.encode(png);
             map.insert("image/png".into(), Value::String(b64));
         }
+        if let Some(json) = &self.json {
+            map.insert("application/json".into(), json.clone());
+        }
         Value::Object(map)
     }
 
@@ -89,9 +108,21 @@ impl Bundle {
         let json = self.to_json();
         // Richest last does not matter to evcxr (one string per MIME type), but text first keeps
         // the output readable when a plain process prints it.
-        for mime in ["text/plain", "text/html", "image/svg+xml", "image/png"] {
-            if let Some(Value::String(v)) = json.get(mime) {
-                out.push_str(&format!("EVCXR_BEGIN_CONTENT {mime}\n{v}\nEVCXR_END_CONTENT\n"));
+        for mime in [
+            "text/plain",
+            "text/html",
+            "image/svg+xml",
+            "image/png",
+            "application/json",
+        ] {
+            match json.get(mime) {
+                Some(Value::String(v)) => out.push_str(&format!(
+                    "EVCXR_BEGIN_CONTENT {mime}\n{v}\nEVCXR_END_CONTENT\n"
+                )),
+                Some(v) if mime == "application/json" => out.push_str(&format!(
+                    "EVCXR_BEGIN_CONTENT {mime}\n{v}\nEVCXR_END_CONTENT\n"
+                )),
+                _ => {}
             }
         }
         out
@@ -241,7 +272,10 @@ pub fn show<T: Render + ?Sized>(value: &T) -> DisplayHandle {
 pub(crate) fn show_quiet<T: Render + ?Sized>(value: &T) -> DisplayHandle {
     if runtime::in_kernel() {
         let id = runtime::new_display_id();
-        runtime::emit(&runtime::display_message(value.bundle().to_json(), Some(&id)));
+        runtime::emit(&runtime::display_message(
+            value.bundle().to_json(),
+            Some(&id),
+        ));
         DisplayHandle { id: Some(id) }
     } else {
         DisplayHandle { id: None }
@@ -262,7 +296,10 @@ pub(crate) fn html_table(caption: Option<&str>, header: &[String], rows: &[Vec<S
     use crate::sys::escape_html as esc;
     let mut h = String::from("<table class=\"tchbook\">");
     if let Some(c) = caption {
-        h.push_str(&format!("<caption style=\"text-align:left\">{}</caption>", esc(c)));
+        h.push_str(&format!(
+            "<caption style=\"text-align:left\">{}</caption>",
+            esc(c)
+        ));
     }
     h.push_str("<thead><tr>");
     for c in header {
@@ -299,7 +336,13 @@ pub(crate) fn text_table(header: &[String], rows: &[Vec<String>]) -> String {
     };
     let mut out = line(header);
     out.push('\n');
-    out.push_str(&widths.iter().map(|w| "-".repeat(*w)).collect::<Vec<_>>().join("  "));
+    out.push_str(
+        &widths
+            .iter()
+            .map(|w| "-".repeat(*w))
+            .collect::<Vec<_>>()
+            .join("  "),
+    );
     for row in rows {
         out.push('\n');
         out.push_str(&line(row));

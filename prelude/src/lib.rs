@@ -4,31 +4,54 @@
 //! already mirrors PyTorch) and what PyTorch users reach for that tch lacks:
 //!
 //! - [`device`] — cuda → mps → cpu selection, moving tensors and var stores, device cards,
-//!   one-line libtorch errors ([`device::attempt`]);
+//!   one-line libtorch errors ([`device::catch_torch_error`]);
 //! - [`cuda`] — `torch.cuda`-style queries and the caching allocator's memory statistics;
+//! - [`data`] — Dataset, TensorDataset, DataLoader, CIFAR-10 / MNIST / Fashion-MNIST / CSV
+//!   readers, transforms, `train_test_split`, downloads and stand-ins, the shipped Iris set;
+//! - [`models`] — the tutorials' models with PyTorch's parameter names, safetensors state dicts;
+//! - [`train`] — batch accuracy, timers, RunBuilder/RunManager; [`plot`] — live loss plots;
+//!   [`progress`] — progress bars;
 //! - [`display`] — rich output for every prelude value and live, in-place updates;
 //! - [`runtime`] and [`interrupt`] — the kernel contract (live display protocol, stdout pump,
 //!   SIGINT flag), see DEVELOPERS.md.
 
 pub mod cuda;
+pub mod data;
 pub mod device;
 pub mod display;
 pub mod interrupt;
+pub mod models;
+pub mod plot;
+pub mod progress;
 pub mod runtime;
 mod sys;
 mod tensor_fmt;
+pub mod train;
 
-/// Everything a notebook cell has in scope.
+/// Everything a notebook cell has in scope (`use tchbook_prelude::prelude::*;`).
 pub mod prelude {
     pub use tch::nn::{self, Module, ModuleT, OptimizerConfig};
     pub use tch::{self, no_grad, Device, IndexOp, Kind, Reduction, Tensor};
 
     pub use crate::cuda;
+    pub use crate::data::{f_fetch, fetch, iris, write_iris};
+    pub use crate::data::{
+        load_iris, read_csv, standin, train_test_split, transforms, Cifar10, CsvTable, DataLoader,
+        DataSet, Dataset, FashionMnist, Mnist, TensorDataset,
+    };
     pub use crate::device::{
-        attempt, best_device, device, device_card, device_str, f_device, DeviceCard, TensorDevice,
-        TorchError, VarStoreExt,
+        best_device, catch_torch_error, device, device_card, device_name, f_device,
+        named_parameters, short_error, DeviceCard, TensorDevice, TorchError, VarStoreExt,
     };
     pub use crate::display::{clear_output, show, Render, TensorDisplay};
     pub use crate::interrupt;
-    pub use crate::runtime::{set_threads, tune_allocator};
+    pub use crate::models::{
+        load_state_dict, save_state_dict, ClassifierMlp, IrisModel, Net, Network, TestModel,
+    };
+    pub use crate::plot::LossPlot;
+    pub use crate::progress::{progress, Progress};
+    pub use crate::runtime::{input, set_threads, tune_allocator};
+    pub use crate::train::{
+        batch_accuracy, num_correct, Run, RunBuilder, RunManager, RunParams, Timer,
+    };
 }

@@ -320,7 +320,10 @@ pub(crate) enum Chunk {
 
 impl LineSplitter {
     pub(crate) fn new(name: &'static str) -> Self {
-        LineSplitter { name, buf: Vec::new() }
+        LineSplitter {
+            name,
+            buf: Vec::new(),
+        }
     }
 
     pub(crate) fn push(&mut self, bytes: &[u8]) -> Vec<Chunk> {
@@ -351,6 +354,13 @@ impl LineSplitter {
                     None => break,
                 }
             } else if let Some(n) = newline {
+                // A kernel line (EVCXR_..., TCHBOOK_...) glued to the end of a user's partial
+                // line would go unrecognised: split the user's part off as a stream op.
+                if let Some(p) = token_start(&self.buf[..n]).filter(|&p| p > 0) {
+                    let text: Vec<u8> = self.buf.drain(..p).collect();
+                    out.push(Chunk::Protocol(self.stream_line(&text)));
+                    continue;
+                }
                 out.push(Chunk::Line(self.buf.drain(..=n).collect()));
             } else {
                 break;
@@ -364,11 +374,13 @@ impl LineSplitter {
         if self.buf.is_empty() || self.buf[0] == MARKER {
             return None;
         }
+        // Never flush (part of) a kernel line: it must reach the kernel whole.
+        let end = partial_token_start(&self.buf).unwrap_or(self.buf.len());
         // Keep an incomplete UTF-8 sequence at the end for the next read.
-        let cut = match std::str::from_utf8(&self.buf) {
-            Ok(_) => self.buf.len(),
+        let cut = match std::str::from_utf8(&self.buf[..end]) {
+            Ok(_) => end,
             Err(e) if e.error_len().is_none() => e.valid_up_to(),
-            Err(_) => self.buf.len(),
+            Err(_) => end,
         };
         if cut == 0 {
             return None;
@@ -383,12 +395,34 @@ impl LineSplitter {
     }
 }
 
+/// Lines the kernel reads as commands; they are forwarded whole, never as `stream` text.
+const KERNEL_TOKENS: [&[u8]; 2] = [b"EVCXR_", b"TCHBOOK_"];
+
+/// Where a complete kernel token starts in `line`.
+fn token_start(line: &[u8]) -> Option<usize> {
+    (0..line.len()).find(|&p| KERNEL_TOKENS.iter().any(|t| line[p..].starts_with(t)))
+}
+
+/// Where a kernel token, complete or still being written, starts in a partial line.
+fn partial_token_start(buf: &[u8]) -> Option<usize> {
+    (0..buf.len()).find(|&p| {
+        let rest = &buf[p..];
+        KERNEL_TOKENS
+            .iter()
+            .any(|t| rest.starts_with(t) || (rest.len() >= 3 && t.starts_with(rest)))
+    })
+}
+
 fn pump(read_fd: libc::c_int, name: &'static str, own_fd: libc::c_int) {
     let mut splitter = LineSplitter::new(name);
     let mut chunk = vec![0u8; 64 * 1024];
     let mut last_byte = Instant::now();
     loop {
-        let mut poll = libc::pollfd { fd: read_fd, events: libc::POLLIN, revents: 0 };
+        let mut poll = libc::pollfd {
+            fd: read_fd,
+            events: libc::POLLIN,
+            revents: 0,
+        };
         let timeout = PARTIAL_LINE_IDLE.as_millis() as libc::c_int;
         // SAFETY: one valid pollfd.
         let ready = unsafe { libc::poll(&mut poll, 1, timeout) };
@@ -422,6 +456,51 @@ fn deliver(chunk: Chunk, own_fd: libc::c_int) {
         Chunk::Line(bytes) => write_fd(own_fd, &bytes),
         Chunk::Protocol(bytes) => write_fd(*out, &bytes),
     }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Input
+
+fn read_reply(request: &str, prompt: &str) -> String {
+    {
+        let mut out = std::io::stdout().lock();
+        let _ = out.flush();
+        if in_kernel() {
+            // evcxr's protocol: one line asking for input, answered by one line on stdin.
+            let _ = writeln!(out, "{request}:{prompt}");
+        } else {
+            let _ = write!(out, "{prompt}");
+        }
+        let _ = out.flush();
+    }
+    let mut line = String::new();
+    let _ = std::io::stdin().read_line(&mut line);
+    while line.ends_with('\n') || line.ends_with('\r') {
+        line.pop();
+    }
+    line
+}
+
+/// Python's `input(prompt)`: asks the notebook user for a line (Jupyter's input box) and returns
+/// it without the newline. Outside a kernel it reads stdin. evcxr cuts the prompt at its first
+/// `:`, so keep colons out of it.
+///
+/// ```no_run
+/// let name = tchbook_prelude::runtime::input("Your name");
+/// # let _ = name;
+/// ```
+pub fn input(prompt: &str) -> String {
+    read_reply("EVCXR_INPUT_REQUEST", prompt)
+}
+
+/// Like [`input`], with the typed text hidden (Python's `getpass`).
+///
+/// ```no_run
+/// let token = tchbook_prelude::runtime::input_password("Token");
+/// # let _ = token;
+/// ```
+pub fn input_password(prompt: &str) -> String {
+    read_reply("EVCXR_INPUT_REQUEST_PASSWORD", prompt)
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -16,7 +16,9 @@ pub(crate) fn cpu_model() -> String {
 
 /// Logical CPUs this process may run on.
 pub(crate) fn logical_cores() -> usize {
-    std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1)
+    std::thread::available_parallelism()
+        .map(|n| n.get())
+        .unwrap_or(1)
 }
 
 /// Physical cores (distinct (physical id, core id) pairs), or the logical count if unknown.

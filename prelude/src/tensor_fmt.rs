@@ -40,7 +40,10 @@ pub(crate) fn device_name(device: Device) -> String {
 }
 
 fn is_float(kind: Kind) -> bool {
-    matches!(kind, Kind::Half | Kind::Float | Kind::Double | Kind::BFloat16)
+    matches!(
+        kind,
+        Kind::Half | Kind::Float | Kind::Double | Kind::BFloat16
+    )
 }
 
 /// Which indices of each dimension are shown, and whether a `...` follows index EDGE-1.
@@ -77,12 +80,19 @@ fn sci(v: f64) -> String {
 
 fn format_values(values: &[f64], kind: Kind) -> Vec<String> {
     if kind == Kind::Bool {
-        return values.iter().map(|&v| if v != 0.0 { "True" } else { "False" }.into()).collect();
+        return values
+            .iter()
+            .map(|&v| if v != 0.0 { "True" } else { "False" }.into())
+            .collect();
     }
     if !is_float(kind) {
         return values.iter().map(|&v| format!("{}", v as i64)).collect();
     }
-    let finite: Vec<f64> = values.iter().copied().filter(|v| v.is_finite() && *v != 0.0).collect();
+    let finite: Vec<f64> = values
+        .iter()
+        .copied()
+        .filter(|v| v.is_finite() && *v != 0.0)
+        .collect();
     let special = |v: f64| -> Option<String> {
         if v.is_nan() {
             Some("nan".into())
@@ -129,7 +139,11 @@ fn write_nested(
     let sep = if sizes.len() == 1 {
         ", ".to_string()
     } else {
-        format!(",{}{}", "\n".repeat(sizes.len() - 1), " ".repeat(indent + depth + 1))
+        format!(
+            ",{}{}",
+            "\n".repeat(sizes.len() - 1),
+            " ".repeat(indent + depth + 1)
+        )
     };
     out.push('[');
     for i in 0..n {
@@ -140,7 +154,14 @@ fn write_nested(
             out.push_str("...");
             out.push_str(&sep);
         }
-        write_nested(out, &cells[i * stride..(i + 1) * stride], &sizes[1..], &gaps[1..], depth + 1, indent);
+        write_nested(
+            out,
+            &cells[i * stride..(i + 1) * stride],
+            &sizes[1..],
+            &gaps[1..],
+            depth + 1,
+            indent,
+        );
     }
     out.push(']');
 }
@@ -150,7 +171,11 @@ fn values_text(t: &Tensor, indent: usize) -> String {
     let summarise = t.numel() as i64 > THRESHOLD;
     let (small, gaps) = shown(t, summarise);
     let kind = t.kind();
-    let flat = small.to_device(Device::Cpu).to_kind(Kind::Double).contiguous().view([-1]);
+    let flat = small
+        .to_device(Device::Cpu)
+        .to_kind(Kind::Double)
+        .contiguous()
+        .view([-1]);
     let values = Vec::<f64>::try_from(&flat).unwrap_or_default();
     let mut cells = format_values(&values, kind);
     let width = cells.iter().map(|c| c.len()).max().unwrap_or(0);
@@ -198,7 +223,12 @@ fn header(t: &Tensor) -> String {
     if !t.defined() {
         return "undefined tensor".into();
     }
-    format!("Tensor {:?} · {} · {}", t.size(), kind_name(t.kind()), device_name(t.device()))
+    format!(
+        "Tensor {:?} · {} · {}",
+        t.size(),
+        kind_name(t.kind()),
+        device_name(t.device())
+    )
 }
 
 /// An HTML card: a header line and the repr.
@@ -212,5 +242,10 @@ pub(crate) fn html(t: &Tensor) -> String {
 }
 
 pub(crate) fn bundle(t: &Tensor) -> Bundle {
-    Bundle::text(repr(t)).with_html(html(t))
+    let json = if t.defined() {
+        serde_json::json!({"shape": t.size(), "dtype": kind_name(t.kind()), "device": device_name(t.device())})
+    } else {
+        serde_json::json!({"defined": false})
+    };
+    Bundle::text(repr(t)).with_html(html(t)).with_json(json)
 }

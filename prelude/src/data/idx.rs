@@ -1,0 +1,241 @@
+//! MNIST and Fashion-MNIST in the IDX format (`train-images-idx3-ubyte`, plain or `.gz`): a
+//! big-endian header (magic `0x00000803` for images, `0x00000801` for labels, then the
+//! dimensions) followed by unsigned bytes.
+
+use super::fetch::{locate, DataSet, Located};
+use super::transforms::Transform;
+use super::{
+    format_error, images_u8, is_standin_dir, labels_i64, read_maybe_gz, DataError, TensorDataset,
+};
+use std::path::{Path, PathBuf};
+
+/// Parses an IDX file: (dimensions, data). `expected_dims` is 3 for images, 1 for labels.
+pub(crate) fn read_idx(path: &Path, expected_dims: u8) -> Result<(Vec<usize>, Vec<u8>), DataError> {
+    let bytes = read_maybe_gz(path)?;
+    if bytes.len() < 4 {
+        return Err(format_error(
+            path,
+            format!("truncated IDX header: {} bytes", bytes.len()),
+        ));
+    }
+    if bytes[0] != 0 || bytes[1] != 0 {
+        return Err(format_error(
+            path,
+            format!(
+                "not an IDX file: magic number starts {:#04x} {:#04x}, expected 0x00 0x00",
+                bytes[0], bytes[1]
+            ),
+        ));
+    }
+    if bytes[2] != 0x08 {
+        return Err(format_error(
+            path,
+            format!(
+                "IDX data type {:#04x} is not unsigned bytes (0x08)",
+                bytes[2]
+            ),
+        ));
+    }
+    if bytes[3] != expected_dims {
+        return Err(format_error(
+            path,
+            format!(
+                "IDX file has {} dimensions, expected {expected_dims}",
+                bytes[3]
+            ),
+        ));
+    }
+    let header = 4 + 4 * expected_dims as usize;
+    if bytes.len() < header {
+        return Err(format_error(
+            path,
+            format!(
+                "truncated IDX header: {} bytes, expected {header}",
+                bytes.len()
+            ),
+        ));
+    }
+    let dims: Vec<usize> = (0..expected_dims as usize)
+        .map(|i| {
+            u32::from_be_bytes(bytes[4 + 4 * i..8 + 4 * i].try_into().unwrap_or([0; 4])) as usize
+        })
+        .collect();
+    let expected: usize = dims.iter().product();
+    let data = &bytes[header..];
+    if data.len() != expected {
+        let what = if data.len() < expected {
+            "truncated"
+        } else {
+            "has trailing bytes"
+        };
+        return Err(format_error(
+            path,
+            format!(
+                "{what}: the header promises {dims:?} = {expected} bytes of data, the file has {}",
+                data.len()
+            ),
+        ));
+    }
+    Ok((dims, data.to_vec()))
+}
+
+fn find(dir: &Path, stem: &str) -> Option<PathBuf> {
+    [stem.to_string(), format!("{stem}.gz")]
+        .iter()
+        .map(|n| dir.join(n))
+        .find(|p| p.exists())
+}
+
+fn load(
+    set: DataSet,
+    root: &Path,
+    train: bool,
+    transform: &Transform,
+) -> Result<TensorDataset, DataError> {
+    let dir = set.dir(root);
+    let dir = if dir.is_dir() {
+        dir
+    } else {
+        root.to_path_buf()
+    };
+    let prefix = if train { "train" } else { "t10k" };
+    let missing = |stem: &str| DataError::Missing {
+        path: set.dir(root).join(stem),
+        hint: format!(
+            "download it with fetch(DataSet::{set:?}, {root:?}), or write stand-in files with \
+             {set:?}::locate_or_standin({root:?}, 12_000, 2_000)"
+        ),
+    };
+    let images_stem = format!("{prefix}-images-idx3-ubyte");
+    let labels_stem = format!("{prefix}-labels-idx1-ubyte");
+    let images_path = find(&dir, &images_stem).ok_or_else(|| missing(&images_stem))?;
+    let labels_path = find(&dir, &labels_stem).ok_or_else(|| missing(&labels_stem))?;
+    let (dims, pixels) = read_idx(&images_path, 3)?;
+    let (ldims, labels) = read_idx(&labels_path, 1)?;
+    if dims[0] != ldims[0] {
+        return Err(format_error(
+            &labels_path,
+            format!(
+                "has {} labels but {} has {} images",
+                ldims[0],
+                images_path.display(),
+                dims[0]
+            ),
+        ));
+    }
+    if let Some(bad) = labels.iter().position(|&l| l > 9) {
+        return Err(format_error(
+            &labels_path,
+            format!(
+                "corrupt label {} at index {bad} (expected 0–9)",
+                labels[bad]
+            ),
+        ));
+    }
+    let images = images_u8(&pixels, dims[0] as i64, 1, dims[1] as i64, dims[2] as i64);
+    let split = if train { "train" } else { "test" };
+    Ok(
+        TensorDataset::new(transform.apply(&images), labels_i64(&labels)).named(
+            &format!("{} {split}", set.title()),
+            set.classes(),
+            is_standin_dir(&dir),
+        ),
+    )
+}
+
+/// MNIST handwritten digits (`torchvision.datasets.MNIST`), from `root/MNIST/raw/` or `root`.
+///
+/// ```no_run
+/// use tchbook_prelude::prelude::*;
+/// let train_set = Mnist::new("./data", true, &transforms::ToTensor());
+/// # let _ = train_set;
+/// ```
+pub struct Mnist;
+
+impl Mnist {
+    /// Digit names in label order.
+    pub const CLASSES: [&'static str; 10] = ["0", "1", "2", "3", "4", "5", "6", "7", "8", "9"];
+
+    /// Loads the training (60 000) or test (10 000) split. Panics with the file and the problem.
+    // `new` returns the data set, not `Self`, to read like torchvision's constructor call:
+    // `Cifar10::new("./data", true, &transform)` ≈ `CIFAR10(root='./data', train=True, ...)`.
+    #[allow(clippy::new_ret_no_self)]
+    pub fn new(root: impl AsRef<Path>, train: bool, transform: &Transform) -> TensorDataset {
+        Self::f_new(root, train, transform).unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    /// The fallible twin of [`new`](Self::new).
+    pub fn f_new(
+        root: impl AsRef<Path>,
+        train: bool,
+        transform: &Transform,
+    ) -> Result<TensorDataset, DataError> {
+        load(DataSet::Mnist, root.as_ref(), train, transform)
+    }
+
+    /// Finds MNIST under `root` or writes stand-in files there (never downloads).
+    pub fn locate_or_standin(
+        root: impl AsRef<Path>,
+        n_train: usize,
+        n_test: usize,
+    ) -> Result<Located, DataError> {
+        locate(DataSet::Mnist, root.as_ref(), n_train, n_test)
+    }
+}
+
+/// Fashion-MNIST (`torchvision.datasets.FashionMNIST`), from `root/FashionMNIST/raw/` or `root`.
+///
+/// ```no_run
+/// use tchbook_prelude::prelude::*;
+/// let train_set = FashionMnist::new("./data", true, &transforms::ToTensor());
+/// # let _ = train_set;
+/// ```
+pub struct FashionMnist;
+
+impl FashionMnist {
+    /// Class names in label order.
+    pub const CLASSES: [&'static str; 10] = [
+        "T-shirt/top",
+        "Trouser",
+        "Pullover",
+        "Dress",
+        "Coat",
+        "Sandal",
+        "Shirt",
+        "Sneaker",
+        "Bag",
+        "Ankle boot",
+    ];
+
+    /// Loads the training (60 000) or test (10 000) split. Panics with the file and the problem.
+    // `new` returns the data set, not `Self`, to read like torchvision's constructor call:
+    // `Cifar10::new("./data", true, &transform)` ≈ `CIFAR10(root='./data', train=True, ...)`.
+    #[allow(clippy::new_ret_no_self)]
+    pub fn new(root: impl AsRef<Path>, train: bool, transform: &Transform) -> TensorDataset {
+        Self::f_new(root, train, transform).unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    /// The fallible twin of [`new`](Self::new).
+    pub fn f_new(
+        root: impl AsRef<Path>,
+        train: bool,
+        transform: &Transform,
+    ) -> Result<TensorDataset, DataError> {
+        load(DataSet::FashionMnist, root.as_ref(), train, transform)
+    }
+
+    /// Finds Fashion-MNIST under `root` or writes stand-in files there (never downloads).
+    ///
+    /// ```no_run
+    /// use tchbook_prelude::prelude::*;
+    /// let fashion = FashionMnist::locate_or_standin("data", 12_000, 2_000).unwrap();
+    /// println!("{}", fashion.describe());
+    /// ```
+    pub fn locate_or_standin(
+        root: impl AsRef<Path>,
+        n_train: usize,
+        n_test: usize,
+    ) -> Result<Located, DataError> {
+        locate(DataSet::FashionMnist, root.as_ref(), n_train, n_test)
+    }
+}

@@ -1,0 +1,284 @@
+//! Loss curves drawn with plotters, as SVG and PNG, with a bundled font (DejaVu Sans) so they
+//! render on a headless machine. A [`LossPlot`] redraws itself in place while a loop pushes
+//! points (at most twice a second), and renders fully when a cell ends with it.
+
+use crate::display::{rich, show_quiet, Bundle, DisplayHandle, Render};
+use plotters::prelude::*;
+use serde_json::json;
+use std::sync::Once;
+use std::time::{Duration, Instant};
+
+/// DejaVu Sans (see assets/DejaVuSans-LICENSE.txt), registered with plotters as "sans-serif".
+static FONT: &[u8] = include_bytes!("../assets/DejaVuSans.ttf");
+
+fn register_font() {
+    static ONCE: Once = Once::new();
+    ONCE.call_once(|| {
+        let _ = plotters::style::register_font("sans-serif", FontStyle::Normal, FONT);
+    });
+}
+
+const REDRAW: Duration = Duration::from_millis(500);
+const SIZE: (u32, u32) = (640, 400);
+
+/// One named line.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Series {
+    /// Legend text.
+    pub name: String,
+    /// Points.
+    pub points: Vec<(f64, f64)>,
+}
+
+/// A live loss plot.
+///
+/// ```
+/// use tchbook_prelude::prelude::*;
+/// let mut plot = LossPlot::new("training loss");
+/// for epoch in 1..=10 {
+///     plot.push(epoch as f64, 1.0 / epoch as f64);
+/// }
+/// assert!(plot.png().starts_with(b"\x89PNG"));
+/// assert!(plot.svg().contains("<svg"));
+/// ```
+pub struct LossPlot {
+    title: String,
+    x_label: String,
+    y_label: String,
+    series: Vec<Series>,
+    handle: Option<DisplayHandle>,
+    last_draw: Option<Instant>,
+}
+
+impl LossPlot {
+    /// An empty plot with a title; axes "epoch" and "loss".
+    pub fn new(title: &str) -> Self {
+        LossPlot {
+            title: title.to_string(),
+            x_label: "epoch".into(),
+            y_label: "loss".into(),
+            series: Vec::new(),
+            handle: None,
+            last_draw: None,
+        }
+    }
+
+    /// Axis labels.
+    pub fn labels(mut self, x: &str, y: &str) -> Self {
+        self.x_label = x.to_string();
+        self.y_label = y.to_string();
+        self
+    }
+
+    /// Adds a point to the series "loss" and redraws in place (inside a kernel).
+    pub fn push(&mut self, x: f64, y: f64) {
+        self.push_to("loss", x, y)
+    }
+
+    /// Adds a point to a named series (e.g. "train", "test") and redraws in place.
+    pub fn push_to(&mut self, series: &str, x: f64, y: f64) {
+        crate::interrupt::check();
+        match self.series.iter_mut().find(|s| s.name == series) {
+            Some(s) => s.points.push((x, y)),
+            None => self.series.push(Series {
+                name: series.to_string(),
+                points: vec![(x, y)],
+            }),
+        }
+        self.redraw(false);
+    }
+
+    /// Draws the final state in place (call after the loop; a cell ending with the plot shows
+    /// it anyway).
+    pub fn finish(&mut self) {
+        self.redraw(true);
+    }
+
+    /// The series.
+    pub fn series(&self) -> &[Series] {
+        &self.series
+    }
+
+    fn redraw(&mut self, force: bool) {
+        if !crate::runtime::in_kernel() {
+            return;
+        }
+        let now = Instant::now();
+        if !force && self.last_draw.is_some_and(|t| now - t < REDRAW) {
+            return;
+        }
+        self.last_draw = Some(now);
+        let live = LiveFrame(self);
+        match &self.handle {
+            Some(h) => h.update_quiet(&live),
+            None => self.handle = Some(show_quiet(&live)),
+        }
+    }
+
+    fn draw<DB: DrawingBackend>(
+        &self,
+        root: DrawingArea<DB, plotters::coord::Shift>,
+    ) -> Result<(), String>
+    where
+        DB::ErrorType: 'static,
+    {
+        register_font();
+        let e = |e: DrawingAreaErrorKind<DB::ErrorType>| e.to_string();
+        root.fill(&WHITE).map_err(e)?;
+        let points = self.series.iter().flat_map(|s| s.points.iter());
+        let (mut x0, mut x1, mut y0, mut y1) = (
+            f64::INFINITY,
+            f64::NEG_INFINITY,
+            f64::INFINITY,
+            f64::NEG_INFINITY,
+        );
+        for &(x, y) in points.filter(|(x, y)| x.is_finite() && y.is_finite()) {
+            x0 = x0.min(x);
+            x1 = x1.max(x);
+            y0 = y0.min(y);
+            y1 = y1.max(y);
+        }
+        if !x0.is_finite() {
+            (x0, x1, y0, y1) = (0.0, 1.0, 0.0, 1.0);
+        }
+        if x1 - x0 < 1e-12 {
+            x1 = x0 + 1.0;
+        }
+        let pad = ((y1 - y0) * 0.05).max(1e-6);
+        let mut chart = ChartBuilder::on(&root)
+            .caption(&self.title, ("sans-serif", 20))
+            .margin(12)
+            .x_label_area_size(36)
+            .y_label_area_size(56)
+            .build_cartesian_2d(x0..x1, (y0 - pad)..(y1 + pad))
+            .map_err(e)?;
+        chart
+            .configure_mesh()
+            .x_desc(&self.x_label)
+            .y_desc(&self.y_label)
+            .label_style(("sans-serif", 13))
+            .draw()
+            .map_err(e)?;
+        for (i, s) in self.series.iter().enumerate() {
+            let colour = Palette99::pick(i).to_rgba();
+            chart
+                .draw_series(LineSeries::new(
+                    s.points.iter().copied(),
+                    colour.stroke_width(2),
+                ))
+                .map_err(e)?
+                .label(s.name.clone())
+                .legend(move |(x, y)| {
+                    PathElement::new(vec![(x, y), (x + 18, y)], colour.stroke_width(2))
+                });
+        }
+        if !self.series.is_empty() {
+            chart
+                .configure_series_labels()
+                .label_font(("sans-serif", 13))
+                .background_style(WHITE.mix(0.8))
+                .border_style(BLACK)
+                .draw()
+                .map_err(e)?;
+        }
+        root.present().map_err(e)
+    }
+
+    /// The plot as an SVG document.
+    pub fn svg(&self) -> String {
+        let mut out = String::new();
+        {
+            let root = SVGBackend::with_string(&mut out, SIZE).into_drawing_area();
+            if let Err(err) = self.draw(root) {
+                return format!("<svg xmlns=\"http://www.w3.org/2000/svg\"><text>plot failed: {err}</text></svg>");
+            }
+        }
+        out
+    }
+
+    /// The plot as PNG bytes.
+    pub fn png(&self) -> Vec<u8> {
+        let (w, h) = SIZE;
+        let mut rgb = vec![255u8; (w * h * 3) as usize];
+        {
+            let root = BitMapBackend::with_buffer(&mut rgb, SIZE).into_drawing_area();
+            let _ = self.draw(root);
+        }
+        encode_png(&rgb, w, h)
+    }
+
+    /// Writes `.svg` or `.png` by the file's extension.
+    pub fn save(&self, path: impl AsRef<std::path::Path>) -> std::io::Result<()> {
+        let path = path.as_ref();
+        match path.extension().and_then(|e| e.to_str()) {
+            Some("svg") => std::fs::write(path, self.svg()),
+            _ => std::fs::write(path, self.png()),
+        }
+    }
+
+    fn json(&self) -> serde_json::Value {
+        json!({
+            "title": self.title,
+            "series": self.series.iter().map(|s| json!({
+                "name": s.name,
+                "x": s.points.iter().map(|p| p.0).collect::<Vec<_>>(),
+                "y": s.points.iter().map(|p| p.1).collect::<Vec<_>>(),
+            })).collect::<Vec<_>>(),
+        })
+    }
+
+    fn text(&self) -> String {
+        let mut t = format!("{}:", self.title);
+        for s in &self.series {
+            match (s.points.first(), s.points.last()) {
+                (Some(a), Some(b)) => t.push_str(&format!(
+                    " {} {} points, {:.4} at {} → {:.4} at {}",
+                    s.name,
+                    s.points.len(),
+                    a.1,
+                    a.0,
+                    b.1,
+                    b.0
+                )),
+                _ => t.push_str(&format!(" {} (empty)", s.name)),
+            }
+        }
+        t
+    }
+}
+
+fn encode_png(rgb: &[u8], w: u32, h: u32) -> Vec<u8> {
+    let mut out = Vec::new();
+    {
+        let mut encoder = png::Encoder::new(&mut out, w, h);
+        encoder.set_color(png::ColorType::Rgb);
+        encoder.set_depth(png::BitDepth::Eight);
+        encoder.set_compression(png::Compression::Fast);
+        if let Ok(mut writer) = encoder.write_header() {
+            let _ = writer.write_image_data(rgb);
+        }
+    }
+    out
+}
+
+/// What a live update sends: PNG only (SVG every half second would double the traffic).
+struct LiveFrame<'a>(&'a LossPlot);
+
+impl Render for LiveFrame<'_> {
+    fn bundle(&self) -> Bundle {
+        let mut b = Bundle::text(self.0.text()).with_json(self.0.json());
+        b.png = Some(self.0.png());
+        b
+    }
+}
+
+impl Render for LossPlot {
+    fn bundle(&self) -> Bundle {
+        let mut b = Bundle::text(self.text()).with_json(self.json());
+        b.png = Some(self.png());
+        b.svg = Some(self.svg());
+        b
+    }
+}
+
+rich!(LossPlot);
