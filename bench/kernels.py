@@ -1,0 +1,470 @@
+"""The kernel benchmark: tchbook vs evcxr_jupyter 0.22 vs ipykernel, through jupyter_client.
+
+Measures, for each kernel:
+- start -> kernel_info_reply, in fresh kernels;
+- first tch result in a fresh kernel (start -> the small tch cell's result; evcxr's cell carries
+  `:dep tch` and finds tch already built in the shared EVCXR_TMPDIR; ipykernel's does
+  `import torch`);
+- a trivial cell (`1 + 1`), a small tch cell and a completion request, repeated in one kernel;
+- memory: the summed RSS of the kernel's process tree idle with tch/torch loaded, and its peak
+  while a cell runs the CIFAR-10 workload (sampled every 20 ms), split into the kernel plus its
+  evaluation process and the compiler processes (cargo, rustc, the linker) a Rust cell spawns.
+
+A cell's latency runs from sending execute_request to the iopub `status: idle` that ends it, which
+is when a front end has shown everything; the execute_reply time is kept too.
+
+Nothing in the user's Jupyter is touched: kernelspecs live in a temporary directory given to a
+KernelSpecManager, connection files in a temporary runtime directory, and tchbook's spec comes
+from `tchbook install --prefix <tmp>`.
+
+    python bench/kernels.py --out bench/out/kernels.json [--reps 20] [--kernels tchbook,evcxr,ipykernel]
+"""
+
+import argparse
+import json
+import os
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import uuid
+from pathlib import Path
+
+import zmq
+from jupyter_client.kernelspec import KernelSpecManager
+from jupyter_client.manager import KernelManager
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+CELLS = HERE / "cells"
+
+TCH_DEP = ':dep tch = "=0.24.0"'
+RUST_USE = "use tch::{Device, Kind, Tensor};"
+RUST_TCH_CELL = (
+    "let t = Tensor::randn([64, 64], (Kind::Float, Device::Cpu));\n"
+    "t.matmul(&t).sum(Kind::Float).double_value(&[])"
+)
+PY_TCH_CELL = "t = torch.randn(64, 64)\nt.matmul(t).sum().item()"
+
+# The Python kernel's CIFAR cell runs torch_loops.py's loop itself, so the memory row and the
+# training table measure one and the same PyTorch code.
+IPYKERNEL_CIFAR = """import sys
+sys.path.insert(0, {bench!r})
+import torch, torch_loops
+torch.set_num_threads(1)  # as in the 1-thread rows of the training table
+seconds, steps, loss = torch_loops.cifar(torch.device("cpu"), timed=True)
+print(f"{{steps}} steps in {{seconds:.1f}} s, last loss {{loss:.3f}}")
+"""
+
+COMPILER_NAMES = re.compile(r"^(cargo|rustc|cc|c\+\+|ld|ld\.lld|lld|mold|collect2|ld\.bfd|ld\.gold|rustup)$")
+
+
+def log(*args):
+    print("[kernels]", *args, file=sys.stderr, flush=True)
+
+
+class Kernel:
+    """One kernel under test: how to launch it and what its cells look like."""
+
+    def __init__(self, name, argv, env, setup, first_tch, tch_cell, complete, cifar, language):
+        self.name = name
+        self.argv = argv
+        self.env = env
+        self.setup = setup  # run once in the latency kernel before anything is timed
+        self.first_tch = first_tch  # the whole first cell of a fresh kernel
+        self.tch_cell = tch_cell
+        self.complete = complete  # (code, cursor_pos)
+        self.cifar = cifar
+        self.language = language
+
+
+def kernel_specs(args, tmp):
+    """Builds the three kernels' specs in a temporary kernels/ directory."""
+    kernels = {}
+    py = sys.executable
+    if "tchbook" in args.kernels:
+        prefix = tmp / "tchbook-prefix"
+        log(f"tchbook install --prefix {prefix} (also pre-builds the prelude in the build cache)")
+        subprocess.run([str(args.tchbook), "install", "--prefix", str(prefix)], check=True,
+                       stdout=sys.stderr)
+        found = list(prefix.rglob("kernel.json"))
+        if not found:
+            raise SystemExit(f"tchbook install --prefix {prefix} wrote no kernel.json")
+        spec = json.loads(found[0].read_text())
+        kernels["tchbook"] = Kernel(
+            "tchbook", spec["argv"], spec.get("env", {}), setup=None,
+            first_tch=RUST_TCH_CELL, tch_cell=RUST_TCH_CELL,
+            complete=("let z = Tensor::zer", len("let z = Tensor::zer")),
+            cifar=(CELLS / "tchbook_cifar.rs").read_text(), language="rust")
+    if "evcxr" in args.kernels:
+        env = {
+            # Persistent and shared by every evcxr kernel of the run, so tch is built once
+            # (before timing starts) and `:dep tch` then costs what it costs a returning user.
+            "EVCXR_TMPDIR": str(args.evcxr_tmpdir),
+            "LIBTORCH": os.environ["LIBTORCH"],
+            "LD_LIBRARY_PATH": os.environ.get("LD_LIBRARY_PATH", ""),
+        }
+        kernels["evcxr"] = Kernel(
+            "evcxr", [str(args.evcxr), "--control_file", "{connection_file}"], env,
+            setup=f"{TCH_DEP}\n{RUST_USE}",
+            first_tch=f"{TCH_DEP}\n{RUST_USE}\n{RUST_TCH_CELL}", tch_cell=RUST_TCH_CELL,
+            complete=("let z = Tensor::zer", len("let z = Tensor::zer")),
+            cifar=(CELLS / "evcxr_cifar.rs").read_text(), language="rust")
+    if "ipykernel" in args.kernels:
+        kernels["ipykernel"] = Kernel(
+            "ipykernel", [py, "-m", "ipykernel_launcher", "-f", "{connection_file}"], {},
+            setup="import torch", first_tch=f"import torch\n{PY_TCH_CELL}", tch_cell=PY_TCH_CELL,
+            complete=("z = torch.zer", len("z = torch.zer")),
+            cifar=IPYKERNEL_CIFAR.format(bench=str(HERE)), language="python")
+    kdir = tmp / "kernels"
+    for k in kernels.values():
+        d = kdir / k.name
+        d.mkdir(parents=True)
+        (d / "kernel.json").write_text(json.dumps({
+            "argv": k.argv, "display_name": f"bench {k.name}", "language": k.language,
+            "env": k.env, "interrupt_mode": "signal"}))
+    return kernels, KernelSpecManager(kernel_dirs=[str(kdir)])
+
+
+# --- process-tree memory -------------------------------------------------------------------
+
+def _children_map():
+    kids = {}
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry.name}/stat") as f:
+                stat = f.read()
+        except OSError:
+            continue
+        # comm may hold spaces and parentheses; the fields after the last ')' are fixed.
+        ppid = int(stat[stat.rindex(")") + 2:].split()[1])
+        kids.setdefault(ppid, []).append(int(entry.name))
+    return kids
+
+
+def process_tree(pid):
+    kids = _children_map()
+    out, todo = [], [pid]
+    while todo:
+        p = todo.pop()
+        out.append(p)
+        todo.extend(kids.get(p, []))
+    return out
+
+
+def _status(pid):
+    fields = {}
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            for line in f:
+                k, _, v = line.partition(":")
+                fields[k] = v.strip()
+    except OSError:
+        return None
+    return fields
+
+
+def tree_memory(pid):
+    """(kernel+eval MiB, compiler MiB, per-process list) of the tree's current VmRSS."""
+    main = comp = 0.0
+    procs = []
+    for p in process_tree(pid):
+        st = _status(p)
+        if not st or "VmRSS" not in st:
+            continue
+        rss = int(st["VmRSS"].split()[0]) / 1024
+        hwm = int(st.get("VmHWM", "0 kB").split()[0]) / 1024
+        name = st.get("Name", "?")
+        procs.append({"pid": p, "name": name, "rss_mib": round(rss, 1), "hwm_mib": round(hwm, 1)})
+        if COMPILER_NAMES.match(name):
+            comp += rss
+        else:
+            main += rss
+    return main, comp, procs
+
+
+class Sampler(threading.Thread):
+    def __init__(self, pid, period=0.02):
+        super().__init__(daemon=True)
+        self.pid, self.period = pid, period
+        self.peak_main = self.peak_comp = self.peak_total = 0.0
+        self.stop = threading.Event()
+
+    def run(self):
+        while not self.stop.is_set():
+            main, comp, _ = tree_memory(self.pid)
+            self.peak_main = max(self.peak_main, main)
+            self.peak_comp = max(self.peak_comp, comp)
+            self.peak_total = max(self.peak_total, main + comp)
+            time.sleep(self.period)
+
+
+# --- talking to a kernel ----------------------------------------------------------------------
+
+class Session:
+    """A started kernel with a blocking client and a poller over shell and iopub."""
+
+    def __init__(self, ksm, kernel, runtime):
+        self.kernel = kernel
+        self.km = KernelManager(kernel_name=kernel.name, kernel_spec_manager=ksm)
+        self.km.connection_file = str(runtime / f"kernel-{uuid.uuid4()}.json")
+        self.kc = None
+        self.pid = None
+
+    def start(self, timeout):
+        """Starts the kernel; returns seconds from launch to kernel_info_reply."""
+        # The kernel's own stdout/stderr go to a log beside its connection file, shown when
+        # something fails, instead of into the benchmark's output.
+        self.log = open(Path(self.km.connection_file).with_suffix(".log"), "ab")
+        t0 = time.perf_counter()
+        self.km.start_kernel(stdout=self.log, stderr=self.log)
+        self.pid = self.km.provisioner.pid
+        self.kc = self.km.client()
+        self.kc.start_channels()
+        self.poller = zmq.Poller()
+        self.poller.register(self.kc.shell_channel.socket, zmq.POLLIN)
+        self.poller.register(self.kc.iopub_channel.socket, zmq.POLLIN)
+        # A DEALER queues the request until the kernel binds, so one send is enough; resend
+        # only as a guard against a kernel that drops requests while starting.
+        msg_id = self.kc.kernel_info()
+        deadline = t0 + timeout
+        last_send = t0
+        while True:
+            now = time.perf_counter()
+            if now > deadline:
+                raise TimeoutError(f"{self.kernel.name}: no kernel_info_reply in {timeout} s\n{self.log_tail()}")
+            if not self.km.is_alive():
+                raise RuntimeError(f"{self.kernel.name}: the kernel died while starting\n{self.log_tail()}")
+            if now - last_send > 10:
+                msg_id, last_send = self.kc.kernel_info(), now
+            for msg, where, _t in self._recv(0.5):
+                if where == "shell" and msg["parent_header"].get("msg_id") == msg_id:
+                    self.info = msg["content"]
+                    return time.perf_counter() - t0
+
+    def log_tail(self):
+        self.log.flush()
+        text = Path(self.log.name).read_bytes()[-3000:].decode(errors="replace")
+        return f"--- {self.kernel.name}'s log ({self.log.name}) ends:\n{text}"
+
+    def _recv(self, timeout):
+        """Yields (msg, 'shell'|'iopub', arrival time) for what arrives within timeout."""
+        events = dict(self.poller.poll(int(timeout * 1000)))
+        t = time.perf_counter()
+        out = []
+        if self.kc.shell_channel.socket in events:
+            out.append((self.kc.shell_channel.get_msg(timeout=0), "shell", t))
+        if self.kc.iopub_channel.socket in events:
+            out.append((self.kc.iopub_channel.get_msg(timeout=0), "iopub", t))
+        return out
+
+    def execute(self, code, timeout):
+        """Runs a cell; returns (seconds to idle, seconds to reply, result text, stdout)."""
+        t0 = time.perf_counter()
+        msg_id = self.kc.execute(code, store_history=True)
+        reply = idle = None
+        result, stream, error = None, [], None
+        while reply is None or idle is None:
+            if time.perf_counter() - t0 > timeout:
+                raise TimeoutError(f"{self.kernel.name}: cell did not finish in {timeout} s:\n{code}\n{self.log_tail()}")
+            for msg, where, t in self._recv(0.5):
+                if msg["parent_header"].get("msg_id") != msg_id:
+                    continue
+                mt = msg["msg_type"]
+                if where == "shell" and mt == "execute_reply":
+                    reply = t - t0
+                    if msg["content"]["status"] != "ok":
+                        error = msg["content"]
+                elif mt == "status" and msg["content"]["execution_state"] == "idle":
+                    idle = t - t0
+                elif mt == "execute_result":
+                    result = msg["content"]["data"].get("text/plain")
+                elif mt == "stream":
+                    stream.append(msg["content"]["text"])
+                elif mt == "error":
+                    error = msg["content"]
+        if error is not None:
+            detail = "\n".join(error.get("traceback", [])) or error.get("evalue", "") or str(error)
+            raise RuntimeError(f"{self.kernel.name}: cell failed:\n{code}\n---\n{detail}\n{''.join(stream)}\n{self.log_tail()}")
+        return idle, reply, result, "".join(stream)
+
+    def complete(self, code, cursor, timeout):
+        t0 = time.perf_counter()
+        msg_id = self.kc.complete(code, cursor)
+        while True:
+            if time.perf_counter() - t0 > timeout:
+                raise TimeoutError(f"{self.kernel.name}: no complete_reply in {timeout} s")
+            for msg, where, t in self._recv(0.5):
+                if where == "shell" and msg["parent_header"].get("msg_id") == msg_id:
+                    return t - t0, msg["content"].get("matches", [])
+
+    def stop(self):
+        tree = process_tree(self.pid) if self.pid else []
+        try:
+            if self.kc:
+                self.kc.stop_channels()
+            self.km.shutdown_kernel(now=False)
+        except Exception as e:  # a kernel that will not shut down cleanly is killed below
+            log(f"{self.kernel.name}: shutdown: {e}")
+        # The processes this kernel started (evcxr's child, tchbook's evaluation process) must
+        # not outlive it and skew the next measurement.
+        for p in tree:
+            try:
+                os.kill(p, 9)
+            except OSError:
+                pass
+        try:
+            self.km.cleanup_resources()
+        except Exception:
+            pass
+        if getattr(self, "log", None):
+            self.log.close()
+
+
+def summary(xs):
+    return {"median": statistics.median(xs), "min": min(xs), "n": len(xs), "all": xs}
+
+
+def bench_kernel(ksm, kernel, runtime, args):
+    res = {"name": kernel.name}
+    starts, firsts = [], []
+    for i in range(args.starts):
+        s = Session(ksm, kernel, runtime)
+        try:
+            t_start = s.start(args.timeout)
+            t_idle, _, value, _ = s.execute(kernel.first_tch, args.timeout)
+            starts.append(t_start)
+            # Launch -> kernel_info_reply, then straight on to the cell's idle: the client's
+            # own turn-around between the two is well below a millisecond.
+            firsts.append(t_start + t_idle)
+            if i == 0:
+                res["kernel_info"] = {k: s.info.get(k) for k in ("implementation", "implementation_version")}
+                res["first_tch_value"] = value
+        finally:
+            s.stop()
+        log(f"{kernel.name}: fresh kernel {i + 1}/{args.starts}: start {t_start:.3f} s, first tch result {firsts[-1]:.3f} s")
+    res["start"] = summary(starts)
+    res["first_tch"] = summary(firsts)
+
+    s = Session(ksm, kernel, runtime)
+    try:
+        s.start(args.timeout)
+        if kernel.setup:
+            s.execute(kernel.setup, args.timeout)
+        # One untimed cell of each kind: the first evaluation pays one-off costs that the
+        # fresh-kernel measurement above already reports.
+        s.execute("1 + 1", args.timeout)
+        s.execute(kernel.tch_cell, args.timeout)
+        trivial, trivial_reply, tch, tch_reply, comp = [], [], [], [], []
+        for _ in range(args.reps):
+            idle, reply, value, _ = s.execute("1 + 1", args.timeout)
+            if value is None or value.strip() != "2":
+                raise RuntimeError(f"{kernel.name}: `1 + 1` gave {value!r}")
+            trivial.append(idle)
+            trivial_reply.append(reply)
+        for _ in range(args.reps):
+            idle, reply, _, _ = s.execute(kernel.tch_cell, args.timeout)
+            tch.append(idle)
+            tch_reply.append(reply)
+        code, cursor = kernel.complete
+        matches = []
+        for _ in range(args.reps):
+            t, matches = s.complete(code, cursor, args.timeout)
+            comp.append(t)
+        res["trivial"] = summary(trivial)
+        res["trivial_reply"] = summary(trivial_reply)
+        res["tch_cell"] = summary(tch)
+        res["tch_cell_reply"] = summary(tch_reply)
+        res["complete"] = summary(comp)
+        res["complete_matches"] = len(matches)
+        res["complete_has_zeros"] = any(m.split("(")[0].endswith("zeros") for m in matches)
+        log(f"{kernel.name}: trivial {res['trivial']['median']:.3f} s, tch cell {res['tch_cell']['median']:.3f} s, "
+            f"complete {res['complete']['median']:.3f} s ({len(matches)} matches)")
+
+        time.sleep(2)  # let allocations from the cells above settle before the idle sample
+        main, comp_mib, procs = tree_memory(s.pid)
+        res["mem_idle"] = {"main_mib": main, "compiler_mib": comp_mib, "processes": procs}
+        sampler = Sampler(s.pid)
+        sampler.start()
+        t_idle, _, _, out = s.execute(kernel.cifar, args.timeout * 4)
+        sampler.stop.set()
+        sampler.join()
+        _, _, procs = tree_memory(s.pid)
+        res["mem_cifar"] = {
+            "peak_main_mib": sampler.peak_main,
+            "peak_compiler_mib": sampler.peak_comp,
+            "peak_total_mib": sampler.peak_total,
+            "hwm_main_mib": sum(p["hwm_mib"] for p in procs if not COMPILER_NAMES.match(p["name"])),
+            "processes": procs,
+            "cell_seconds": t_idle,
+            "cell_output": out[-500:],
+        }
+        log(f"{kernel.name}: idle {main:.0f} MiB; CIFAR cell {t_idle:.1f} s, peak {sampler.peak_main:.0f} MiB "
+            f"(+{sampler.peak_comp:.0f} MiB compiler)")
+    finally:
+        s.stop()
+    return res
+
+
+def evcxr_version(path):
+    try:
+        return subprocess.run([str(path), "--version"], capture_output=True, text=True).stdout.strip()
+    except OSError:
+        return None
+
+
+def prewarm_evcxr(ksm, kernels, runtime, args):
+    """Builds tch once into the shared EVCXR_TMPDIR (about two minutes on two cores)."""
+    k = kernels["evcxr"]
+    log(f"evcxr: building tch into {args.evcxr_tmpdir} once (a few minutes the first time)")
+    s = Session(ksm, k, runtime)
+    try:
+        s.start(args.timeout)
+        t, _, value, _ = s.execute(k.first_tch, 3600)
+        log(f"evcxr: first `:dep tch` cell took {t:.1f} s (value {value})")
+    finally:
+        s.stop()
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--out", type=Path, required=True)
+    p.add_argument("--reps", type=int, default=20, help="repetitions of each in-kernel measurement")
+    p.add_argument("--starts", type=int, default=None, help="fresh kernels per kernel (default: --reps)")
+    p.add_argument("--kernels", default="tchbook,evcxr,ipykernel")
+    p.add_argument("--tchbook", type=Path, default=ROOT / "target" / "release" / "tchbook")
+    p.add_argument("--evcxr", type=Path, default=shutil.which("evcxr_jupyter"))
+    p.add_argument("--evcxr-tmpdir", type=Path,
+                   default=Path.home() / ".cache" / "tchbook" / "bench" / "evcxr-tmpdir")
+    p.add_argument("--timeout", type=float, default=300)
+    args = p.parse_args()
+    args.kernels = [k for k in args.kernels.split(",") if k]
+    args.starts = args.starts or args.reps
+    if "evcxr" in args.kernels and not args.evcxr:
+        raise SystemExit("evcxr_jupyter not found: pass --evcxr or put it on PATH (scripts/bench installs it)")
+    args.evcxr_tmpdir.mkdir(parents=True, exist_ok=True)
+
+    results = {"reps": args.reps, "starts": args.starts, "kernels": {}}
+    with tempfile.TemporaryDirectory(prefix="tchbook-bench-") as tmpname:
+        tmp = Path(tmpname)
+        runtime = tmp / "runtime"
+        runtime.mkdir()
+        kernels, ksm = kernel_specs(args, tmp)
+        if "evcxr" in kernels:
+            results["evcxr_version"] = evcxr_version(args.evcxr)
+            prewarm_evcxr(ksm, kernels, runtime, args)
+        for name in args.kernels:
+            results["kernels"][name] = bench_kernel(ksm, kernels[name], runtime, args)
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(results, indent=1))
+    log(f"wrote {args.out}")
+
+
+if __name__ == "__main__":
+    main()

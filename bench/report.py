@@ -1,0 +1,210 @@
+"""Writes bench/RESULTS.md from train.py's and kernels.py's JSON and a description of the machine.
+
+    python bench/report.py --train bench/out/train.json --kernels bench/out/kernels.json \
+        --out bench/RESULTS.md --command "scripts/bench"
+"""
+
+import argparse
+import datetime
+import json
+import os
+import platform
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+
+TITLES = {
+    "iris": "Iris model, 100 epochs full batch, Adam",
+    "cifar": "CIFAR-10 Net, batch 4, `loss.item()` every step, 3000 steps",
+    "fashion": "deeplizard Network, batch 1000, one epoch of 60000",
+    "mlp": "Classifier_MLP, batch 64, 5000 steps",
+    "loader": "one DataLoader epoch alone: 60000×784, batches of 64, shuffled",
+}
+# (goal ratio PyTorch ÷ prelude, what the prelude is measured against)
+GOALS = {"iris": 2.0, "cifar": 2.0, "mlp": 2.0, "fashion": 1.1, "loader": 5.0}
+KERNEL_NAMES = {"tchbook": "tchbook", "evcxr": "evcxr_jupyter 0.22", "ipykernel": "ipykernel (PyTorch)"}
+
+
+def sh(*cmd):
+    try:
+        return subprocess.run(cmd, capture_output=True, text=True, timeout=60).stdout.strip()
+    except (OSError, subprocess.TimeoutExpired):
+        return ""
+
+
+def machine(evcxr_version):
+    cpu = "unknown"
+    for line in Path("/proc/cpuinfo").read_text().splitlines():
+        if line.startswith("model name"):
+            cpu = line.split(":", 1)[1].strip()
+            break
+    mem_kib = int(re.search(r"MemTotal:\s+(\d+)", Path("/proc/meminfo").read_text()).group(1))
+    gpu = sh("nvidia-smi", "--query-gpu=name,memory.total,driver_version", "--format=csv,noheader") \
+        if shutil.which("nvidia-smi") else ""
+    lock = (ROOT / "Cargo.lock").read_text()
+    tch = re.search(r'name = "tch"\nversion = "([^"]+)"', lock)
+    torch = sh(os.environ.get("TCHBOOK_PYTHON", "python3"), "-c", "import torch; print(torch.__version__)")
+    return {
+        "cores": os.cpu_count(),
+        "cpu": cpu,
+        "memory": f"{mem_kib / 1024 / 1024:.0f} GiB",
+        "gpu": gpu or "none",
+        "os": f"{platform.system()} {platform.release()}",
+        "rustc": sh("rustc", "--version"),
+        "tch": tch.group(1) if tch else "?",
+        "torch": torch or "?",
+        "python": platform.python_version(),
+        "evcxr": evcxr_version or "not measured",
+        "commit": sh("git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"),
+    }
+
+
+def fmt_s(x):
+    if x is None:
+        return "–"
+    if x < 1:
+        return f"{x * 1000:.0f} ms" if x >= 0.01 else f"{x * 1000:.1f} ms"
+    return f"{x:.2f} s"
+
+
+def load_range(row):
+    loads = [v for s in row["sides"].values() for v in s["load1"]]
+    return min(loads), max(loads)
+
+
+def train_section(train):
+    out = []
+    dev = train["device"]
+    out.append(f"## Training loops ({dev}): the prelude vs PyTorch eager\n")
+    out.append(f"Each cell: min / median of {train['runs']} runs per side, the sides alternated run by "
+               "run (A B A B …), each run a fresh process timing the whole loop after a 5-step warm-up "
+               "on throwaway state. Ratio = PyTorch time ÷ prelude time (above 1: the prelude is faster), "
+               "of the medians, and of the minimums in brackets. Plain tch is the same loop without the "
+               "prelude (tch's layers and `tch::data::Iter2`): the prelude should not fall below it "
+               "(tch ÷ prelude ≥ 1 means the prelude is at least as fast).\n")
+    out.append("| workload | threads | prelude min / median | PyTorch min / median | PyTorch ÷ prelude (min) | goal | | plain tch min / median | tch ÷ prelude |")
+    out.append("| --- | ---: | ---: | ---: | ---: | ---: | --- | ---: | ---: |")
+    extra = []
+    for row in train["rows"]:
+        w, s = row["workload"], row["sides"]
+        a, b = s["prelude"], s["pytorch"]
+        ratio, ratio_min = b["median"] / a["median"], b["min"] / a["min"]
+        goal = GOALS.get(w)
+        met = "met" if goal and ratio >= goal else "**missed**"
+        out.append(f"| {TITLES[w]} | {row['threads']} | {fmt_s(a['min'])} / {fmt_s(a['median'])} | "
+                   f"{fmt_s(b['min'])} / {fmt_s(b['median'])} | **{ratio:.2f}×** ({ratio_min:.2f}×) | "
+                   f"≥ {goal}× | {met} | " + (
+                       f"{fmt_s(s['tch']['min'])} / {fmt_s(s['tch']['median'])} | {s['tch']['median'] / a['median']:.2f}× |"
+                       if "tch" in s else "– | – |"))
+        if "pytorch-tuned-malloc" in s:
+            c = s["pytorch-tuned-malloc"]
+            extra.append(f"| {TITLES[w]} | {row['threads']} | {fmt_s(a['min'])} / {fmt_s(a['median'])} | "
+                         f"{fmt_s(c['min'])} / {fmt_s(c['median'])} | {c['median'] / a['median']:.2f}× "
+                         f"({c['min'] / a['min']:.2f}×) |")
+    if extra:
+        out.append("\nThe same, with PyTorch given the malloc settings the prelude applies at start-up "
+                   "(`MALLOC_MMAP_THRESHOLD_`, `MALLOC_MMAP_MAX_`, `MALLOC_TRIM_THRESHOLD_`, `MALLOC_TOP_PAD_`): "
+                   "what is left of the lead once both sides avoid the per-step mmap/munmap.\n")
+        out.append("| workload | threads | prelude min / median | PyTorch (tuned malloc) min / median | ratio (min) |")
+        out.append("| --- | ---: | ---: | ---: | ---: |")
+        out.extend(extra)
+    lo = min(load_range(r)[0] for r in train["rows"])
+    hi = max(load_range(r)[1] for r in train["rows"])
+    out.append(f"\n1-minute load average at the start of the runs: {lo:.2f}–{hi:.2f}.")
+    return out
+
+
+def kernel_section(k):
+    names = [n for n in ("tchbook", "evcxr", "ipykernel") if n in k["kernels"]]
+    ks = k["kernels"]
+    out = [f"## Kernels, through jupyter_client (medians of {k['reps']}, fresh kernels: {k['starts']})\n"]
+    out.append("A cell's time runs from sending `execute_request` to the iopub `status: idle` that ends "
+               "it (everything shown). Min in brackets.\n")
+    out.append("| measure | " + " | ".join(KERNEL_NAMES[n] for n in names) + " |")
+    out.append("| --- |" + " ---: |" * len(names))
+
+    def row(label, key):
+        cells = []
+        for n in names:
+            v = ks[n].get(key)
+            cells.append(f"{fmt_s(v['median'])} ({fmt_s(v['min'])})" if v else "–")
+        out.append(f"| {label} | " + " | ".join(cells) + " |")
+
+    row("start → `kernel_info_reply`", "start")
+    row("first tch result in a fresh kernel (start included)", "first_tch")
+    row("trivial cell `1 + 1`", "trivial")
+    row("small tch cell (64×64 randn, matmul, sum)", "tch_cell")
+    row("completion request", "complete")
+    out.append("| completion matches | " + " | ".join(str(ks[n].get("complete_matches", "–")) for n in names) + " |")
+
+    def mem(label, f):
+        out.append(f"| {label} | " + " | ".join(f(ks[n]) for n in names) + " |")
+
+    mem("memory idle, tch/torch loaded (kernel + evaluation process)",
+        lambda r: f"{r['mem_idle']['main_mib']:.0f} MiB" if "mem_idle" in r else "–")
+    mem("memory peak during the CIFAR cell (kernel + evaluation process)",
+        lambda r: f"{r['mem_cifar']['peak_main_mib']:.0f} MiB" if "mem_cifar" in r else "–")
+    mem("… plus the cell's compiler processes at their peak",
+        lambda r: f"{r['mem_cifar']['peak_compiler_mib']:.0f} MiB" if "mem_cifar" in r else "–")
+    mem("CIFAR cell (3000 steps, batch 4), compile included",
+        lambda r: fmt_s(r["mem_cifar"]["cell_seconds"]) if "mem_cifar" in r else "–")
+    if "tchbook" in ks and "evcxr" in ks:
+        a, b = ks["tchbook"]["trivial"]["median"], ks["evcxr"]["trivial"]["median"]
+        out.append(f"\nGoal, trivial cell ≤ ½ evcxr's: tchbook {fmt_s(a)} vs evcxr {fmt_s(b)} = "
+                   f"{a / b:.2f} of evcxr's — {'met' if a <= b / 2 else '**missed**'}.")
+    return out
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--train", type=Path, nargs="*", default=[])
+    p.add_argument("--kernels", type=Path)
+    p.add_argument("--notes", type=Path, help="markdown appended as the Notes section")
+    p.add_argument("--out", type=Path, required=True)
+    p.add_argument("--command", default="scripts/bench")
+    p.add_argument("--load", default="", help="load averages seen before/after, for the header")
+    args = p.parse_args()
+
+    kernels = json.loads(args.kernels.read_text()) if args.kernels and args.kernels.exists() else None
+    m = machine(kernels.get("evcxr_version") if kernels else None)
+    if kernels and "tchbook" in kernels["kernels"]:
+        info = kernels["kernels"]["tchbook"].get("kernel_info") or {}
+        m["tchbook"] = f"{info.get('implementation', 'tchbook')} {info.get('implementation_version', '')}".strip()
+    now = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+
+    lines = ["# tchbook benchmarks\n",
+             f"Written by `{args.command}` on {now} (commit {m['commit']}). Benchmarks, not tests: "
+             "the numbers depend on the machine and on whatever else runs on it.\n",
+             "| machine | |", "| --- | --- |",
+             f"| CPU | {m['cpu']}, {m['cores']} cores |",
+             f"| memory | {m['memory']} |",
+             f"| GPU | {m['gpu']} |",
+             f"| OS | {m['os']} |",
+             f"| rustc | {m['rustc']} |",
+             f"| tch | {m['tch']} (libtorch from the torch wheel) |",
+             f"| torch | {m['torch']} (Python {m['python']}) |",
+             f"| evcxr_jupyter | {m['evcxr']} |"]
+    if "tchbook" in m:
+        lines.append(f"| tchbook | {m['tchbook']} |")
+    if args.load:
+        lines.append(f"| load average | {args.load} |")
+    lines.append("")
+    for t in args.train:
+        if t.exists():
+            lines.extend(train_section(json.loads(t.read_text())))
+            lines.append("")
+    if kernels:
+        lines.extend(kernel_section(kernels))
+        lines.append("")
+    if args.notes and args.notes.exists():
+        lines.append(args.notes.read_text().rstrip() + "\n")
+    args.out.write_text("\n".join(lines))
+    print(f"wrote {args.out}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,110 @@
+"""The training-loop benchmark: the prelude (a built Rust binary) vs PyTorch eager, alternated.
+
+For each thread count and workload it runs the sides in turn, A B C A B C ..., each run a fresh
+process doing a short warm-up and then the timed workload once (see torch_loops.py and
+src/main.rs, which print one JSON line each), and records every run's seconds with the machine's
+load average at its start. The sides: the prelude, PyTorch eager, and plain tch (the reference
+the prelude must not fall behind); for the workloads in --tuned-malloc also PyTorch with the
+prelude's malloc settings.
+
+    python bench/train.py --bin target/release/tchbook-bench --out bench/out/train.json \
+        [--runs 5] [--threads 1,2] [--device cpu] [--workloads iris,cifar,fashion,mlp,loader]
+"""
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+WORKLOADS = ["iris", "cifar", "fashion", "mlp", "loader"]
+
+# glibc's malloc tunables that the prelude sets with mallopt at start-up (FINDINGS: oneDNN's
+# ~37 MB per-step temporaries otherwise go through mmap/munmap and page-fault every step). The
+# "pytorch, tuned malloc" rows give PyTorch the same setting through glibc's environment
+# variables, so the table shows what the prelude gains by default and what is left once both
+# sides have it. Values in bytes; keep in step with what the prelude sets.
+MALLOC_ENV = {  # prelude/src/runtime.rs, tune_allocator()
+    "MALLOC_MMAP_THRESHOLD_": str(32 << 20),
+    "MALLOC_MMAP_MAX_": "0",
+    "MALLOC_TRIM_THRESHOLD_": str(1 << 30),
+    "MALLOC_TOP_PAD_": str(64 << 20),
+}
+
+
+def log(*args):
+    print("[train]", *args, file=sys.stderr, flush=True)
+
+
+def run_one(cmd, threads, extra_env=None):
+    env = dict(os.environ)
+    # Both sides get the same OpenMP/MKL pool size as well as set_num_threads, so neither starts
+    # spare pools the other does not.
+    env["OMP_NUM_THREADS"] = str(threads)
+    env["MKL_NUM_THREADS"] = str(threads)
+    env.update(extra_env or {})
+    load = os.getloadavg()[0]
+    p = subprocess.run(cmd, env=env, capture_output=True, text=True)
+    if p.returncode != 0:
+        raise RuntimeError(f"{' '.join(cmd)} failed ({p.returncode}):\n{p.stderr[-3000:]}")
+    line = [ln for ln in p.stdout.splitlines() if ln.startswith("{")][-1]
+    rec = json.loads(line)
+    rec["load1"] = load
+    return rec
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--bin", type=Path, required=True, help="the built tchbook-bench binary")
+    p.add_argument("--out", type=Path, required=True)
+    p.add_argument("--runs", type=int, default=5)
+    p.add_argument("--threads", default="1,2")
+    p.add_argument("--device", default="cpu")
+    p.add_argument("--workloads", default=",".join(WORKLOADS))
+    p.add_argument("--tuned-malloc", default="fashion",
+                   help="workloads that also get a PyTorch run with the prelude's malloc settings")
+    args = p.parse_args()
+    threads = [int(t) for t in args.threads.split(",") if t]
+    workloads = [w for w in args.workloads.split(",") if w]
+    tuned = {w for w in args.tuned_malloc.split(",") if w}
+
+    results = {"device": args.device, "runs": args.runs, "rows": []}
+    for t in threads:
+        for w in workloads:
+            sides = {
+                "prelude": ([str(args.bin), "--workload", w, "--threads", str(t), "--device", args.device], None),
+                "pytorch": ([sys.executable, str(HERE / "torch_loops.py"), "--workload", w,
+                             "--threads", str(t), "--device", args.device], None),
+                "tch": ([str(args.bin), "--workload", w, "--threads", str(t), "--device", args.device,
+                         "--impl", "tch"], None),
+            }
+            if w in tuned:
+                sides["pytorch-tuned-malloc"] = (sides["pytorch"][0], MALLOC_ENV)
+            runs = {name: [] for name in sides}
+            for r in range(args.runs):
+                for name, (cmd, extra) in sides.items():
+                    rec = run_one(cmd, t, extra)
+                    runs[name].append(rec)
+                log(f"{w} {t}t run {r + 1}/{args.runs}: " + ", ".join(
+                    f"{name} {runs[name][-1]['seconds']:.3f} s" for name in sides))
+            steps = {name: runs[name][0]["steps"] for name in sides}
+            if len(set(steps.values())) != 1:
+                raise RuntimeError(f"{w}: the sides ran different step counts: {steps}")
+            row = {"workload": w, "threads": t, "steps": steps["prelude"], "sides": {}}
+            for name, rs in runs.items():
+                secs = [x["seconds"] for x in rs]
+                row["sides"][name] = {
+                    "min": min(secs), "median": statistics.median(secs), "all": secs,
+                    "load1": [x["load1"] for x in rs], "last": rs[-1].get("last"),
+                }
+            results["rows"].append(row)
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(results, indent=1))
+    log(f"wrote {args.out}")
+
+
+if __name__ == "__main__":
+    main()
