@@ -136,6 +136,20 @@ fn lookup<F: Copy>(name: &CStr) -> Option<F> {
     }
 }
 
+/// `torch.cuda.synchronize(i)`: waits for all queued work on the device (for honest timings).
+/// Does nothing without CUDA.
+///
+/// ```
+/// tchbook_prelude::cuda::synchronize(0);
+/// ```
+pub fn synchronize(index: impl Into<DeviceIndex>) {
+    if let Some(i) = index.into().0 {
+        if i < device_count() {
+            tch::Cuda::synchronize(i as i64);
+        }
+    }
+}
+
 /// What the CUDA driver says about one device (`torch.cuda.get_device_properties`).
 ///
 /// ```

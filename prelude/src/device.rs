@@ -175,7 +175,19 @@ impl From<TchError> for TorchError {
 
 /// The first meaningful line of a libtorch/tch message.
 pub(crate) fn brief(message: &str) -> String {
-    let mut text = message;
+    // tch's panicking operators unwrap a `Result`: the panic message is the Debug form of
+    // `TchError::Torch("...")`, with the newlines escaped.
+    let unwrapped;
+    let mut text = message
+        .strip_prefix("called `Result::unwrap()` on an `Err` value: ")
+        .unwrap_or(message);
+    if let Some(inner) = text.strip_prefix("Torch(\"") {
+        unwrapped = inner
+            .trim_end_matches("\")")
+            .replace("\\n", "\n")
+            .replace("\\\"", "\"");
+        text = &unwrapped;
+    }
     for cut in ["\nException raised from", "Exception raised from"] {
         if let Some(i) = text.find(cut) {
             text = &text[..i];
@@ -295,8 +307,7 @@ impl TensorDevice for Tensor {
 /// use tchbook_prelude::prelude::*;
 /// let mut vs = nn::VarStore::new(Device::Cpu);
 /// let _model = TestModel::new(&vs.root());
-/// let names: Vec<&str> = vs.named_parameters().iter().map(|(n, _)| n).collect();
-/// assert_eq!(names, ["layer1.weight", "layer1.bias", "layer2.weight", "layer2.bias"]);
+/// assert_eq!(vs.named_parameters().names(), ["layer1.weight", "layer1.bias", "layer2.weight", "layer2.bias"]);
 /// assert!(!vs.is_cuda());
 /// vs.cpu(); // model.cpu()
 /// ```
@@ -333,16 +344,45 @@ pub fn named_parameters(vs: &VarStore) -> NamedParameters {
 impl VarStoreExt for VarStore {
     fn named_parameters(&self) -> NamedParameters {
         let mut named: Vec<(String, Tensor)> = self.variables().into_iter().collect();
-        // tch keeps names in a HashMap; creation order survives only in the trainable list.
-        // Match by storage address to recover PyTorch's order; the rest (buffers) by name.
+        // tch keeps names in a HashMap; creation order survives only in the trainable list
+        // (matched here by storage address). tch's layers create `bias` before `weight`, while
+        // PyTorch registers `weight` first: order modules by their first parameter's creation,
+        // and weight before bias inside a module, as `named_parameters()` lists them.
         let order: Vec<usize> = self
             .trainable_variables()
             .iter()
             .map(|t| t.data_ptr() as usize)
             .collect();
+        let rank = |t: &Tensor| {
+            order
+                .iter()
+                .position(|&p| p == t.data_ptr() as usize)
+                .unwrap_or(usize::MAX)
+        };
+        let module = |name: &str| {
+            name.rsplit_once('.')
+                .map(|(m, _)| m.to_string())
+                .unwrap_or_default()
+        };
+        let mut module_rank = std::collections::HashMap::<String, usize>::new();
+        for (name, t) in &named {
+            let r = module_rank.entry(module(name)).or_insert(usize::MAX);
+            *r = (*r).min(rank(t));
+        }
         named.sort_by_key(|(name, t)| {
-            let rank = order.iter().position(|&p| p == t.data_ptr() as usize);
-            (rank.unwrap_or(usize::MAX), name.clone())
+            let leaf = name.rsplit('.').next().unwrap_or("");
+            let within = match leaf {
+                "weight" => 0,
+                "bias" => 1,
+                _ => 2,
+            };
+            (
+                module_rank[&module(name)],
+                module(name),
+                within,
+                rank(t),
+                name.clone(),
+            )
         });
         NamedParameters { params: named }
     }

@@ -151,7 +151,8 @@ fn write_nested(
             out.push_str(&sep);
         }
         if gaps[0] && i as i64 == EDGE {
-            out.push_str("...");
+            // PyTorch: " ..." among the numbers of a row, "..." in place of a row.
+            out.push_str(if sizes.len() == 1 { " ..." } else { "..." });
             out.push_str(&sep);
         }
         write_nested(

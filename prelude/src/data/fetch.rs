@@ -209,7 +209,13 @@ pub fn f_fetch(set: DataSet, root: impl AsRef<Path>) -> Result<PathBuf, DataErro
     for remote in set.remotes() {
         let dest = download_dir.join(remote.file);
         let mut errors = Vec::new();
-        let ok = remote.mirrors.iter().any(|mirror| {
+        // TCHBOOK_DATA_MIRROR replaces the canonical locations (a local mirror or proxy).
+        let custom = std::env::var("TCHBOOK_DATA_MIRROR").ok();
+        let mirrors: Vec<&str> = match &custom {
+            Some(m) => vec![m.as_str()],
+            None => remote.mirrors.to_vec(),
+        };
+        let ok = mirrors.iter().any(|mirror| {
             let url = format!("{mirror}{}", remote.file);
             match download(&url, &dest, remote.md5) {
                 Ok(()) => true,
@@ -247,9 +253,10 @@ pub fn f_fetch(set: DataSet, root: impl AsRef<Path>) -> Result<PathBuf, DataErro
     Ok(dir)
 }
 
-/// Downloads a real data set into `root` (torchvision's layout) from its canonical location,
-/// showing progress and checking MD5 sums; returns the directory. Does nothing if the real
-/// files are there. Panics with a clear message when offline (see [`f_fetch`]).
+/// Downloads a real data set into `root` (torchvision's layout) from its canonical location
+/// (or `$TCHBOOK_DATA_MIRROR`, a base URL holding the same file names), showing progress and
+/// checking MD5 sums; returns the directory. Does nothing if the real files are there. Panics
+/// with a clear message when offline (see [`f_fetch`]).
 ///
 /// ```no_run
 /// use tchbook_prelude::prelude::*;

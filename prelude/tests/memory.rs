@@ -1,0 +1,57 @@
+use tchbook_prelude::prelude::*;
+
+#[test]
+fn memory_statistics_are_zero_without_cuda_and_never_panic() {
+    if cuda::is_available() {
+        return;
+    }
+    assert_eq!(cuda::memory_allocated(0), 0);
+    assert_eq!(cuda::memory_reserved(Device::Cuda(0)), 0);
+    assert_eq!(cuda::memory_cached(0usize), 0);
+    assert_eq!(cuda::max_memory_allocated(0), 0);
+    assert_eq!(cuda::max_memory_reserved(0), 0);
+    cuda::reset_peak_memory_stats(0);
+    cuda::empty_cache();
+    assert_eq!(
+        cuda::f_memory_stats(0).unwrap_err(),
+        cuda::MemoryError::NoCuda
+    );
+    assert!(cuda::f_empty_cache().is_err());
+    assert_eq!(cuda::memory_allocated(Device::Cpu), 0);
+    assert_eq!(cuda::memory_allocated(-1), 0);
+}
+
+#[test]
+fn mem_get_info_falls_back_to_system_ram_without_cuda() {
+    if cuda::is_available() {
+        return;
+    }
+    let (free, total) = cuda::mem_get_info(0);
+    assert!(total > 0 && free <= total, "{free} {total}");
+}
+
+#[test]
+fn memory_summary_without_cuda_reports_process_and_system_ram() {
+    let summary = cuda::memory_summary();
+    let b = summary.bundle();
+    let json = b.json.unwrap();
+    assert_eq!(json["cuda"], cuda::is_available());
+    let cpu = json["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["device"] == "cpu")
+        .unwrap();
+    assert!(cpu["process_rss"].as_u64().unwrap() > 0);
+    assert!(cpu["total"].as_u64().unwrap() > 0);
+    if !cuda::is_available() {
+        assert!(b.text.contains("No CUDA device is present"), "{}", b.text);
+        assert!(b.html.unwrap().contains("No CUDA device is present"));
+    }
+    assert!(summary.process_rss > 0 && summary.ram_total > 0);
+}
+
+#[test]
+fn the_shim_was_built_against_libtorch_2_11() {
+    assert_eq!(cuda::versions().torch, "2.11.0");
+}

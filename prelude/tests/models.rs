@@ -1,0 +1,279 @@
+use crate::scratch;
+use std::path::PathBuf;
+use std::process::Command;
+use tchbook_prelude::models::f_load_state_dict;
+use tchbook_prelude::prelude::*;
+
+fn names(vs: &nn::VarStore) -> Vec<(String, Vec<i64>)> {
+    vs.named_parameters()
+        .iter()
+        .map(|(n, t)| (n.to_string(), t.size()))
+        .collect()
+}
+
+fn pairs(list: &[(&str, &[i64])]) -> Vec<(String, Vec<i64>)> {
+    list.iter()
+        .map(|(n, s)| (n.to_string(), s.to_vec()))
+        .collect()
+}
+
+fn zeros(shape: &[i64]) -> Tensor {
+    Tensor::zeros(shape, (Kind::Float, Device::Cpu))
+}
+
+#[test]
+fn cifar_net_has_the_tutorial_layers_and_output_shape() {
+    let vs = nn::VarStore::new(Device::Cpu);
+    let net = Net::new(&vs.root());
+    assert_eq!(net.forward(&zeros(&[4, 3, 32, 32])).size(), [4, 10]);
+    assert_eq!(
+        names(&vs),
+        pairs(&[
+            ("conv1.weight", &[6, 3, 5, 5]),
+            ("conv1.bias", &[6]),
+            ("conv2.weight", &[16, 6, 5, 5]),
+            ("conv2.bias", &[16]),
+            ("fc1.weight", &[120, 400]),
+            ("fc1.bias", &[120]),
+            ("fc2.weight", &[84, 120]),
+            ("fc2.bias", &[84]),
+            ("fc3.weight", &[10, 84]),
+            ("fc3.bias", &[10]),
+        ])
+    );
+    assert!(net
+        .repr()
+        .contains("(conv2): Conv2d(6, 16, kernel_size=(5, 5), stride=(1, 1))"));
+}
+
+#[test]
+fn deeplizard_network_maps_a_28x28_sample_to_ten_scores() {
+    let vs = nn::VarStore::new(Device::Cpu);
+    let network = Network::new(&vs.root());
+    assert_eq!(network.forward(&zeros(&[1, 1, 28, 28])).size(), [1, 10]);
+    assert_eq!(network.forward(&zeros(&[7, 1, 28, 28])).size(), [7, 10]);
+    assert_eq!(
+        vs.num_parameters(),
+        6 * 25 + 6 + 12 * 6 * 25 + 12 + 120 * 192 + 120 + 60 * 120 + 60 + 10 * 60 + 10
+    );
+    assert!(network
+        .repr()
+        .starts_with("Network(\n  (conv1): Conv2d(1, 6, kernel_size=(5, 5), stride=(1, 1))"));
+}
+
+#[test]
+fn iris_model_test_model_and_classifier_mlp_have_pytorch_names() {
+    let vs = nn::VarStore::new(Device::Cpu);
+    let model = IrisModel::new(&vs.root());
+    assert_eq!(model.forward(&zeros(&[5, 4])).size(), [5, 3]);
+    assert_eq!(
+        names(&vs),
+        pairs(&[
+            ("fc1.weight", &[8, 4]),
+            ("fc1.bias", &[8]),
+            ("fc2.weight", &[9, 8]),
+            ("fc2.bias", &[9]),
+            ("out.weight", &[3, 9]),
+            ("out.bias", &[3])
+        ])
+    );
+
+    let vs = nn::VarStore::new(Device::Cpu);
+    let model = TestModel::new(&vs.root());
+    assert_eq!(model.forward(&zeros(&[2, 10])).size(), [2, 1]);
+    assert_eq!(model.layer1.ws.size(), [5, 10]);
+    assert_eq!(names(&vs)[2], ("layer2.weight".to_string(), vec![1, 5]));
+
+    let vs = nn::VarStore::new(Device::Cpu);
+    let model = ClassifierMlp::new(&vs.root(), 4, 16, 3);
+    let (pred, prob) = model.forward(&Tensor::randn([6, 4], (Kind::Float, Device::Cpu)));
+    assert_eq!((pred.size(), prob.size()), (vec![6, 3], vec![6, 3]));
+    let row_sums = Vec::<f32>::try_from(prob.sum_dim_intlist(1, false, Kind::Float)).unwrap();
+    assert!(row_sums.iter().all(|s| (s - 1.0).abs() < 1e-5));
+    assert!(pred.argmax(-1, false).equal(&prob.argmax(-1, false)));
+    assert_eq!(
+        names(&vs)
+            .iter()
+            .map(|(n, _)| n.as_str())
+            .collect::<Vec<_>>(),
+        [
+            "h1.weight",
+            "h1.bias",
+            "h2.weight",
+            "h2.bias",
+            "out.weight",
+            "out.bias"
+        ]
+    );
+}
+
+#[test]
+fn a_state_dict_with_wrong_names_or_shapes_is_refused() {
+    let dir = scratch("state-dict-bad");
+    let vs = nn::VarStore::new(Device::Cpu);
+    let _m = IrisModel::new(&vs.root());
+    let path = dir.join("iris.safetensors");
+    save_state_dict(&vs, &path);
+    let mut other = nn::VarStore::new(Device::Cpu);
+    let _t = TestModel::new(&other.root());
+    let e = f_load_state_dict(&mut other, &path)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("Missing key(s)") && e.contains("layer1.weight") && e.contains("fc1.weight"),
+        "{e}"
+    );
+    let mut wide = nn::VarStore::new(Device::Cpu);
+    let _w = IrisModel::with_sizes(&wide.root(), 4, 10, 9, 3);
+    let e = f_load_state_dict(&mut wide, &path).unwrap_err().to_string();
+    assert!(e.contains("size mismatch for fc1"), "{e}");
+    let e = f_load_state_dict(&mut wide, dir.join("absent.safetensors"))
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("absent.safetensors"), "{e}");
+}
+
+fn python() -> PathBuf {
+    let candidates: Vec<PathBuf> = match std::env::var_os("TCHBOOK_PYTHON") {
+        Some(p) => vec![PathBuf::from(p)],
+        None => {
+            let home = std::env::var_os("HOME")
+                .map(PathBuf::from)
+                .unwrap_or_default();
+            let venv = std::env::var_os("TCHBOOK_VENV")
+                .map(PathBuf::from)
+                .unwrap_or(home.join(".cache/tchbook/venv"));
+            vec![venv.join("bin/python")]
+        }
+    };
+    for p in &candidates {
+        let ok = Command::new(p)
+            .args(["-c", "import torch, safetensors"])
+            .output()
+            .map(|o| o.status.success())
+            .unwrap_or(false);
+        if ok {
+            return p.clone();
+        }
+    }
+    panic!(
+        "no Python with torch and safetensors found (tried {candidates:?}): set TCHBOOK_PYTHON to one, \
+         or create the venv with scripts/env.sh; the safetensors round trip cannot be checked without it"
+    );
+}
+
+const PYTHON_SIDE: &str = r#"
+import sys, torch, torch.nn as nn, torch.nn.functional as F
+from safetensors.torch import load_file, save_file
+
+class Net(nn.Module):
+    def __init__(self):
+        super(Net, self).__init__()
+        self.conv1 = nn.Conv2d(3, 6, 5)
+        self.pool = nn.MaxPool2d(2, 2)
+        self.conv2 = nn.Conv2d(6, 16, 5)
+        self.fc1 = nn.Linear(16 * 5 * 5, 120)
+        self.fc2 = nn.Linear(120, 84)
+        self.fc3 = nn.Linear(84, 10)
+    def forward(self, x):
+        x = self.pool(F.relu(self.conv1(x)))
+        x = self.pool(F.relu(self.conv2(x)))
+        x = x.view(-1, 16 * 5 * 5)
+        x = F.relu(self.fc1(x))
+        x = F.relu(self.fc2(x))
+        return self.fc3(x)
+
+class Network(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv1 = nn.Conv2d(in_channels=1, out_channels=6, kernel_size=5)
+        self.conv2 = nn.Conv2d(in_channels=6, out_channels=12, kernel_size=5)
+        self.fc1 = nn.Linear(in_features=12 * 4 * 4, out_features=120)
+        self.fc2 = nn.Linear(in_features=120, out_features=60)
+        self.out = nn.Linear(in_features=60, out_features=10)
+    def forward(self, t):
+        t = F.max_pool2d(F.relu(self.conv1(t)), kernel_size=2, stride=2)
+        t = F.max_pool2d(F.relu(self.conv2(t)), kernel_size=2, stride=2)
+        t = F.relu(self.fc1(t.reshape(-1, 12 * 4 * 4)))
+        t = F.relu(self.fc2(t))
+        return self.out(t)
+
+d = sys.argv[1]
+assert torch.__version__.startswith("2.11.0"), torch.__version__
+for name, cls in [("net", Net), ("network", Network)]:
+    model = cls()
+    model.load_state_dict(load_file(f"{d}/{name}_rust.safetensors"))  # strict by default
+    io = load_file(f"{d}/{name}_io.safetensors")
+    with torch.no_grad():
+        out = model(io["input"])
+    diff = (out - io["output"]).abs().max().item()
+    assert diff < 1e-5, f"{name}: PyTorch output differs from Rust's by {diff}"
+    torch.manual_seed(123)
+    fresh = cls()
+    with torch.no_grad():
+        save_file(fresh.state_dict(), f"{d}/{name}_python.safetensors")
+        save_file({"output": fresh(io["input"]).contiguous()}, f"{d}/{name}_python_out.safetensors")
+    print(f"{name}: python loaded rust weights, max diff {diff:.2e}")
+print("python side ok")
+"#;
+
+#[test]
+fn safetensors_state_dicts_round_trip_through_pytorch() {
+    let python = python();
+    let dir = scratch("roundtrip");
+    tch::manual_seed(11);
+    let inputs = [
+        (
+            "net",
+            Tensor::randn([3, 3, 32, 32], (Kind::Float, Device::Cpu)),
+        ),
+        (
+            "network",
+            Tensor::randn([3, 1, 28, 28], (Kind::Float, Device::Cpu)),
+        ),
+    ];
+    let mut stores = Vec::new();
+    for (name, input) in &inputs {
+        let vs = nn::VarStore::new(Device::Cpu);
+        let model: Box<dyn Module> = if *name == "net" {
+            Box::new(Net::new(&vs.root()))
+        } else {
+            Box::new(Network::new(&vs.root()))
+        };
+        let output = no_grad(|| model.forward(input));
+        save_state_dict(&vs, dir.join(format!("{name}_rust.safetensors")));
+        Tensor::write_safetensors(
+            &[("input", input), ("output", &output)],
+            dir.join(format!("{name}_io.safetensors")),
+        )
+        .unwrap();
+        stores.push((vs, model));
+    }
+    let script = dir.join("roundtrip.py");
+    std::fs::write(&script, PYTHON_SIDE).unwrap();
+    let out = Command::new(&python)
+        .arg(&script)
+        .arg(&dir)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "python side failed:\n{}\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(String::from_utf8_lossy(&out.stdout).contains("python side ok"));
+    for ((name, input), (mut vs, model)) in inputs.iter().zip(stores) {
+        load_state_dict(&mut vs, dir.join(format!("{name}_python.safetensors")));
+        let want = Tensor::read_safetensors(dir.join(format!("{name}_python_out.safetensors")))
+            .unwrap()
+            .remove(0)
+            .1;
+        let got = no_grad(|| model.forward(input));
+        let diff = (got - want).abs().max().double_value(&[]);
+        assert!(
+            diff < 1e-5,
+            "{name}: Rust output on PyTorch's weights differs by {diff}"
+        );
+    }
+}

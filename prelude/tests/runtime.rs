@@ -1,0 +1,159 @@
+use std::process::Command;
+use tchbook_prelude::display::{show, Bundle};
+use tchbook_prelude::interrupt;
+use tchbook_prelude::runtime;
+
+/// Re-runs this test binary as a child that attaches to a (pretend) kernel, so the real
+/// pump and SIGINT handler can be observed from outside.
+fn run_child(test: &str) -> String {
+    let out = Command::new(std::env::current_exe().unwrap())
+        .args(["--exact", test, "--nocapture", "--test-threads=1"])
+        .env("TCHBOOK_TEST_CHILD", test)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "child failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap()
+}
+
+fn is_child(test: &str) -> bool {
+    std::env::var("TCHBOOK_TEST_CHILD").as_deref() == Ok(test)
+}
+
+const PUMP_CHILD: &str = "runtime::pump_child";
+
+#[test]
+fn pump_child() {
+    use std::io::Write;
+    if !is_child(PUMP_CHILD) {
+        return;
+    }
+    runtime::attach();
+    println!("hello");
+    print!("partial");
+    std::io::stdout().flush().unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    println!(" rest");
+    print!("glued");
+    show(&Bundle::text("shown"));
+    println!("EVCXR_EXECUTION_COMPLETE");
+    eprintln!("to stderr");
+    std::thread::sleep(std::time::Duration::from_millis(300));
+}
+
+#[test]
+fn pump_forwards_whole_lines_and_flushes_partial_lines_as_stream_ops() {
+    let out = run_child(PUMP_CHILD);
+    // libtest's own "test runtime::pump_child ... " has no newline and joins the first line.
+    let out = out.replace("test runtime::pump_child ... ", "");
+    let lines: Vec<&str> = out
+        .lines()
+        .filter(|l| !l.starts_with("running") && !l.is_empty())
+        .collect();
+    let proto: Vec<serde_json::Value> = lines
+        .iter()
+        .filter_map(|l| l.strip_prefix(runtime::PROTOCOL_PREFIX))
+        .map(|j| serde_json::from_str(j).expect("protocol line is valid JSON"))
+        .collect();
+    let hello = lines
+        .iter()
+        .position(|l| *l == "hello")
+        .expect("complete line forwarded unchanged");
+    let partial = lines
+        .iter()
+        .position(|l| l.contains("\"text\":\"partial\""))
+        .expect("partial line flushed as a stream op");
+    let rest = lines
+        .iter()
+        .position(|l| *l == " rest")
+        .expect("rest of the line forwarded");
+    assert!(hello < partial && partial < rest, "order kept: {lines:?}");
+    assert!(proto
+        .iter()
+        .any(|m| m["op"] == "stream" && m["name"] == "stdout" && m["text"] == "partial"));
+    // A partial line before a protocol line is sent as a stream op first, and the protocol
+    // line and evcxr's own line arrive whole.
+    let glued = lines
+        .iter()
+        .position(|l| l.contains("\"text\":\"glued\""))
+        .expect("glued text as stream op");
+    let display = lines
+        .iter()
+        .position(|l| l.starts_with("TCHBOOK_DISPLAY {") && l.contains("\"op\":\"display\""))
+        .unwrap();
+    let complete = lines
+        .iter()
+        .position(|l| *l == "EVCXR_EXECUTION_COMPLETE")
+        .expect("evcxr line whole");
+    assert!(glued < display && display < complete, "{lines:?}");
+    let shown = proto.iter().find(|m| m["op"] == "display").unwrap();
+    assert_eq!(shown["data"]["text/plain"], "shown");
+    assert!(shown["display_id"].is_string());
+}
+
+const SIGINT_CHILD: &str = "runtime::sigint_child";
+
+#[test]
+fn sigint_child() {
+    if !is_child(SIGINT_CHILD) {
+        return;
+    }
+    runtime::attach();
+    // SAFETY: raising a signal this process handles.
+    unsafe { libc::raise(libc::SIGINT) };
+    let caught = std::panic::catch_unwind(interrupt::check);
+    let message = caught
+        .unwrap_err()
+        .downcast_ref::<String>()
+        .cloned()
+        .unwrap_or_default();
+    println!("after-interrupt: {message}");
+    interrupt::check(); // reported once: no second panic
+    println!("still alive");
+    std::thread::sleep(std::time::Duration::from_millis(200));
+}
+
+#[test]
+fn sigint_sets_the_flag_and_check_panics_with_keyboard_interrupt() {
+    let out = run_child(SIGINT_CHILD);
+    assert!(
+        out.contains("after-interrupt: KeyboardInterrupt: interrupted by the user"),
+        "{out}"
+    );
+    assert!(out.contains("still alive"), "{out}");
+}
+
+#[test]
+fn protocol_messages_are_one_line_of_valid_json() {
+    let id = runtime::new_display_id();
+    for m in [
+        runtime::display_message(Bundle::text("a\nb").to_json(), Some(&id)),
+        runtime::update_message(Bundle::text("c").with_html("<b>c</b>").to_json(), &id),
+        runtime::clear_message(true),
+        runtime::stream_message("stderr", "50%\r"),
+    ] {
+        let line = runtime::protocol_line(&m);
+        assert!(line.starts_with("TCHBOOK_DISPLAY ") && line.ends_with('\n'));
+        assert_eq!(line.matches('\n').count(), 1, "one line: {line:?}");
+        let back: serde_json::Value =
+            serde_json::from_str(line.trim_end().strip_prefix("TCHBOOK_DISPLAY ").unwrap())
+                .unwrap();
+        assert_eq!(back, m);
+    }
+}
+
+#[test]
+fn outside_a_kernel_display_calls_do_not_emit_protocol_lines() {
+    assert!(!runtime::in_kernel());
+    let handle = show(&Bundle::text("plain"));
+    assert!(handle.id().is_none());
+    handle.update(&Bundle::text("still plain"));
+}
+
+#[test]
+fn tune_allocator_is_accepted_by_glibc() {
+    assert!(runtime::tune_allocator());
+}
