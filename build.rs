@@ -1,0 +1,118 @@
+//! Packs the prelude crate's sources into the kernel binary.
+//!
+//! The kernel writes these files into its build cache at start, so a binary installed with
+//! `cargo install --path .` works without the checkout. The prelude inherits `version`,
+//! `edition`, ... from this workspace; a copy outside the workspace cannot, so inherited keys
+//! are replaced here by the workspace's values.
+
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+
+fn main() {
+    let manifest_dir = PathBuf::from(std::env::var("CARGO_MANIFEST_DIR").unwrap());
+    let prelude = manifest_dir.join("prelude");
+    // A directory here makes cargo rescan every file under it, so edits, new files and
+    // deletions in prelude/ all re-embed.
+    println!("cargo:rerun-if-changed=prelude");
+    println!("cargo:rerun-if-changed=Cargo.toml");
+
+    let workspace_values = workspace_package_values(&manifest_dir.join("Cargo.toml"));
+    let mut files = Vec::new();
+    collect(&prelude, &prelude, &mut files);
+    files.sort();
+
+    let mut out = String::from("pub(crate) static PRELUDE_FILES: &[(&str, &[u8])] = &[\n");
+    let out_dir = PathBuf::from(std::env::var("OUT_DIR").unwrap());
+    for relative in &files {
+        let source = prelude.join(relative);
+        let embedded = if relative == "Cargo.toml" {
+            let text = std::fs::read_to_string(&source).unwrap();
+            let standalone = out_dir.join("prelude-Cargo.toml");
+            std::fs::write(&standalone, detach_from_workspace(&text, &workspace_values)).unwrap();
+            standalone
+        } else {
+            source
+        };
+        writeln!(
+            out,
+            "    ({relative:?}, include_bytes!({:?})),",
+            embedded.display().to_string()
+        )
+        .unwrap();
+    }
+    out.push_str("];\n");
+    std::fs::write(out_dir.join("prelude_files.rs"), out).unwrap();
+}
+
+/// Every file of the crate a build needs: sources, manifest, build script, data under `src/`.
+fn collect(root: &Path, dir: &Path, files: &mut Vec<String>) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let path = entry.path();
+        let name = entry.file_name().to_string_lossy().into_owned();
+        if name.starts_with('.') || name == "target" || name == "Cargo.lock" {
+            continue;
+        }
+        if path.is_dir() {
+            collect(root, &path, files);
+        } else {
+            let relative = path
+                .strip_prefix(root)
+                .unwrap()
+                .to_string_lossy()
+                .into_owned();
+            files.push(relative);
+        }
+    }
+}
+
+/// `key = value` lines of `[workspace.package]`.
+fn workspace_package_values(root_manifest: &Path) -> Vec<(String, String)> {
+    let text = std::fs::read_to_string(root_manifest).unwrap();
+    let mut in_section = false;
+    let mut values = Vec::new();
+    for line in text.lines() {
+        let trimmed = line.trim();
+        if trimmed.starts_with('[') {
+            in_section = trimmed == "[workspace.package]";
+            continue;
+        }
+        if in_section {
+            if let Some((key, value)) = trimmed.split_once('=') {
+                values.push((key.trim().to_owned(), value.trim().to_owned()));
+            }
+        }
+    }
+    values
+}
+
+fn detach_from_workspace(manifest: &str, values: &[(String, String)]) -> String {
+    let mut out = String::new();
+    let mut section = String::new();
+    for line in manifest.lines() {
+        let trimmed = line.trim();
+        if trimmed.starts_with('[') {
+            section = trimmed.to_owned();
+        }
+        if section == "[lints]" && trimmed.replace(' ', "") == "workspace=true" {
+            continue;
+        }
+        let compact = trimmed.replace(' ', "");
+        if let Some(key) = compact.strip_suffix(".workspace=true") {
+            if let Some((_, value)) = values.iter().find(|(k, _)| k == key) {
+                writeln!(out, "{key} = {value}").unwrap();
+                continue;
+            }
+        }
+        out.push_str(line);
+        out.push('\n');
+    }
+    if section.is_empty() || !manifest.contains("[workspace]") {
+        // An empty workspace table makes the copy its own root, so cargo never walks up into
+        // an unrelated workspace above the cache directory.
+        out.push_str("\n[workspace]\n");
+    }
+    out
+}

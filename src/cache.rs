@@ -1,0 +1,180 @@
+//! The persistent per-user build cache.
+//!
+//! Layout, under `$TCHBOOK_CACHE_DIR` (default `~/.cache/tchbook`):
+//!
+//! ```text
+//! build/<kernel version>-torch-<torch version>/
+//!     .cargo/config.toml   dependency opt-level (cargo reads config from parent directories)
+//!     prelude/             the embedded prelude sources, written only when they changed
+//!     template/            an evcxr build directory with the prelude compiled (`tchbook install`)
+//!     template.lock
+//!     slots/<n>/           one evcxr build directory per running kernel
+//!     slots/<n>.lock       held (flock) by the kernel using slot n for its whole life
+//! ```
+//!
+//! evcxr keeps a cell's crate and its `target/` in one directory and rewrites `src/lib.rs` on
+//! every cell, so two kernels can never share one. Each kernel takes the first free slot; a
+//! new slot starts as a copy of the template, so only the very first build ever compiles tch.
+//! The template is built under `template.lock`, so kernels started together while it is
+//! missing wait for one build instead of each compiling tch.
+
+use anyhow::{Context, Result};
+use std::fs::File;
+use std::os::fd::AsRawFd;
+use std::path::{Path, PathBuf};
+
+include!(concat!(env!("OUT_DIR"), "/prelude_files.rs"));
+
+/// Marker written into a build directory once the prelude has been built and loaded in it.
+const READY_MARKER: &str = ".tchbook-ready";
+
+/// `$TCHBOOK_CACHE_DIR`, else `$XDG_CACHE_HOME/tchbook`, else `~/.cache/tchbook`.
+pub fn cache_root() -> PathBuf {
+    if let Some(dir) = std::env::var_os("TCHBOOK_CACHE_DIR") {
+        return PathBuf::from(dir);
+    }
+    if let Some(dir) = std::env::var_os("XDG_CACHE_HOME") {
+        return PathBuf::from(dir).join("tchbook");
+    }
+    let home = std::env::var_os("HOME").unwrap_or_else(|| "/tmp".into());
+    PathBuf::from(home).join(".cache").join("tchbook")
+}
+
+/// The cache directory for this kernel version and torch version.
+#[derive(Debug, Clone)]
+pub struct BuildCache {
+    pub dir: PathBuf,
+}
+
+impl BuildCache {
+    pub fn new(torch_version: Option<&str>) -> Self {
+        let torch = torch_version.unwrap_or("none");
+        let key = format!("{}-torch-{}", crate::VERSION, sanitize(torch));
+        BuildCache {
+            dir: cache_root().join("build").join(key),
+        }
+    }
+
+    pub fn template_dir(&self) -> PathBuf {
+        self.dir.join("template")
+    }
+
+    /// Writes the embedded prelude (unless `TCHBOOK_PRELUDE_DIR` points at a checkout) and the
+    /// cargo config; returns the prelude crate's directory.
+    pub fn prepare(&self) -> Result<PathBuf> {
+        std::fs::create_dir_all(self.dir.join(".cargo"))
+            .with_context(|| format!("creating the build cache {}", self.dir.display()))?;
+        // Dependencies (tch, the prelude) are built once and run often: optimise them. The
+        // cell crate's own opt-level is set per kernel by the engine (`:opt`). Profile settings
+        // from cargo config take precedence over the cell crate's manifest.
+        write_if_changed(
+            &self.dir.join(".cargo").join("config.toml"),
+            b"[profile.dev.package.\"*\"]\nopt-level = 2\ndebug = false\n",
+        )?;
+        if let Some(dir) = std::env::var_os("TCHBOOK_PRELUDE_DIR") {
+            return std::fs::canonicalize(&dir)
+                .with_context(|| format!("TCHBOOK_PRELUDE_DIR={}", PathBuf::from(&dir).display()));
+        }
+        let prelude = self.dir.join("prelude");
+        for (relative, contents) in PRELUDE_FILES {
+            write_if_changed(&prelude.join(relative), contents)?;
+        }
+        Ok(prelude)
+    }
+
+    /// Takes the first free slot, holding its lock until the returned value is dropped.
+    pub fn acquire_slot(&self) -> Result<Slot> {
+        let slots = self.dir.join("slots");
+        std::fs::create_dir_all(&slots).with_context(|| format!("creating {}", slots.display()))?;
+        for n in 0.. {
+            let lock_path = slots.join(format!("{n}.lock"));
+            let file = File::create(&lock_path)
+                .with_context(|| format!("creating {}", lock_path.display()))?;
+            if try_lock(&file) {
+                return Ok(Slot {
+                    dir: slots.join(n.to_string()),
+                    _lock: file,
+                });
+            }
+        }
+        unreachable!("slot numbers are unbounded")
+    }
+
+    /// Blocks until this process holds the template lock.
+    pub fn lock_template(&self) -> Result<File> {
+        let path = self.dir.join("template.lock");
+        let file = File::create(&path).with_context(|| format!("creating {}", path.display()))?;
+        // SAFETY: flock on a file descriptor we own.
+        if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX) } != 0 {
+            return Err(std::io::Error::last_os_error()).context("locking the build template");
+        }
+        Ok(file)
+    }
+}
+
+/// A build directory this kernel owns exclusively.
+#[derive(Debug)]
+pub struct Slot {
+    pub dir: PathBuf,
+    _lock: File,
+}
+
+pub fn is_ready(build_dir: &Path) -> bool {
+    build_dir.join(READY_MARKER).exists()
+}
+
+pub fn mark_ready(build_dir: &Path) -> Result<()> {
+    std::fs::write(build_dir.join(READY_MARKER), crate::VERSION)?;
+    Ok(())
+}
+
+/// Replaces `to` with a copy of `from`, keeping modification times (cargo's freshness checks
+/// compare them) and sharing blocks where the file system can.
+pub fn copy_build_dir(from: &Path, to: &Path) -> Result<()> {
+    if to.exists() {
+        std::fs::remove_dir_all(to).with_context(|| format!("removing {}", to.display()))?;
+    }
+    let status = std::process::Command::new("cp")
+        .arg("-a")
+        .arg("--reflink=auto")
+        .arg(from)
+        .arg(to)
+        .status()
+        .context("running cp")?;
+    anyhow::ensure!(
+        status.success(),
+        "copying {} to {} failed",
+        from.display(),
+        to.display()
+    );
+    Ok(())
+}
+
+fn try_lock(file: &File) -> bool {
+    // SAFETY: flock on a file descriptor we own.
+    unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) == 0 }
+}
+
+/// Writes only when the contents differ, so unchanged files keep their modification time and
+/// cargo does not rebuild the prelude.
+fn write_if_changed(path: &Path, contents: &[u8]) -> Result<()> {
+    if std::fs::read(path).ok().as_deref() == Some(contents) {
+        return Ok(());
+    }
+    if let Some(parent) = path.parent() {
+        std::fs::create_dir_all(parent)?;
+    }
+    std::fs::write(path, contents).with_context(|| format!("writing {}", path.display()))
+}
+
+fn sanitize(text: &str) -> String {
+    text.chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '.' || c == '-' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect()
+}

@@ -1,0 +1,435 @@
+//! Turns what a cell produces into Jupyter content: the live display line protocol (this module
+//! owns the reading side; `prelude/src/runtime.rs` owns the writing side, see DEVELOPERS.md),
+//! final values, panics, compile errors, interrupts and crashes.
+
+use crate::engine::{Diagnostic, DiagnosticSpan};
+use jupyter_protocol::Media;
+use serde_json::{Map, Value};
+
+/// Prefix of a live display line (written by the prelude).
+pub const DISPLAY_PREFIX: &str = "TCHBOOK_DISPLAY ";
+/// Prefix of a panic report (written by the panic hook the engine installs).
+pub const PANIC_PREFIX: &str = "TCHBOOK_PANIC ";
+
+/// One stdout line of a running cell, understood.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Line {
+    /// Ordinary output (the newline the line ended with is not included).
+    Text(String),
+    /// `display_data`, with a `display_id` when the display can be updated later.
+    Display {
+        data: Map<String, Value>,
+        metadata: Map<String, Value>,
+        display_id: Option<String>,
+    },
+    /// `update_display_data` of an earlier display.
+    Update {
+        data: Map<String, Value>,
+        metadata: Map<String, Value>,
+        display_id: String,
+    },
+    /// `clear_output`.
+    Clear { wait: bool },
+    /// Text without a trailing newline (flushed by the prelude's stdout pump).
+    Stream { stderr: bool, text: String },
+    /// A panic in the evaluation process.
+    Panic(Panic),
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Panic {
+    pub message: String,
+    /// `file:line:column`.
+    pub location: String,
+    pub thread: String,
+}
+
+impl Panic {
+    /// Cells run on the evaluation process's main thread; a panic elsewhere does not end the
+    /// cell.
+    pub fn ends_cell(&self) -> bool {
+        self.thread == "main"
+    }
+}
+
+/// Reads one line. Lines that merely look like protocol lines but do not parse are shown as
+/// text (and logged), never lost.
+pub fn parse_line(line: &str) -> Line {
+    if let Some(json) = line.strip_prefix(DISPLAY_PREFIX) {
+        match parse_display(json) {
+            Some(parsed) => return parsed,
+            None => tracing::warn!("unreadable display line: {line}"),
+        }
+    } else if let Some(json) = line.strip_prefix(PANIC_PREFIX) {
+        if let Ok(Value::Object(map)) = serde_json::from_str::<Value>(json) {
+            let text = |key: &str| {
+                map.get(key)
+                    .and_then(Value::as_str)
+                    .unwrap_or_default()
+                    .to_owned()
+            };
+            return Line::Panic(Panic {
+                message: text("message"),
+                location: text("location"),
+                thread: text("thread"),
+            });
+        }
+        tracing::warn!("unreadable panic line: {line}");
+    }
+    Line::Text(line.to_owned())
+}
+
+fn parse_display(json: &str) -> Option<Line> {
+    let Value::Object(mut map) = serde_json::from_str::<Value>(json).ok()? else {
+        return None;
+    };
+    let object = |map: &mut Map<String, Value>, key: &str| match map.remove(key) {
+        Some(Value::Object(inner)) => Some(inner),
+        None | Some(Value::Null) => Some(Map::new()),
+        Some(_) => None,
+    };
+    let display_id = match map.get("display_id") {
+        Some(Value::String(id)) => Some(id.clone()),
+        _ => None,
+    };
+    match map.get("op")?.as_str()? {
+        "display" => Some(Line::Display {
+            data: object(&mut map, "data")?,
+            metadata: object(&mut map, "metadata")?,
+            display_id,
+        }),
+        "update" => Some(Line::Update {
+            data: object(&mut map, "data")?,
+            metadata: object(&mut map, "metadata")?,
+            display_id: display_id?,
+        }),
+        "clear" => Some(Line::Clear {
+            wait: map.get("wait").and_then(Value::as_bool).unwrap_or(false),
+        }),
+        "stream" => Some(Line::Stream {
+            stderr: map.get("name").and_then(Value::as_str) == Some("stderr"),
+            text: map.get("text")?.as_str()?.to_owned(),
+        }),
+        _ => None,
+    }
+}
+
+/// A MIME bundle as `jupyter_protocol` types it.
+pub fn media(data: Map<String, Value>) -> Media {
+    serde_json::from_value(Value::Object(data)).unwrap_or_default()
+}
+
+/// A cell's final value (evcxr gives one string per MIME type; JSON types must become values).
+pub fn value_media(mime: &[(String, String)]) -> Media {
+    let mut data = Map::new();
+    for (kind, text) in mime {
+        let value = if kind == "application/json" || kind.ends_with("+json") {
+            serde_json::from_str(text).unwrap_or_else(|_| Value::String(text.clone()))
+        } else {
+            Value::String(text.clone())
+        };
+        data.insert(kind.clone(), value);
+    }
+    media(data)
+}
+
+/// What an `error` message and an error reply carry.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ErrorReport {
+    pub ename: String,
+    pub evalue: String,
+    pub traceback: Vec<String>,
+}
+
+const RED: &str = "\x1b[1;31m";
+const BLUE: &str = "\x1b[1;34m";
+const BOLD: &str = "\x1b[1m";
+const RESET: &str = "\x1b[0m";
+
+/// A panic: the message, where it happened and, when the location is in the cell, that line.
+pub fn panic_report(panic: &Panic, generated_source: Option<&str>) -> ErrorReport {
+    const INTERRUPT: &str = "KeyboardInterrupt";
+    let (ename, evalue) = match panic.message.strip_prefix(INTERRUPT) {
+        Some(rest) => (
+            INTERRUPT.to_owned(),
+            rest.trim_start_matches(':').trim().to_owned(),
+        ),
+        None => ("panic".to_owned(), panic.message.clone()),
+    };
+    let mut traceback = vec![format!(
+        "{RED}{ename}{RESET}{BOLD}: {evalue}{RESET}",
+        evalue = if evalue.is_empty() {
+            "interrupted"
+        } else {
+            &evalue
+        }
+    )];
+    if !panic.location.is_empty() {
+        let mut at = format!("  at {}", panic.location);
+        if let Some(line) = cell_line(&panic.location, generated_source) {
+            at.push_str(&format!("\n{BLUE}   |{RESET} {}", line.trim()));
+        }
+        traceback.push(at);
+    }
+    ErrorReport {
+        ename,
+        evalue,
+        traceback,
+    }
+}
+
+/// The source line a panic location in the cell's generated crate points at.
+fn cell_line(location: &str, generated_source: Option<&str>) -> Option<String> {
+    let mut parts = location.rsplitn(3, ':');
+    let _column = parts.next()?;
+    let line: usize = parts.next()?.parse().ok()?;
+    let file = parts.next()?;
+    if !file.ends_with("src/lib.rs") {
+        return None;
+    }
+    let text = generated_source?.lines().nth(line.checked_sub(1)?)?;
+    Some(text.to_owned())
+}
+
+/// The evaluation process was killed after an interrupt and restarted.
+pub fn interrupted_report(lost: &[String]) -> ErrorReport {
+    let evalue = format!(
+        "the cell did not stop within the grace period, so the evaluation process was \
+         restarted; {}",
+        lost_sentence(lost)
+    );
+    ErrorReport {
+        ename: "KeyboardInterrupt".into(),
+        traceback: vec![format!("{RED}KeyboardInterrupt{RESET}: {evalue}")],
+        evalue,
+    }
+}
+
+/// The evaluation process died (segfault, abort) and was restarted.
+pub fn crashed_report(message: &str, lost: &[String]) -> ErrorReport {
+    let evalue = format!(
+        "the evaluation process died and was restarted; {}",
+        lost_sentence(lost)
+    );
+    let mut traceback = vec![format!("{RED}EvaluationProcessDied{RESET}: {evalue}")];
+    let details: Vec<&str> = message.lines().take(40).collect();
+    if !details.is_empty() {
+        traceback.push(details.join("\n"));
+    }
+    ErrorReport {
+        ename: "EvaluationProcessDied".into(),
+        evalue,
+        traceback,
+    }
+}
+
+fn lost_sentence(lost: &[String]) -> String {
+    if lost.is_empty() {
+        "no variables were lost (items, `use`s and `:dep`s are kept)".to_owned()
+    } else {
+        format!(
+            "these variables were lost: {} (items, `use`s and `:dep`s are kept)",
+            lost.join(", ")
+        )
+    }
+}
+
+pub fn failure_report(message: &str) -> ErrorReport {
+    ErrorReport {
+        ename: "Error".into(),
+        evalue: message.to_owned(),
+        traceback: vec![format!("{RED}Error{RESET}: {message}")],
+    }
+}
+
+/// rustc diagnostics rendered against the cell's own lines, rustc style:
+///
+/// ```text
+/// error[E0308]: mismatched types
+///  --> cell:1:14
+///   |
+/// 1 | let x: i32 = "a";
+///   |              ^^^ expected `i32`, found `&str`
+/// ```
+pub fn compile_report(code: &str, diagnostics: &[Diagnostic]) -> ErrorReport {
+    let lines: Vec<&str> = code.lines().collect();
+    let mut traceback = Vec::new();
+    for diagnostic in diagnostics {
+        traceback.push(render_diagnostic(&lines, diagnostic));
+    }
+    let first = diagnostics.first();
+    let evalue = first
+        .map(|d| match &d.code {
+            Some(code) => format!("[{code}] {}", d.message),
+            None => d.message.clone(),
+        })
+        .unwrap_or_else(|| "compilation failed".to_owned());
+    ErrorReport {
+        ename: "CompilationError".into(),
+        evalue,
+        traceback,
+    }
+}
+
+fn render_diagnostic(lines: &[&str], diagnostic: &Diagnostic) -> String {
+    let mut out = String::new();
+    let code = diagnostic
+        .code
+        .as_deref()
+        .map(|c| format!("[{c}]"))
+        .unwrap_or_default();
+    let level = if diagnostic.level.is_empty() {
+        "error"
+    } else {
+        &diagnostic.level
+    };
+    out.push_str(&format!(
+        "{RED}{level}{code}{RESET}{BOLD}: {}{RESET}\n",
+        diagnostic.message
+    ));
+    let spans: Vec<&DiagnosticSpan> = diagnostic
+        .spans
+        .iter()
+        .filter(|s| s.start_line >= 1 && s.start_line <= lines.len())
+        .collect();
+    if spans.is_empty() {
+        if !diagnostic.rendered.is_empty() {
+            return diagnostic.rendered.trim_end().to_owned();
+        }
+        for help in &diagnostic.help {
+            out.push_str(&format!("  = help: {help}\n"));
+        }
+        return out.trim_end().to_owned();
+    }
+    let width = spans
+        .iter()
+        .map(|s| s.end_line.max(s.start_line).to_string().len())
+        .max()
+        .unwrap_or(1);
+    let pad = " ".repeat(width);
+    let primary = spans.iter().find(|s| s.primary).unwrap_or(&spans[0]);
+    out.push_str(&format!(
+        "{pad}{BLUE}-->{RESET} cell:{}:{}\n",
+        primary.start_line, primary.start_column
+    ));
+    out.push_str(&format!("{pad} {BLUE}|{RESET}\n"));
+    let mut by_line: Vec<&DiagnosticSpan> = spans.clone();
+    by_line.sort_by_key(|s| (s.start_line, s.start_column));
+    let mut shown_line = 0;
+    for span in by_line {
+        let text = lines[span.start_line - 1];
+        if span.start_line != shown_line {
+            out.push_str(&format!(
+                "{BLUE}{:>width$} |{RESET} {text}\n",
+                span.start_line
+            ));
+            shown_line = span.start_line;
+        }
+        let line_chars = text.chars().count();
+        let start = span.start_column.saturating_sub(1).min(line_chars);
+        let end = if span.end_line == span.start_line {
+            span.end_column.saturating_sub(1).min(line_chars)
+        } else {
+            line_chars
+        };
+        let prefix: String = text
+            .chars()
+            .take(start)
+            .map(|c| if c == '\t' { '\t' } else { ' ' })
+            .collect();
+        let marker = if span.primary { '^' } else { '-' };
+        let carets = marker.to_string().repeat(end.saturating_sub(start).max(1));
+        let colour = if span.primary { RED } else { BLUE };
+        let label = span
+            .label
+            .strip_prefix("error: ")
+            .unwrap_or(&span.label)
+            .to_owned();
+        out.push_str(&format!(
+            "{pad} {BLUE}|{RESET} {prefix}{colour}{carets} {label}{RESET}\n"
+        ));
+    }
+    for help in &diagnostic.help {
+        out.push_str(&format!("{pad} {BLUE}={RESET} {BOLD}help{RESET}: {help}\n"));
+    }
+    out.trim_end().to_owned()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn display_lines_parse_into_operations() {
+        let line = r#"TCHBOOK_DISPLAY {"op":"display","data":{"text/html":"<b>x</b>"},"metadata":{},"display_id":"d1"}"#;
+        match parse_line(line) {
+            Line::Display {
+                data, display_id, ..
+            } => {
+                assert_eq!(data["text/html"], "<b>x</b>");
+                assert_eq!(display_id.as_deref(), Some("d1"));
+            }
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(
+            parse_line(r#"TCHBOOK_DISPLAY {"op":"clear","wait":true}"#),
+            Line::Clear { wait: true }
+        );
+        assert_eq!(
+            parse_line(r#"TCHBOOK_DISPLAY {"op":"stream","name":"stdout","text":"50%"}"#),
+            Line::Stream {
+                stderr: false,
+                text: "50%".into()
+            }
+        );
+    }
+
+    #[test]
+    fn malformed_display_lines_are_kept_as_text() {
+        let line = "TCHBOOK_DISPLAY {not json";
+        assert_eq!(parse_line(line), Line::Text(line.into()));
+        let update_without_id = r#"TCHBOOK_DISPLAY {"op":"update","data":{}}"#;
+        assert_eq!(
+            parse_line(update_without_id),
+            Line::Text(update_without_id.into())
+        );
+    }
+
+    #[test]
+    fn keyboard_interrupt_panics_are_named_so() {
+        let panic = Panic {
+            message: "KeyboardInterrupt: interrupted by the user".into(),
+            location: "src/lib.rs:3:5".into(),
+            thread: "main".into(),
+        };
+        let report = panic_report(&panic, Some("a\nb\n    loop_body();\n"));
+        assert_eq!(report.ename, "KeyboardInterrupt");
+        assert_eq!(report.evalue, "interrupted by the user");
+        assert!(report.traceback[1].contains("loop_body();"));
+    }
+
+    #[test]
+    fn compile_errors_point_at_the_cell_line() {
+        let diagnostic = Diagnostic {
+            level: "error".into(),
+            code: Some("E0308".into()),
+            message: "mismatched types".into(),
+            spans: vec![DiagnosticSpan {
+                start_line: 2,
+                start_column: 14,
+                end_line: 2,
+                end_column: 17,
+                label: "expected `i32`".into(),
+                primary: true,
+            }],
+            help: vec![],
+            rendered: String::new(),
+        };
+        let report = compile_report("let a = 1;\nlet x: i32 = \"a\";", &[diagnostic]);
+        assert_eq!(report.evalue, "[E0308] mismatched types");
+        let text = &report.traceback[0];
+        assert!(text.contains("cell:2:14"), "{text}");
+        assert!(text.contains("let x: i32 = \"a\";"), "{text}");
+        assert!(text.contains("^^^"), "{text}");
+    }
+}

@@ -1,0 +1,911 @@
+//! The evaluation engine: evcxr's `CommandContext` on a thread of its own.
+//!
+//! evcxr's calls block (a cell compiles, then runs in the evaluation process while evcxr reads
+//! its stdout), so the engine lives on a dedicated thread and talks to the async kernel through
+//! channels. It knows nothing of Jupyter: it reports [`Event`]s made of plain Rust values.
+//!
+//! Ordering: evcxr forwards every ordinary stdout line of a running cell through a channel and,
+//! before `execute` returns, waits until that channel is empty. A second thread, the pump,
+//! reads those lines and the engine's own messages; when the engine reports a finished cell the
+//! pump first drains every line still queued, so [`Event::Finished`] is always the last event
+//! of its cell.
+
+use crate::cache::{self, BuildCache};
+use crossbeam_channel::{never, select, unbounded, Receiver, Sender};
+use evcxr::{CommandContext, EvalCallbacks, EvalContext, EvalContextOutputs};
+use std::collections::BTreeSet;
+use std::os::unix::process::CommandExt;
+use std::path::PathBuf;
+use std::process::Child;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+use tokio::sync::{mpsc, oneshot};
+
+/// How the engine is set up.
+pub struct EngineOptions {
+    /// The evcxr build directory this kernel owns (`EVCXR_TMPDIR` must already name it).
+    pub build_dir: PathBuf,
+    /// Where a fresh build directory is seeded from, and where the first full build is kept.
+    pub cache: Option<BuildCache>,
+    /// The prelude crate's directory, or why it cannot be loaded (libtorch missing).
+    pub prelude: Result<PathBuf, String>,
+    /// libtorch's `lib/` directory, put on the evaluation process's loader path.
+    pub libtorch_lib: Option<PathBuf>,
+    /// How long an interrupted cell may take to end by itself before the evaluation process
+    /// is killed.
+    pub interrupt_grace: Duration,
+    /// Optimisation level for cells (dependencies are always built at 2).
+    pub cell_opt_level: String,
+}
+
+/// What the engine reports, in order.
+#[derive(Debug)]
+pub enum Event {
+    /// The engine is ready (or could not start; then every cell fails with `warning`).
+    Started(Startup),
+    /// One line the evaluation process printed to stdout (without its newline).
+    Stdout(String),
+    /// One line the evaluation process printed to stderr.
+    Stderr(String),
+    /// The running cell reads input; answer through `reply`.
+    Input {
+        prompt: String,
+        password: bool,
+        reply: Sender<String>,
+    },
+    /// The running cell ended. Always the last event of its cell.
+    Finished(Finished),
+}
+
+#[derive(Debug, Clone)]
+pub struct Startup {
+    /// Something the user must be told with the first cell (e.g. libtorch missing).
+    pub warning: Option<String>,
+    /// Whether cells can run at all.
+    pub usable: bool,
+    /// `tch::Cuda::device_count()` as the evaluation process saw it.
+    pub cuda_devices: Option<usize>,
+    pub elapsed: Duration,
+}
+
+#[derive(Debug)]
+pub struct Finished {
+    pub outcome: Result<CellValue, CellError>,
+    /// The generated source of the last compiled cell, to show the line a panic points at.
+    pub source: Option<String>,
+}
+
+/// A cell's final value, one string per MIME type, and its timing when `:timing` is on.
+#[derive(Debug, Default)]
+pub struct CellValue {
+    pub mime: Vec<(String, String)>,
+    pub timing: Option<Duration>,
+}
+
+#[derive(Debug)]
+pub enum CellError {
+    /// The cell did not compile.
+    Compile(Vec<Diagnostic>),
+    /// The cell was interrupted and did not end within the grace period, so the evaluation
+    /// process was restarted.
+    Interrupted { lost: Vec<String> },
+    /// The evaluation process died (segfault, abort, exit) and was restarted.
+    Crashed { message: String, lost: Vec<String> },
+    /// Anything else evcxr reports (bad `:` command, failed `:dep`, ...).
+    Failed(String),
+}
+
+/// A rustc diagnostic, with spans in the cell's own lines and columns (1-based, in chars).
+#[derive(Debug, Clone)]
+pub struct Diagnostic {
+    pub level: String,
+    pub code: Option<String>,
+    pub message: String,
+    pub spans: Vec<DiagnosticSpan>,
+    pub help: Vec<String>,
+    /// rustc's own rendering, for errors without a span in the cell.
+    pub rendered: String,
+}
+
+#[derive(Debug, Clone)]
+pub struct DiagnosticSpan {
+    pub start_line: usize,
+    pub start_column: usize,
+    pub end_line: usize,
+    pub end_column: usize,
+    pub label: String,
+    pub primary: bool,
+}
+
+/// Completion candidates, offsets in bytes of the request's code.
+#[derive(Debug, Default)]
+pub struct Completions {
+    pub matches: Vec<String>,
+    pub start: usize,
+    pub end: usize,
+}
+
+enum Request {
+    Execute {
+        code: String,
+        allow_stdin: bool,
+    },
+    Complete {
+        code: String,
+        position: usize,
+        reply: oneshot::Sender<Completions>,
+    },
+    Inspect {
+        code: String,
+        position: usize,
+        reply: oneshot::Sender<Option<(String, String)>>,
+    },
+}
+
+/// The async side's handle on the engine.
+pub struct Engine {
+    requests: Sender<Request>,
+    /// Events in order; only the shell loop reads them.
+    pub events: mpsc::UnboundedReceiver<Event>,
+    pub interrupter: Interrupter,
+}
+
+impl Engine {
+    pub fn spawn(options: EngineOptions) -> Engine {
+        let (request_tx, request_rx) = unbounded();
+        let (pump_tx, pump_rx) = unbounded();
+        let (event_tx, event_rx) = mpsc::unbounded_channel();
+        let interrupter = Interrupter::new(options.interrupt_grace);
+        std::thread::Builder::new()
+            .name("tchbook-pump".into())
+            .spawn(move || pump(pump_rx, event_tx))
+            .expect("spawning the output pump");
+        let engine_interrupter = interrupter.clone();
+        std::thread::Builder::new()
+            .name("tchbook-engine".into())
+            .spawn(move || run(options, request_rx, pump_tx, engine_interrupter))
+            .expect("spawning the engine thread");
+        Engine {
+            requests: request_tx,
+            events: event_rx,
+            interrupter,
+        }
+    }
+
+    /// Starts a cell; its events follow on [`Engine::events`], ending with `Finished`.
+    pub fn execute(&self, code: String, allow_stdin: bool) {
+        let _ = self.requests.send(Request::Execute { code, allow_stdin });
+    }
+
+    /// Completions at byte offset `position`.
+    pub async fn complete(&self, code: String, position: usize) -> Completions {
+        let (reply, answer) = oneshot::channel();
+        let _ = self.requests.send(Request::Complete {
+            code,
+            position,
+            reply,
+        });
+        answer.await.unwrap_or_default()
+    }
+
+    /// `(plain text, html)` documentation of the name ending at byte offset `position`.
+    pub async fn inspect(&self, code: String, position: usize) -> Option<(String, String)> {
+        let (reply, answer) = oneshot::channel();
+        let _ = self.requests.send(Request::Inspect {
+            code,
+            position,
+            reply,
+        });
+        answer.await.ok().flatten()
+    }
+}
+
+/// Interrupts the running cell: SIGINT to the evaluation process first (the prelude turns it
+/// into a `KeyboardInterrupt` panic at the next check, keeping every variable), SIGKILL after
+/// the grace period if the cell is still the one that was interrupted.
+#[derive(Clone)]
+pub struct Interrupter {
+    inner: Arc<InterruptState>,
+}
+
+struct InterruptState {
+    child: Mutex<Option<Arc<Mutex<Child>>>>,
+    /// Number of the running cell, 0 while idle.
+    running: AtomicU64,
+    /// Whether the running cell was sent SIGINT / SIGKILL.
+    interrupted: AtomicBool,
+    killed: AtomicBool,
+    grace: Duration,
+}
+
+impl Interrupter {
+    fn new(grace: Duration) -> Self {
+        Interrupter {
+            inner: Arc::new(InterruptState {
+                child: Mutex::new(None),
+                running: AtomicU64::new(0),
+                interrupted: AtomicBool::new(false),
+                killed: AtomicBool::new(false),
+                grace,
+            }),
+        }
+    }
+
+    /// Interrupts the running cell, if any. Returns whether a cell was running.
+    pub fn interrupt(&self) -> bool {
+        let cell = self.inner.running.load(Ordering::SeqCst);
+        if cell == 0 {
+            return false;
+        }
+        self.inner.interrupted.store(true, Ordering::SeqCst);
+        self.signal(libc::SIGINT);
+        let inner = Arc::clone(&self.inner);
+        let this = self.clone();
+        std::thread::spawn(move || {
+            std::thread::sleep(inner.grace);
+            if inner.running.load(Ordering::SeqCst) == cell {
+                tracing::warn!("cell {cell} ignored the interrupt; killing the evaluation process");
+                inner.killed.store(true, Ordering::SeqCst);
+                this.signal(libc::SIGKILL);
+            }
+        });
+        true
+    }
+
+    /// Whether the running cell has been interrupted (a cell waiting for input stops waiting).
+    pub fn was_interrupted(&self) -> bool {
+        self.inner.running.load(Ordering::SeqCst) != 0
+            && self.inner.interrupted.load(Ordering::SeqCst)
+    }
+
+    /// Kills the evaluation process (kernel shutdown).
+    pub fn kill(&self) {
+        self.signal(libc::SIGKILL);
+    }
+
+    fn signal(&self, signal: i32) {
+        let child = self.inner.child.lock().unwrap().clone();
+        if let Some(child) = child {
+            let pid = child.lock().unwrap().id();
+            // SAFETY: kill(2) with a pid we spawned; at worst the process is already gone.
+            unsafe { libc::kill(pid as libc::pid_t, signal) };
+        }
+    }
+
+    fn begin(&self, cell: u64) {
+        self.inner.interrupted.store(false, Ordering::SeqCst);
+        self.inner.killed.store(false, Ordering::SeqCst);
+        self.inner.running.store(cell, Ordering::SeqCst);
+    }
+
+    fn end(&self) -> bool {
+        self.inner.running.store(0, Ordering::SeqCst);
+        self.inner.interrupted.load(Ordering::SeqCst) || self.inner.killed.load(Ordering::SeqCst)
+    }
+}
+
+enum PumpMessage {
+    Attach(EvalContextOutputs),
+    Event(Event),
+}
+
+fn pump(from_engine: Receiver<PumpMessage>, to_kernel: mpsc::UnboundedSender<Event>) {
+    let mut stdout: Receiver<String> = never();
+    let mut stderr: Receiver<String> = never();
+    loop {
+        select! {
+            recv(stdout) -> line => match line {
+                Ok(line) => { let _ = to_kernel.send(Event::Stdout(line)); }
+                Err(_) => stdout = never(),
+            },
+            recv(stderr) -> line => match line {
+                Ok(line) => { let _ = to_kernel.send(Event::Stderr(line)); }
+                Err(_) => stderr = never(),
+            },
+            recv(from_engine) -> message => match message {
+                Ok(PumpMessage::Attach(outputs)) => {
+                    stdout = outputs.stdout;
+                    stderr = outputs.stderr;
+                }
+                Ok(PumpMessage::Event(event)) => {
+                    // Everything the cell printed before this event goes first.
+                    while let Ok(line) = stdout.try_recv() {
+                        let _ = to_kernel.send(Event::Stdout(line));
+                    }
+                    if matches!(event, Event::Finished(_)) {
+                        // Child stderr arrives through a thread of evcxr's own, unsynchronised
+                        // with stdout; give a last line (a crash report) a moment to arrive.
+                        while let Ok(line) = stderr.recv_timeout(Duration::from_millis(5)) {
+                            let _ = to_kernel.send(Event::Stderr(line));
+                        }
+                    }
+                    while let Ok(line) = stderr.try_recv() {
+                        let _ = to_kernel.send(Event::Stderr(line));
+                    }
+                    let _ = to_kernel.send(event);
+                }
+                Err(_) => return,
+            },
+        }
+    }
+}
+
+/// Installed in the evaluation process (in the cells' world: cells link their own libstd, so a
+/// hook set from the kernel binary would never see their panics). It reports a panic as one
+/// `TCHBOOK_PANIC` line, which `display` reads; it replaces the default hook, whose output
+/// (with `RUST_BACKTRACE=1`, which evcxr sets) would bury the message in a backtrace.
+const PANIC_HOOK: &str = r#"{
+    std::panic::set_hook(Box::new(|info| {
+        fn escape(text: &str) -> String {
+            let mut out = String::new();
+            for c in text.chars() {
+                match c {
+                    '"' => out.push_str("\\\""),
+                    '\\' => out.push_str("\\\\"),
+                    '\n' => out.push_str("\\n"),
+                    c if (c as u32) < 0x20 => out.push_str(&format!("\\u{:04x}", c as u32)),
+                    c => out.push(c),
+                }
+            }
+            out
+        }
+        let payload = info.payload();
+        let message = if let Some(text) = payload.downcast_ref::<&str>() {
+            text.to_string()
+        } else if let Some(text) = payload.downcast_ref::<String>() {
+            text.clone()
+        } else {
+            "Box<dyn Any>".to_string()
+        };
+        let location = info
+            .location()
+            .map(|l| format!("{}:{}:{}", l.file(), l.line(), l.column()))
+            .unwrap_or_default();
+        let thread = std::thread::current();
+        let thread = thread.name().unwrap_or("<unnamed>");
+        println!(
+            "TCHBOOK_PANIC {{\"message\":\"{}\",\"location\":\"{}\",\"thread\":\"{}\"}}",
+            escape(&message),
+            escape(&location),
+            escape(thread)
+        );
+    }));
+}"#;
+
+struct State {
+    context: CommandContext,
+    pump: Sender<PumpMessage>,
+    interrupter: Interrupter,
+    prelude_loaded: bool,
+    cells: u64,
+    child_pid: u32,
+}
+
+fn run(
+    options: EngineOptions,
+    requests: Receiver<Request>,
+    pump: Sender<PumpMessage>,
+    interrupter: Interrupter,
+) {
+    let started = Instant::now();
+    let (state, startup) = match start(&options, &pump, &interrupter) {
+        Ok((state, mut startup)) => {
+            startup.elapsed = started.elapsed();
+            (Some(state), startup)
+        }
+        Err(error) => (
+            None,
+            Startup {
+                warning: Some(format!("The evaluation engine could not start: {error:#}")),
+                usable: false,
+                cuda_devices: None,
+                elapsed: started.elapsed(),
+            },
+        ),
+    };
+    tracing::info!("engine started in {:.2?}", startup.elapsed);
+    let failure = startup.warning.clone().unwrap_or_default();
+    let _ = pump.send(PumpMessage::Event(Event::Started(startup)));
+    let mut state = state;
+    while let Ok(request) = requests.recv() {
+        match (&mut state, request) {
+            (Some(state), Request::Execute { code, allow_stdin }) => {
+                let finished = state.execute(&code, allow_stdin);
+                let _ = state
+                    .pump
+                    .send(PumpMessage::Event(Event::Finished(finished)));
+            }
+            (None, Request::Execute { .. }) => {
+                let _ = pump.send(PumpMessage::Event(Event::Finished(Finished {
+                    outcome: Err(CellError::Failed(failure.clone())),
+                    source: None,
+                })));
+            }
+            (
+                Some(state),
+                Request::Complete {
+                    code,
+                    position,
+                    reply,
+                },
+            ) => {
+                let _ = reply.send(state.complete(&code, position));
+            }
+            (
+                Some(state),
+                Request::Inspect {
+                    code,
+                    position,
+                    reply,
+                },
+            ) => {
+                let _ = reply.send(state.inspect(&code, position));
+            }
+            (None, Request::Complete { reply, .. }) => {
+                let _ = reply.send(Completions::default());
+            }
+            (None, Request::Inspect { reply, .. }) => {
+                let _ = reply.send(None);
+            }
+        }
+    }
+}
+
+fn start(
+    options: &EngineOptions,
+    pump: &Sender<PumpMessage>,
+    interrupter: &Interrupter,
+) -> anyhow::Result<(State, Startup)> {
+    // Holding the template lock while the first full build runs makes kernels started at the
+    // same time wait for it instead of each compiling tch.
+    let mut template_lock = None;
+    if let (Some(cache), true) = (&options.cache, options.prelude.is_ok()) {
+        if !cache::is_ready(&options.build_dir) {
+            let lock = cache.lock_template()?;
+            let template = cache.template_dir();
+            if cache::is_ready(&template) {
+                tracing::info!("seeding {} from the template", options.build_dir.display());
+                cache::copy_build_dir(&template, &options.build_dir)?;
+            } else {
+                template_lock = Some(lock);
+            }
+        }
+    }
+    let seeded = cache::is_ready(&options.build_dir);
+
+    let mut command = std::process::Command::new(std::env::current_exe()?);
+    // Its own process group: the SIGINT Jupyter sends to the kernel's group must not reach
+    // the evaluation process; the kernel decides what an interrupt does.
+    command.process_group(0);
+    // Cells link libstd dynamically. Their RUNPATH points at the toolchain relative to
+    // target/<triple>/debug/deps, but evcxr loads them from one directory up, where that
+    // relative path is one level short whenever the build directory and the toolchain share
+    // a parent (both under $HOME: ~/.cache/tchbook and ~/.rustup). Say where libstd is.
+    let mut library_path = std::ffi::OsString::new();
+    for dir in options
+        .libtorch_lib
+        .iter()
+        .cloned()
+        .chain(rustc_target_libdir())
+    {
+        library_path.push(dir);
+        library_path.push(":");
+    }
+    if let Some(existing) = std::env::var_os("LD_LIBRARY_PATH") {
+        library_path.push(existing);
+    }
+    command.env("LD_LIBRARY_PATH", library_path);
+    // SAFETY: prctl is async-signal-safe. The evaluation process dies with the kernel even
+    // when the kernel is SIGKILLed, instead of living on with a notebook's tensors.
+    unsafe {
+        command.pre_exec(|| {
+            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+            Ok(())
+        });
+    }
+    let (eval_context, outputs) =
+        EvalContext::with_subprocess_command(command).map_err(|e| anyhow::anyhow!("{e}"))?;
+    let _ = pump.send(PumpMessage::Attach(outputs));
+    let mut context = CommandContext::with_eval_context(eval_context);
+    *interrupter.inner.child.lock().unwrap() = Some(context.process_handle());
+    context
+        .set_opt_level(&options.cell_opt_level)
+        .map_err(|e| anyhow::anyhow!("{e}"))?;
+
+    let child_pid = context.process_handle().lock().unwrap().id();
+    let mut state = State {
+        context,
+        pump: pump.clone(),
+        interrupter: interrupter.clone(),
+        prelude_loaded: false,
+        cells: 0,
+        child_pid,
+    };
+    let mut startup = Startup {
+        warning: None,
+        usable: true,
+        cuda_devices: None,
+        elapsed: Duration::ZERO,
+    };
+    match &options.prelude {
+        Ok(dir) => {
+            if seeded {
+                // Everything is in the local registry cache already; skip the index.
+                let _ = state.context.execute(":offline 1");
+            }
+            let loaded = state.context.execute(&format!(
+                ":dep tchbook_prelude = {{ path = {:?}, package = \"tchbook-prelude\" }}\n\
+                 use tchbook_prelude::prelude::*;\n\
+                 {PANIC_HOOK}\n\
+                 tchbook_prelude::runtime::attach();\n\
+                 tch::Cuda::device_count()",
+                dir.display().to_string()
+            ));
+            if seeded {
+                let _ = state.context.execute(":offline 0");
+            }
+            match loaded {
+                Ok(outputs) => {
+                    state.prelude_loaded = true;
+                    startup.cuda_devices = outputs
+                        .get("text/plain")
+                        .and_then(|text| text.trim().parse().ok());
+                    cache::mark_ready(&options.build_dir)?;
+                    if let (Some(cache), Some(_lock)) = (&options.cache, &template_lock) {
+                        // The first full build: keep it for every later kernel.
+                        let template = cache.template_dir();
+                        if let Err(error) = cache::copy_build_dir(&options.build_dir, &template) {
+                            tracing::warn!("could not keep the build as the template: {error:#}");
+                        }
+                    }
+                }
+                Err(error) => {
+                    let message = describe_evcxr_error(&error);
+                    tracing::error!("loading the prelude failed: {message}");
+                    startup.warning = Some(format!(
+                        "The tchbook prelude could not be loaded, so `Tensor`, `Device`, `nn` \
+                         and the prelude's helpers are not in scope:\n{message}"
+                    ));
+                    state.install_panic_hook();
+                }
+            }
+        }
+        Err(why) => {
+            startup.warning = Some(why.clone());
+            state.install_panic_hook();
+        }
+    }
+    drop(template_lock);
+    Ok((state, startup))
+}
+
+/// The toolchain's library directory (where `libstd-*.so` lives).
+fn rustc_target_libdir() -> Option<PathBuf> {
+    let output = std::process::Command::new("rustc")
+        .args(["--print", "target-libdir"])
+        .output()
+        .ok()?;
+    let dir = String::from_utf8(output.stdout).ok()?.trim().to_owned();
+    (!dir.is_empty()).then(|| PathBuf::from(dir))
+}
+
+impl State {
+    fn install_panic_hook(&mut self) {
+        if let Err(error) = self.context.execute(PANIC_HOOK) {
+            tracing::error!("installing the panic hook failed: {error}");
+        }
+    }
+
+    /// After the evaluation process restarted (crash, kill, `:restart`, `:clear`), the new
+    /// process needs the prelude's runtime and the panic hook again.
+    fn reattach(&mut self) {
+        let code = if self.prelude_loaded {
+            format!("{PANIC_HOOK}\ntchbook_prelude::runtime::attach();")
+        } else {
+            PANIC_HOOK.to_owned()
+        };
+        if let Err(error) = self.context.execute(&code) {
+            tracing::error!("re-attaching the runtime failed: {error}");
+        }
+    }
+
+    fn variables(&self) -> BTreeSet<String> {
+        self.context
+            .variables_and_types()
+            .map(|(name, _)| name.to_owned())
+            .collect()
+    }
+
+    fn execute(&mut self, code: &str, allow_stdin: bool) -> Finished {
+        self.cells += 1;
+        let before = self.variables();
+        let pump = self.pump.clone();
+        // evcxr does not export its `InputRequest` type; the closure's parameter type comes
+        // from the field it is written into.
+        let mut callbacks = EvalCallbacks {
+            input_reader: &move |request| {
+                if !allow_stdin {
+                    return String::new();
+                }
+                let (reply, answer) = crossbeam_channel::bounded(1);
+                let _ = pump.send(PumpMessage::Event(Event::Input {
+                    prompt: request.prompt,
+                    password: request.is_password,
+                    reply,
+                }));
+                answer.recv().unwrap_or_default()
+            },
+        };
+        let code = rewrite_commands(code);
+        self.interrupter.begin(self.cells);
+        let result = self
+            .context
+            .execute_with_callbacks(&code.code, &mut callbacks);
+        let interrupted = self.interrupter.end();
+        let source = self.context.last_source().ok();
+        let outcome = match result {
+            Ok(outputs) => {
+                let mut mime: Vec<(String, String)> =
+                    outputs.content_by_mime_type.into_iter().collect();
+                if code.append_help {
+                    append_help(&mut mime);
+                }
+                mime.sort();
+                Ok(CellValue {
+                    mime,
+                    timing: outputs.timing,
+                })
+            }
+            Err(evcxr::Error::CompilationErrors(errors)) => {
+                Err(CellError::Compile(errors.iter().map(diagnostic).collect()))
+            }
+            Err(evcxr::Error::SubprocessTerminated(message)) => {
+                let after = self.variables();
+                let lost = before.difference(&after).cloned().collect();
+                if interrupted {
+                    Err(CellError::Interrupted { lost })
+                } else {
+                    Err(CellError::Crashed { message, lost })
+                }
+            }
+            Err(error) => Err(CellError::Failed(describe_evcxr_error(&error))),
+        };
+        let pid = self.context.process_handle().lock().unwrap().id();
+        if pid != self.child_pid {
+            self.child_pid = pid;
+            self.reattach();
+        }
+        Finished { outcome, source }
+    }
+
+    fn complete(&mut self, code: &str, position: usize) -> Completions {
+        match self.context.completions(code, position) {
+            Ok(found) => {
+                let mut seen = BTreeSet::new();
+                let matches = found
+                    .completions
+                    .into_iter()
+                    .map(|c| bare_name(&c.code))
+                    .filter(|name| !name.is_empty() && seen.insert(name.clone()))
+                    .collect();
+                Completions {
+                    matches,
+                    start: found.start_offset,
+                    end: found.end_offset,
+                }
+            }
+            Err(error) => {
+                tracing::warn!("completions failed: {error}");
+                Completions {
+                    matches: Vec::new(),
+                    start: position,
+                    end: position,
+                }
+            }
+        }
+    }
+
+    fn inspect(&mut self, code: &str, position: usize) -> Option<(String, String)> {
+        match self.context.hover_at(code, position) {
+            Ok((plain, html)) if plain != "No documentation found" && !plain.is_empty() => {
+                Some((plain, html))
+            }
+            Ok(_) => None,
+            Err(error) => {
+                tracing::warn!("hover failed: {error}");
+                None
+            }
+        }
+    }
+}
+
+/// `push(value)` → `push`: Jupyter front ends insert matches verbatim, and a placeholder
+/// argument is worse than none.
+fn bare_name(code: &str) -> String {
+    code.split(['(', '{', '['])
+        .next()
+        .unwrap_or_default()
+        .trim()
+        .to_owned()
+}
+
+fn describe_evcxr_error(error: &evcxr::Error) -> String {
+    match error {
+        evcxr::Error::CompilationErrors(errors) => errors
+            .iter()
+            .map(|e| {
+                let rendered = e.rendered();
+                if rendered.is_empty() {
+                    e.message()
+                } else {
+                    rendered
+                }
+            })
+            .collect::<Vec<_>>()
+            .join("\n"),
+        other => other.to_string(),
+    }
+}
+
+fn diagnostic(error: &evcxr::CompilationError) -> Diagnostic {
+    let spans = error
+        .spanned_messages()
+        .iter()
+        .chain(error.help_spanned())
+        .filter_map(|message| {
+            let span = message.span?;
+            Some(DiagnosticSpan {
+                start_line: span.start_line,
+                start_column: span.start_column,
+                end_line: span.end_line,
+                end_column: span.end_column,
+                label: message.label.clone(),
+                primary: message.is_primary,
+            })
+        })
+        .collect();
+    Diagnostic {
+        level: error.level().to_owned(),
+        code: error.code().map(str::to_owned),
+        message: error.message(),
+        spans,
+        help: error.help(),
+        rendered: error.rendered(),
+    }
+}
+
+/// tchbook's own `:` commands, handled by rewriting them into code evcxr runs.
+struct Rewritten {
+    code: String,
+    append_help: bool,
+}
+
+/// The commands tchbook adds to evcxr's, for `:help`.
+const OWN_COMMANDS: &[(&str, &str)] = &[(
+    ":timeit",
+    "Time an expression like IPython's %timeit: `:timeit [-n LOOPS] [-r RUNS] EXPR` \
+     (the rest of the cell). Compilation is not timed.",
+)];
+
+fn rewrite_commands(code: &str) -> Rewritten {
+    let trimmed = code.trim_start();
+    if let Some(rest) = trimmed.strip_prefix(":timeit") {
+        if rest.is_empty() || rest.starts_with(char::is_whitespace) {
+            return Rewritten {
+                code: timeit_code(rest),
+                append_help: false,
+            };
+        }
+    }
+    let append_help = trimmed.lines().any(|line| line.trim() == ":help");
+    Rewritten {
+        code: code.to_owned(),
+        append_help,
+    }
+}
+
+fn append_help(mime: &mut [(String, String)]) {
+    for (kind, text) in mime.iter_mut() {
+        for (name, description) in OWN_COMMANDS {
+            match kind.as_str() {
+                "text/plain" => text.push_str(&format!("{name:<17} {description}\n")),
+                "text/html" => {
+                    let row = format!("<tr><td>{name}</td><td>{description}</td></tr>\n");
+                    match text.rfind("</table>") {
+                        Some(at) => text.insert_str(at, &row),
+                        None => text.push_str(&row),
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+}
+
+/// `:timeit [-n N] [-r R] EXPR` as a block: one untimed warm-up run picks the loop count so a
+/// run takes about 0.2 s (as %timeit does), then R runs are timed and summarised.
+fn timeit_code(args: &str) -> String {
+    let mut rest = args.trim();
+    let mut loops = "0".to_owned();
+    let mut runs = "7".to_owned();
+    loop {
+        let (flag, target) = if let Some(r) = rest.strip_prefix("-n") {
+            (r, &mut loops)
+        } else if let Some(r) = rest.strip_prefix("-r") {
+            (r, &mut runs)
+        } else {
+            break;
+        };
+        let r = flag.trim_start();
+        let digits: String = r.chars().take_while(char::is_ascii_digit).collect();
+        if digits.is_empty() {
+            break;
+        }
+        *target = digits.clone();
+        rest = r[digits.len()..].trim_start();
+    }
+    let expr = rest.trim().trim_end_matches(';');
+    format!(
+        r#"{{
+    fn tchbook_format_seconds(s: f64) -> String {{
+        if s >= 1.0 {{ format!("{{:.3}} s", s) }}
+        else if s >= 1e-3 {{ format!("{{:.3}} ms", s * 1e3) }}
+        else if s >= 1e-6 {{ format!("{{:.3}} µs", s * 1e6) }}
+        else {{ format!("{{:.1}} ns", s * 1e9) }}
+    }}
+    let tchbook_start = std::time::Instant::now();
+    std::hint::black_box({{ {expr} }});
+    let tchbook_first = tchbook_start.elapsed().as_secs_f64();
+    let mut tchbook_loops: u64 = {loops};
+    if tchbook_loops == 0 {{
+        tchbook_loops = 1;
+        while tchbook_first * (tchbook_loops as f64) < 0.2 && tchbook_loops < 1_000_000_000 {{
+            tchbook_loops *= 10;
+        }}
+    }}
+    let tchbook_runs: u64 = ({runs} as u64).max(1);
+    let mut tchbook_times = Vec::new();
+    for _ in 0..tchbook_runs {{
+        let start = std::time::Instant::now();
+        for _ in 0..tchbook_loops {{
+            std::hint::black_box({{ {expr} }});
+        }}
+        tchbook_times.push(start.elapsed().as_secs_f64() / tchbook_loops as f64);
+    }}
+    let mean = tchbook_times.iter().sum::<f64>() / tchbook_times.len() as f64;
+    let var = tchbook_times.iter().map(|t| (t - mean) * (t - mean)).sum::<f64>()
+        / tchbook_times.len() as f64;
+    println!(
+        "{{}} ± {{}} per loop (mean ± std. dev. of {{}} run{{}}, {{}} loop{{}} each)",
+        tchbook_format_seconds(mean),
+        tchbook_format_seconds(var.sqrt()),
+        tchbook_runs,
+        if tchbook_runs == 1 {{ "" }} else {{ "s" }},
+        tchbook_loops,
+        if tchbook_loops == 1 {{ "" }} else {{ "s" }},
+    );
+}}"#
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bare_name_drops_argument_placeholders() {
+        assert_eq!(bare_name("push(value)"), "push");
+        assert_eq!(bare_name("println!(…)"), "println!");
+        assert_eq!(bare_name("len()"), "len");
+        assert_eq!(bare_name("Vec"), "Vec");
+    }
+
+    #[test]
+    fn timeit_reads_loop_and_run_counts() {
+        let code = timeit_code(" -n 5 -r 3 x + 1");
+        assert!(code.contains("let mut tchbook_loops: u64 = 5;"));
+        assert!(code.contains("(3 as u64)"));
+        assert!(code.contains("{ x + 1 }"));
+    }
+}

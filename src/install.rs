@@ -1,0 +1,265 @@
+//! Installing the kernelspec, finding libtorch, and the up-front build of tch and the prelude.
+
+use crate::cache::{self, BuildCache};
+use crate::engine::{Engine, EngineOptions, Event};
+use anyhow::{bail, Context, Result};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Duration;
+
+pub const KERNEL_NAME: &str = "tchbook";
+const LOGO_32: &[u8] = include_bytes!("../kernelspec/logo-32x32.png");
+const LOGO_64: &[u8] = include_bytes!("../kernelspec/logo-64x64.png");
+
+/// A libtorch the prelude can build against.
+#[derive(Debug, Clone)]
+pub struct Libtorch {
+    /// A directory with `lib/` and `include/` (libtorch itself, or pip's `torch/` package).
+    pub dir: PathBuf,
+    /// e.g. `2.11.0+cu130`, when the directory says.
+    pub version: Option<String>,
+}
+
+impl Libtorch {
+    pub fn lib_dir(&self) -> PathBuf {
+        self.dir.join("lib")
+    }
+}
+
+/// Finds libtorch: `$LIBTORCH`; else the `torch` package of the Python on PATH; else the
+/// `torch` package of tchbook's own venv (`$TCHBOOK_VENV`, default `~/.cache/tchbook/venv`).
+/// The error says what is missing and how to fix it.
+pub fn detect_libtorch() -> Result<Libtorch, String> {
+    if let Some(dir) = std::env::var_os("LIBTORCH") {
+        let dir = PathBuf::from(dir);
+        if dir.join("lib").is_dir() {
+            return Ok(libtorch_at(dir));
+        }
+        return Err(format!(
+            "LIBTORCH is set to {}, but that directory has no lib/ folder. Set LIBTORCH to a \
+             libtorch directory (or pip's site-packages/torch), or unset it and \
+             `pip install torch==2.11.0`; then restart the kernel.",
+            dir.display()
+        ));
+    }
+    let mut pythons = vec![PathBuf::from("python3"), PathBuf::from("python")];
+    let venv = std::env::var_os("TCHBOOK_VENV")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| cache::cache_root().join("venv"));
+    pythons.push(venv.join("bin").join("python"));
+    for python in &pythons {
+        if let Some(dir) = torch_package_of(python) {
+            if dir.join("lib").is_dir() {
+                return Ok(libtorch_at(dir));
+            }
+        }
+    }
+    Err(
+        "libtorch not found: LIBTORCH is not set and neither the Python on PATH nor \
+         tchbook's venv has the `torch` package. Fix: `pip install torch==2.11.0` (tch 0.24 \
+         needs torch 2.11), or set LIBTORCH to a libtorch directory; then restart the kernel \
+         (`tchbook install` records LIBTORCH in the kernelspec)."
+            .to_owned(),
+    )
+}
+
+fn libtorch_at(dir: PathBuf) -> Libtorch {
+    let version = torch_version(&dir);
+    Libtorch { dir, version }
+}
+
+/// The `torch` package directory of `python`, found without importing torch (which takes a
+/// second and ~600 MB).
+fn torch_package_of(python: &Path) -> Option<PathBuf> {
+    let output = Command::new(python)
+        .args([
+            "-c",
+            "import importlib.util as u; s = u.find_spec('torch'); \
+             print(s.submodule_search_locations[0] if s else '')",
+        ])
+        .output()
+        .ok()?;
+    let dir = String::from_utf8(output.stdout).ok()?.trim().to_owned();
+    (!dir.is_empty()).then(|| PathBuf::from(dir))
+}
+
+fn torch_version(dir: &Path) -> Option<String> {
+    if let Ok(text) = std::fs::read_to_string(dir.join("version.py")) {
+        for line in text.lines() {
+            if let Some(rest) = line.strip_prefix("__version__") {
+                let version = rest
+                    .trim_start_matches([' ', '='])
+                    .trim()
+                    .trim_matches(['\'', '"']);
+                return Some(version.to_owned());
+            }
+        }
+    }
+    std::fs::read_to_string(dir.join("build-version"))
+        .ok()
+        .map(|v| v.trim().to_owned())
+}
+
+/// Where a kernelspec goes, as `jupyter kernelspec install` names it.
+#[derive(Debug, Clone)]
+pub enum Location {
+    User,
+    SysPrefix,
+    Prefix(PathBuf),
+}
+
+fn data_dir(location: &Location) -> Result<PathBuf> {
+    Ok(match location {
+        Location::User => match std::env::var_os("JUPYTER_DATA_DIR") {
+            Some(dir) => PathBuf::from(dir),
+            None => {
+                let home = std::env::var_os("HOME").context("HOME is not set")?;
+                PathBuf::from(home).join(".local/share/jupyter")
+            }
+        },
+        Location::SysPrefix => {
+            let output = Command::new("python3")
+                .args(["-c", "import sys; print(sys.prefix)"])
+                .output()
+                .context("--sys-prefix needs python3 on PATH")?;
+            let prefix = String::from_utf8(output.stdout)?.trim().to_owned();
+            anyhow::ensure!(!prefix.is_empty(), "python3 did not report sys.prefix");
+            PathBuf::from(prefix).join("share/jupyter")
+        }
+        Location::Prefix(dir) => dir.join("share/jupyter"),
+    })
+}
+
+pub fn kernelspec_dir(location: &Location) -> Result<PathBuf> {
+    Ok(data_dir(location)?.join("kernels").join(KERNEL_NAME))
+}
+
+/// The kernel.json for this binary; `env` carries LIBTORCH when it was found.
+pub fn kernel_json(executable: &str, libtorch: Option<&Libtorch>) -> serde_json::Value {
+    let mut spec = serde_json::json!({
+        "argv": [executable, "kernel", "--connection-file", "{connection_file}"],
+        "display_name": "Rust (tchbook)",
+        "language": "rust",
+        // Interrupts arrive as interrupt_request on control; SIGINT works too (see
+        // DEVELOPERS.md), but a message also works when the kernel runs elsewhere.
+        "interrupt_mode": "message",
+        "metadata": { "debugger": false },
+    });
+    if let Some(libtorch) = libtorch {
+        spec["env"] = serde_json::json!({ "LIBTORCH": libtorch.dir.display().to_string() });
+    }
+    spec
+}
+
+pub fn install(location: &Location, prebuild: bool) -> Result<()> {
+    let dir = kernelspec_dir(location)?;
+    std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
+    let executable = std::env::current_exe()?.canonicalize()?;
+    let libtorch = detect_libtorch();
+    let spec = kernel_json(&executable.display().to_string(), libtorch.as_ref().ok());
+    std::fs::write(
+        dir.join("kernel.json"),
+        serde_json::to_string_pretty(&spec)? + "\n",
+    )?;
+    std::fs::write(dir.join("logo-32x32.png"), LOGO_32)?;
+    std::fs::write(dir.join("logo-64x64.png"), LOGO_64)?;
+    println!("Installed the tchbook kernelspec in {}", dir.display());
+    match &libtorch {
+        Ok(found) => println!(
+            "libtorch: {} (torch {})",
+            found.dir.display(),
+            found.version.as_deref().unwrap_or("version unknown")
+        ),
+        Err(why) => {
+            eprintln!("warning: {why}");
+            return Ok(());
+        }
+    }
+    if prebuild {
+        prebuild_prelude(libtorch.as_ref().unwrap())?;
+    }
+    Ok(())
+}
+
+pub fn uninstall(location: &Location) -> Result<()> {
+    let dir = kernelspec_dir(location)?;
+    if !dir.exists() {
+        bail!("no tchbook kernelspec at {}", dir.display());
+    }
+    std::fs::remove_dir_all(&dir).with_context(|| format!("removing {}", dir.display()))?;
+    println!("Removed {}", dir.display());
+    Ok(())
+}
+
+/// Builds tch and the prelude into the cache's template now, with cargo's progress on stderr,
+/// so the first notebook cell does not wait ~2 minutes. Must run before any thread starts
+/// (it sets `EVCXR_TMPDIR`).
+pub fn prebuild_prelude(libtorch: &Libtorch) -> Result<()> {
+    let cache = BuildCache::new(libtorch.version.as_deref());
+    let prelude = cache.prepare()?;
+    let _lock = cache.lock_template()?;
+    let template = cache.template_dir();
+    if cache::is_ready(&template) {
+        println!(
+            "tch and the prelude are already built ({}).",
+            template.display()
+        );
+        return Ok(());
+    }
+    println!(
+        "Building tch and the tchbook prelude into {} (only once; about 2 minutes)...",
+        template.display()
+    );
+    std::fs::create_dir_all(&template)?;
+    set_build_environment(libtorch, &template);
+    let started = std::time::Instant::now();
+    let mut engine = Engine::spawn(EngineOptions {
+        build_dir: template.clone(),
+        cache: None,
+        prelude: Ok(prelude),
+        libtorch_lib: Some(libtorch.lib_dir()),
+        interrupt_grace: Duration::from_secs(3),
+        cell_opt_level: default_cell_opt_level(),
+    });
+    loop {
+        match engine.events.blocking_recv() {
+            Some(Event::Started(startup)) => {
+                if let Some(warning) = startup.warning {
+                    bail!("the build failed:\n{warning}");
+                }
+                break;
+            }
+            Some(_) => {}
+            None => bail!("the build engine stopped"),
+        }
+    }
+    engine.interrupter.kill();
+    println!("Built in {:.0?}.", started.elapsed());
+    Ok(())
+}
+
+/// The environment evcxr and the evaluation process read. Call before starting any thread.
+pub fn set_build_environment(libtorch: &Libtorch, build_dir: &Path) {
+    // SAFETY (of the environment writes): called from main before any other thread exists.
+    std::env::set_var("LIBTORCH", &libtorch.dir);
+    std::env::set_var("EVCXR_TMPDIR", build_dir);
+    set_evcxr_config_dir();
+}
+
+/// Keeps evcxr from reading an `evcxr.toml` meant for evcxr_jupyter; tchbook's own lives in
+/// `~/.config/tchbook` (or `$EVCXR_CONFIG_DIR` when set).
+pub fn set_evcxr_config_dir() {
+    if std::env::var_os("EVCXR_CONFIG_DIR").is_none() {
+        let home = std::env::var_os("HOME").unwrap_or_default();
+        std::env::set_var(
+            "EVCXR_CONFIG_DIR",
+            PathBuf::from(home).join(".config/tchbook"),
+        );
+    }
+}
+
+/// The optimisation level cells are compiled at: `$TCHBOOK_OPT_LEVEL`, default 1 (see
+/// DEVELOPERS.md for the measurements behind it).
+pub fn default_cell_opt_level() -> String {
+    std::env::var("TCHBOOK_OPT_LEVEL").unwrap_or_else(|_| "1".to_owned())
+}

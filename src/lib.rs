@@ -1,0 +1,37 @@
+//! tchbook: a Jupyter kernel for tensor notebooks in Rust, on evcxr and tch.
+//!
+//! Modules, each ignorant of the others' internals:
+//! - [`transport`]: the five ZeroMQ sockets (signing, the XPUB iopub with its welcome, the
+//!   heartbeat echo). One task owns iopub; everyone else sends to it through a channel.
+//! - [`dispatch`]: one handler per request type, named after it; the shell loop (strictly one
+//!   request at a time, as ipykernel) and the control loop (its own task, so interrupt and
+//!   shutdown work while a cell runs).
+//! - [`engine`]: owns evcxr's `CommandContext` on a dedicated thread (evcxr blocks), the
+//!   evaluation process, interrupts and crash recovery. Returns plain Rust values.
+//! - [`display`]: turns what the engine reports (stdout lines, the live display line protocol,
+//!   final values, compile errors, panics) into Jupyter message contents.
+//! - [`syntax`]: `is_complete` and the code point ↔ byte offset conversions.
+//! - [`history`]: this session's cells for `history_request`.
+//! - [`cache`]: the persistent per-user build cache and the embedded prelude sources.
+//! - [`install`]: kernelspec install/uninstall, libtorch detection, the up-front build.
+//!
+//! How an `execute_request` flows: transport's shell reader task verifies and parses it →
+//! dispatch's shell loop publishes `busy` and `execute_input` (via the iopub channel) and
+//! hands the code to the engine thread → evcxr compiles and runs it in the evaluation process;
+//! every stdout line the cell prints reaches the engine's output pump thread, which passes it on
+//! as an engine event → dispatch turns events into `stream` / `display_data` /
+//! `update_display_data` / `clear_output` with display's help while the cell runs → the pump
+//! forwards the engine's final result only after draining all earlier output, so dispatch
+//! publishes the result or error, sends `execute_reply` on shell, then `idle`.
+
+pub mod cache;
+pub mod dispatch;
+pub mod display;
+pub mod engine;
+pub mod history;
+pub mod install;
+pub mod syntax;
+pub mod transport;
+
+/// The kernel's version, part of the build cache key and of the banner.
+pub const VERSION: &str = env!("CARGO_PKG_VERSION");

@@ -1,0 +1,299 @@
+//! Reading cell text without compiling it: `is_complete`, and Jupyter's cursor offsets (code
+//! points) against Rust's (bytes).
+
+use ra_ap_syntax::{Edition, SourceFile};
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Completeness {
+    Complete,
+    /// More input is needed; the indent suggested for the next line.
+    Incomplete(String),
+    Invalid,
+}
+
+/// Whether `code` is ready to run, as a console decides after each Enter.
+///
+/// Unclosed delimiters, strings or block comments mean incomplete (a console then asks for
+/// another line); a stray closing delimiter or a syntax error inside the code means invalid.
+/// The parse is rust-analyzer's, on the code as the body of a function, which is how evcxr
+/// treats a cell (statements and items mixed).
+pub fn is_complete(code: &str) -> Completeness {
+    // evcxr's `:` commands (`:dep`, `:vars`) are complete lines of their own.
+    let rust: String = code
+        .lines()
+        .filter(|line| !line.trim_start().starts_with(':'))
+        .collect::<Vec<_>>()
+        .join("\n");
+    if rust.trim().is_empty() {
+        return Completeness::Complete;
+    }
+    match delimiters(&rust) {
+        Delimiters::Unclosed(depth) => return Completeness::Incomplete("    ".repeat(depth)),
+        Delimiters::Mismatched => return Completeness::Invalid,
+        Delimiters::Balanced => {}
+    }
+    let prefix = "fn tchbook_cell() {\n";
+    let wrapped = format!("{prefix}{rust}\n}}");
+    let end = (prefix.len() + rust.trim_end().len()) as u32;
+    let errors = SourceFile::parse(&wrapped, Edition::Edition2024).errors();
+    if errors.is_empty() {
+        return Completeness::Complete;
+    }
+    if errors.iter().any(|e| u32::from(e.range().start()) < end) {
+        return Completeness::Invalid;
+    }
+    // Errors only after the last token: `1 +` wants more, `let x = 5` (no `;`) is as complete
+    // as it will get and evcxr reports what is wrong with it.
+    let last = rust.trim_end();
+    let wants_more = last.ends_with([
+        '+', '-', '*', '/', '%', '=', ',', '.', '&', '|', '<', '>', '^',
+    ]) || last
+        .split_whitespace()
+        .last()
+        .is_some_and(|w| matches!(w, "let" | "in" | "as" | "where" | "else"));
+    if wants_more {
+        Completeness::Incomplete(String::new())
+    } else {
+        Completeness::Complete
+    }
+}
+
+enum Delimiters {
+    Balanced,
+    Unclosed(usize),
+    Mismatched,
+}
+
+/// A small Rust lexer: just enough to track brackets outside strings, chars and comments.
+fn delimiters(code: &str) -> Delimiters {
+    let chars: Vec<char> = code.chars().collect();
+    let mut stack = Vec::new();
+    let mut i = 0;
+    while i < chars.len() {
+        let c = chars[i];
+        let next = chars.get(i + 1).copied();
+        match c {
+            '/' if next == Some('/') => {
+                while i < chars.len() && chars[i] != '\n' {
+                    i += 1;
+                }
+            }
+            '/' if next == Some('*') => {
+                let mut depth = 1;
+                i += 2;
+                while i < chars.len() && depth > 0 {
+                    if chars[i] == '/' && chars.get(i + 1) == Some(&'*') {
+                        depth += 1;
+                        i += 1;
+                    } else if chars[i] == '*' && chars.get(i + 1) == Some(&'/') {
+                        depth -= 1;
+                        i += 1;
+                    }
+                    i += 1;
+                }
+                if depth > 0 {
+                    return Delimiters::Unclosed(stack.len());
+                }
+                continue;
+            }
+            'r' | 'b' | 'c' if is_raw_string_start(&chars, i) => {
+                // r"..", r#".."#, br#".."#, cr".."
+                let mut j = i + 1;
+                if chars[i] != 'r' {
+                    j += 1;
+                }
+                let mut hashes = 0;
+                while chars.get(j) == Some(&'#') {
+                    hashes += 1;
+                    j += 1;
+                }
+                j += 1; // the opening quote
+                loop {
+                    if j >= chars.len() {
+                        return Delimiters::Unclosed(stack.len());
+                    }
+                    if chars[j] == '"' && (1..=hashes).all(|k| chars.get(j + k) == Some(&'#')) {
+                        i = j + hashes;
+                        break;
+                    }
+                    j += 1;
+                }
+            }
+            '"' => {
+                let mut j = i + 1;
+                loop {
+                    match chars.get(j) {
+                        None => return Delimiters::Unclosed(stack.len()),
+                        Some('\\') => j += 2,
+                        Some('"') => break,
+                        Some(_) => j += 1,
+                    }
+                }
+                i = j;
+            }
+            '\'' => {
+                // A char literal ('a', '\n', '\u{..}') or a lifetime ('a); lifetimes have no
+                // closing quote.
+                if next == Some('\\') {
+                    let mut j = i + 2;
+                    while j < chars.len() && chars[j] != '\'' {
+                        j += 1;
+                    }
+                    i = j;
+                } else if chars.get(i + 2) == Some(&'\'') {
+                    i += 2;
+                }
+            }
+            '(' | '[' | '{' => stack.push(c),
+            ')' | ']' | '}' => {
+                let open = match c {
+                    ')' => '(',
+                    ']' => '[',
+                    _ => '{',
+                };
+                if stack.pop() != Some(open) {
+                    return Delimiters::Mismatched;
+                }
+            }
+            _ => {}
+        }
+        i += 1;
+    }
+    if stack.is_empty() {
+        Delimiters::Balanced
+    } else {
+        Delimiters::Unclosed(stack.len())
+    }
+}
+
+fn is_raw_string_start(chars: &[char], i: usize) -> bool {
+    if i > 0 && (chars[i - 1].is_alphanumeric() || chars[i - 1] == '_') {
+        return false;
+    }
+    let mut j = i;
+    if chars[j] == 'b' || chars[j] == 'c' {
+        j += 1;
+        if chars.get(j) != Some(&'r') {
+            return false;
+        }
+    }
+    j += 1;
+    while chars.get(j) == Some(&'#') {
+        j += 1;
+    }
+    chars.get(j) == Some(&'"')
+}
+
+/// `?name` or `name?` as a whole cell asks for the documentation of `name` (IPython's pager),
+/// where `name` is a path like `Vec::push` or `model.forward`.
+pub fn help_target(code: &str) -> Option<&str> {
+    let code = code.trim();
+    let name = code
+        .strip_prefix('?')
+        .or_else(|| code.strip_suffix('?'))?
+        .trim();
+    let is_path = !name.is_empty()
+        && name
+            .chars()
+            .all(|c| c.is_alphanumeric() || c == '_' || c == ':' || c == '.')
+        && !name.starts_with(|c: char| c.is_ascii_digit());
+    is_path.then_some(name)
+}
+
+/// Jupyter counts cursor positions in Unicode code points; Rust strings index bytes.
+pub fn code_point_to_byte(text: &str, code_points: usize) -> usize {
+    text.char_indices()
+        .nth(code_points)
+        .map_or(text.len(), |(byte, _)| byte)
+}
+
+pub fn byte_to_code_point(text: &str, byte: usize) -> usize {
+    let byte = byte.min(text.len());
+    text.char_indices().take_while(|(b, _)| *b < byte).count()
+}
+
+/// The byte offset just past the identifier the cursor is in or right after (hover wants the
+/// whole name).
+pub fn end_of_identifier(text: &str, byte: usize) -> usize {
+    let mut end = byte.min(text.len());
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    for c in text[end..].chars() {
+        if c.is_alphanumeric() || c == '_' {
+            end += c.len_utf8();
+        } else {
+            break;
+        }
+    }
+    end
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn open_function_is_incomplete() {
+        assert_eq!(
+            is_complete("fn f() {"),
+            Completeness::Incomplete("    ".into())
+        );
+    }
+
+    #[test]
+    fn statement_is_complete() {
+        assert_eq!(is_complete("let x = 5;"), Completeness::Complete);
+        assert_eq!(is_complete("let x = 5"), Completeness::Complete);
+        assert_eq!(is_complete(":dep rand\nlet x = 5;"), Completeness::Complete);
+        assert_eq!(
+            is_complete("fn f<'a>(x: &'a str) -> char { 'x' }"),
+            Completeness::Complete
+        );
+    }
+
+    #[test]
+    fn broken_statement_is_invalid() {
+        assert_eq!(is_complete("let = ;"), Completeness::Invalid);
+        assert_eq!(is_complete("let x = 5; }"), Completeness::Invalid);
+    }
+
+    #[test]
+    fn open_strings_and_comments_are_incomplete() {
+        assert!(matches!(
+            is_complete("let s = \"abc"),
+            Completeness::Incomplete(_)
+        ));
+        assert!(matches!(
+            is_complete("let s = r#\"a\"b"),
+            Completeness::Incomplete(_)
+        ));
+        assert!(matches!(
+            is_complete("/* note"),
+            Completeness::Incomplete(_)
+        ));
+        assert!(matches!(
+            is_complete("let x = 1 +"),
+            Completeness::Incomplete(_)
+        ));
+        assert_eq!(is_complete("let s = \"{\";"), Completeness::Complete);
+    }
+
+    #[test]
+    fn question_marks_around_a_path_ask_for_help() {
+        assert_eq!(help_target("?Vec::push"), Some("Vec::push"));
+        assert_eq!(help_target("model.forward?"), Some("model.forward"));
+        assert_eq!(help_target("x?;"), None);
+        assert_eq!(help_target("let y = x?"), None);
+    }
+
+    #[test]
+    fn offsets_convert_between_code_points_and_bytes() {
+        let text = "let é = \"日本\"; é.";
+        assert_eq!(code_point_to_byte(text, 5), 6);
+        assert_eq!(byte_to_code_point(text, 6), 5);
+        assert_eq!(code_point_to_byte(text, 100), text.len());
+        let n = text.chars().count();
+        assert_eq!(byte_to_code_point(text, text.len()), n);
+    }
+}

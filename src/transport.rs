@@ -1,0 +1,174 @@
+//! The kernel's five sockets.
+//!
+//! Each socket gets tasks of its own and the rest of the kernel sees only channels: a reader per
+//! ROUTER socket (shell, control, stdin) that verifies signatures and parses messages, a writer
+//! per ROUTER socket, the one task that owns iopub, and the heartbeat echo. A message that fails
+//! to parse or whose HMAC does not verify is logged and dropped by its reader; nothing a client
+//! sends can end a reader.
+
+use anyhow::{Context, Result};
+use bytes::Bytes;
+use jupyter_protocol::{ConnectionInfo, IoPubWelcome, JupyterMessage};
+use jupyter_zmq_client::{
+    create_kernel_control_connection, create_kernel_heartbeat_connection,
+    create_kernel_iopub_xpub_connection, create_kernel_shell_connection,
+    create_kernel_stdin_connection, Connection, RuntimeError, SubscriptionEvent,
+};
+use tokio::sync::mpsc::{unbounded_channel, UnboundedReceiver, UnboundedSender};
+use zeromq::{SocketRecv, SocketSend};
+
+/// Sends messages to the one task that owns the iopub socket.
+#[derive(Clone)]
+pub struct IoPub {
+    tx: UnboundedSender<JupyterMessage>,
+    topic_prefix: String,
+}
+
+impl IoPub {
+    /// Publishes `message`; the topic is `kernel.<session>.<msg_type>`, as ipykernel does.
+    pub fn publish(&self, mut message: JupyterMessage) {
+        let topic = format!("{}.{}", self.topic_prefix, message.header.msg_type);
+        message.zmq_identities = vec![Bytes::from(topic)];
+        // The receiver lives as long as the runtime; a send error means we are shutting down.
+        let _ = self.tx.send(message);
+    }
+}
+
+/// One ROUTER socket as two channels.
+pub struct Router {
+    pub incoming: UnboundedReceiver<JupyterMessage>,
+    pub outgoing: UnboundedSender<JupyterMessage>,
+}
+
+pub struct Sockets {
+    pub iopub: IoPub,
+    pub shell: Router,
+    pub control: Router,
+    pub stdin: Router,
+}
+
+/// Binds all sockets of `info` and starts their tasks.
+pub async fn bind(info: &ConnectionInfo, session_id: &str) -> Result<Sockets> {
+    let iopub = create_kernel_iopub_xpub_connection(info, session_id)
+        .await
+        .context("binding iopub")?;
+    let shell = create_kernel_shell_connection(info, session_id)
+        .await
+        .context("binding shell")?;
+    let control = create_kernel_control_connection(info, session_id)
+        .await
+        .context("binding control")?;
+    let stdin = create_kernel_stdin_connection(info, session_id)
+        .await
+        .context("binding stdin")?;
+    let heartbeat = create_kernel_heartbeat_connection(info)
+        .await
+        .context("binding heartbeat")?;
+
+    let (iopub_tx, iopub_rx) = unbounded_channel();
+    tokio::spawn(run_iopub(iopub, iopub_rx));
+    tokio::spawn(async move {
+        let mut socket = heartbeat.socket;
+        loop {
+            // Echo each ping back unchanged, which is all the heartbeat protocol asks.
+            match socket.recv().await {
+                Ok(ping) => {
+                    if let Err(error) = socket.send(ping).await {
+                        tracing::warn!("heartbeat: {error}");
+                    }
+                }
+                Err(error) => {
+                    tracing::warn!("heartbeat: {error}");
+                    tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+                }
+            }
+        }
+    });
+    Ok(Sockets {
+        iopub: IoPub {
+            tx: iopub_tx,
+            topic_prefix: format!("kernel.{session_id}"),
+        },
+        shell: router("shell", shell),
+        control: router("control", control),
+        stdin: router("stdin", stdin),
+    })
+}
+
+fn router(name: &'static str, connection: Connection<zeromq::RouterSocket>) -> Router {
+    let (mut send, mut recv) = connection.split();
+    let (in_tx, in_rx) = unbounded_channel();
+    let (out_tx, mut out_rx) = unbounded_channel::<JupyterMessage>();
+    tokio::spawn(async move {
+        loop {
+            match recv.read().await {
+                Ok(message) => {
+                    tracing::debug!("{name} <- {}", message.header.msg_type);
+                    if in_tx.send(message).is_err() {
+                        break;
+                    }
+                }
+                Err(RuntimeError::VerifyError(_)) => {
+                    tracing::warn!("{name}: dropped a message with a wrong HMAC signature");
+                }
+                Err(RuntimeError::ZmqError(error)) => {
+                    tracing::warn!("{name}: socket error: {error}");
+                    // A socket-level error can repeat at once; do not spin.
+                    tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+                }
+                Err(error) => {
+                    tracing::warn!("{name}: dropped a malformed message: {error}");
+                }
+            }
+        }
+    });
+    tokio::spawn(async move {
+        while let Some(message) = out_rx.recv().await {
+            tracing::debug!("{name} -> {}", message.header.msg_type);
+            if let Err(error) = send.send(message).await {
+                tracing::warn!("{name}: sending failed: {error}");
+            }
+        }
+    });
+    Router {
+        incoming: in_rx,
+        outgoing: out_tx,
+    }
+}
+
+/// The only owner of the iopub socket. It must keep reading: the XPUB socket learns about
+/// subscribers only while `recv` is polled, and each new subscription gets an `iopub_welcome`
+/// (JEP 65) so a client knows its subscription is live before it sends requests.
+async fn run_iopub(
+    mut socket: Connection<zeromq::XPubSocket>,
+    mut outgoing: UnboundedReceiver<JupyterMessage>,
+) {
+    loop {
+        tokio::select! {
+            // Outgoing first: once a message is queued it goes out before further reads.
+            biased;
+            message = outgoing.recv() => {
+                let Some(message) = message else { break };
+                tracing::debug!("iopub -> {}", message.header.msg_type);
+                if let Err(error) = socket.send(message).await {
+                    tracing::warn!("iopub: sending failed: {error}");
+                }
+            }
+            event = socket.recv_subscription() => match event {
+                Ok(SubscriptionEvent::Subscribe(topic)) => {
+                    let welcome: JupyterMessage = IoPubWelcome::new(topic.clone()).into();
+                    let mut welcome = welcome;
+                    welcome.zmq_identities = vec![Bytes::from(topic)];
+                    if let Err(error) = socket.send(welcome).await {
+                        tracing::warn!("iopub: sending iopub_welcome failed: {error}");
+                    }
+                }
+                Ok(SubscriptionEvent::Unsubscribe(_)) => {}
+                Err(error) => {
+                    tracing::warn!("iopub: {error}");
+                    tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+                }
+            },
+        }
+    }
+}

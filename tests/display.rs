@@ -1,0 +1,143 @@
+//! Live rich output while a cell runs, and partial lines.
+
+use crate::support::{Kernel, STARTUP};
+use jupyter_protocol::{ExecuteRequest, JupyterMessageContent, MediaType};
+use std::time::{Duration, Instant};
+
+/// Reads iopub for `request` until idle, noting when each message arrived.
+async fn timed_iopub(
+    kernel: &mut Kernel,
+    msg_id: &str,
+) -> Vec<(Instant, jupyter_protocol::JupyterMessage)> {
+    let mut seen = Vec::new();
+    loop {
+        let message = kernel.next_iopub(STARTUP).await;
+        if message.parent_header.as_ref().map(|p| p.msg_id.as_str()) != Some(msg_id) {
+            continue;
+        }
+        let idle = matches!(&message.content, JupyterMessageContent::Status(s)
+            if s.execution_state == jupyter_protocol::ExecutionState::Idle);
+        seen.push((Instant::now(), message));
+        if idle {
+            return seen;
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn display_update_and_clear_arrive_live_and_in_order_while_the_cell_runs() {
+    let mut kernel = Kernel::start().await;
+    kernel.run_ok("1").await;
+    let code = r#"
+let pause = || std::thread::sleep(std::time::Duration::from_millis(700));
+println!("TCHBOOK_DISPLAY {{\"op\":\"display\",\"data\":{{\"text/html\":\"<b>epoch 1</b>\",\"text/plain\":\"epoch 1\"}},\"metadata\":{{}},\"display_id\":\"progress\"}}");
+pause();
+println!("TCHBOOK_DISPLAY {{\"op\":\"update\",\"data\":{{\"text/html\":\"<b>epoch 2</b>\"}},\"metadata\":{{}},\"display_id\":\"progress\"}}");
+pause();
+println!("TCHBOOK_DISPLAY {{\"op\":\"clear\",\"wait\":true}}");
+println!("TCHBOOK_DISPLAY {{\"op\":\"display\",\"data\":{{\"image/svg+xml\":\"<svg/>\",\"text/markdown\":\"**done**\",\"text/latex\":\"$x$\",\"application/json\":{{\"loss\":[3,2,1]}},\"image/png\":\"iVBORw0KGgo=\"}},\"metadata\":{{}},\"display_id\":null}}");
+pause();
+"#;
+    let sent = kernel.send_shell(ExecuteRequest::new(code.into())).await;
+    let iopub = timed_iopub(&mut kernel, &sent.header.msg_id).await;
+    let reply = kernel.shell_reply(STARTUP).await;
+    let JupyterMessageContent::ExecuteReply(reply) = &reply.content else {
+        panic!()
+    };
+    assert_eq!(reply.status, jupyter_protocol::ReplyStatus::Ok);
+    let types: Vec<_> = iopub
+        .iter()
+        .map(|(_, m)| m.header.msg_type.as_str())
+        .collect();
+    assert_eq!(
+        types,
+        [
+            "status",
+            "execute_input",
+            "display_data",
+            "update_display_data",
+            "clear_output",
+            "display_data",
+            "status"
+        ]
+    );
+    // Live: the first display came well before the cell ended (idle).
+    let first = iopub[2].0;
+    let idle = iopub.last().unwrap().0;
+    assert!(
+        idle - first > Duration::from_millis(1500),
+        "display was not live: {:?}",
+        idle - first
+    );
+    match &iopub[2].1.content {
+        JupyterMessageContent::DisplayData(d) => {
+            assert_eq!(
+                d.transient.as_ref().unwrap().display_id.as_deref(),
+                Some("progress")
+            );
+        }
+        other => panic!("{other:?}"),
+    }
+    match &iopub[3].1.content {
+        JupyterMessageContent::UpdateDisplayData(d) => {
+            assert_eq!(d.transient.display_id.as_deref(), Some("progress"));
+            assert!(d
+                .data
+                .content
+                .iter()
+                .any(|m| matches!(m, MediaType::Html(h) if h.contains("epoch 2"))));
+        }
+        other => panic!("{other:?}"),
+    }
+    match &iopub[4].1.content {
+        JupyterMessageContent::ClearOutput(c) => assert!(c.wait),
+        other => panic!("{other:?}"),
+    }
+    match &iopub[5].1.content {
+        JupyterMessageContent::DisplayData(d) => {
+            let kinds: Vec<_> = d
+                .data
+                .content
+                .iter()
+                .map(|m| m.mime_type().to_owned())
+                .collect();
+            for kind in [
+                "image/svg+xml",
+                "text/markdown",
+                "text/latex",
+                "application/json",
+                "image/png",
+            ] {
+                assert!(kinds.iter().any(|k| k == kind), "{kind} missing: {kinds:?}");
+            }
+        }
+        other => panic!("{other:?}"),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn print_without_newline_reaches_the_front_end_before_the_cell_ends() {
+    let mut kernel = Kernel::start().await;
+    kernel.run_ok("1").await;
+    let code = "print!(\"progress 50%\");\nstd::thread::sleep(std::time::Duration::from_millis(1500));\nprintln!(\" done\");";
+    let sent = kernel.send_shell(ExecuteRequest::new(code.into())).await;
+    let iopub = timed_iopub(&mut kernel, &sent.header.msg_id).await;
+    let idle = iopub.last().unwrap().0;
+    let (arrived, _) = iopub
+        .iter()
+        .find(|(_, m)| matches!(&m.content, JupyterMessageContent::StreamContent(s) if s.text.contains("progress 50%")))
+        .expect("no stream with the partial line");
+    assert!(
+        idle - *arrived > Duration::from_millis(1000),
+        "the partial line came late: {:?}",
+        idle - *arrived
+    );
+    let text: String = iopub
+        .iter()
+        .filter_map(|(_, m)| match &m.content {
+            JupyterMessageContent::StreamContent(s) => Some(s.text.clone()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(text, "progress 50% done\n");
+}

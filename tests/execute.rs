@@ -1,0 +1,271 @@
+//! execute_request: ordering, counting, errors, panics, crashes, queues.
+
+use crate::support::{Kernel, REPLY, STARTUP};
+use jupyter_protocol::{ExecuteRequest, JupyterMessageContent, ReplyStatus};
+use std::time::Duration;
+
+#[tokio::test(flavor = "multi_thread")]
+async fn execute_publishes_busy_input_outputs_result_reply_then_idle() {
+    let mut kernel = Kernel::start().await;
+    let execution = kernel.run_ok("println!(\"hello\");\n1 + 1").await;
+    assert_eq!(
+        execution.types(),
+        [
+            "status",
+            "execute_input",
+            "stream",
+            "execute_result",
+            "status"
+        ],
+        "{:?}",
+        execution.iopub
+    );
+    assert_eq!(execution.stdout(), "hello\n");
+    assert_eq!(execution.result().as_deref(), Some("2"));
+    assert_eq!(execution.execution_count(), 1);
+    // The reply came before idle: idle was the last message, read after the reply.
+    kernel.assert_iopub_quiet(Duration::from_millis(300)).await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn execution_count_starts_at_one_and_counts_only_non_silent_requests() {
+    let mut kernel = Kernel::start().await;
+    assert_eq!(kernel.run_ok("let a = 1;").await.execution_count(), 1);
+    let silent = ExecuteRequest {
+        silent: true,
+        store_history: false,
+        ..ExecuteRequest::new("a + 1".into())
+    };
+    let execution = kernel.execute_with(silent, STARTUP).await;
+    assert_eq!(execution.execution_count(), 1);
+    assert!(!execution.types().contains(&"execute_input".to_string()));
+    assert!(!execution.types().contains(&"execute_result".to_string()));
+    assert_eq!(kernel.run_ok("a").await.execution_count(), 2);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn two_hundred_queued_executes_are_answered_in_order_with_no_output_after_idle() {
+    let mut kernel = Kernel::start().await;
+    kernel.run_ok("let mut counter = 0u32;").await;
+    let mut sent = Vec::new();
+    for i in 0..200 {
+        let code = if i % 50 == 0 {
+            format!("counter += 1; println!(\"cell {i}\");")
+        } else {
+            format!("{i}")
+        };
+        sent.push(kernel.send_shell(ExecuteRequest::new(code)).await);
+    }
+    for (i, request) in sent.iter().enumerate() {
+        let reply = kernel.shell_reply(STARTUP).await;
+        assert_eq!(
+            reply.parent_header.as_ref().unwrap().msg_id,
+            request.header.msg_id,
+            "reply {i} out of order"
+        );
+        let JupyterMessageContent::ExecuteReply(content) = &reply.content else {
+            panic!("{reply:?}")
+        };
+        assert_eq!(content.status, ReplyStatus::Ok, "cell {i}");
+        assert_eq!(content.execution_count.value(), i + 2);
+    }
+    for (i, request) in sent.iter().enumerate() {
+        let iopub = kernel.iopub_until_idle(&request.header.msg_id, REPLY).await;
+        let types: Vec<_> = iopub.iter().map(|m| m.header.msg_type.as_str()).collect();
+        let expected: &[&str] = if i % 50 == 0 {
+            &["status", "execute_input", "stream", "status"]
+        } else {
+            &["status", "execute_input", "execute_result", "status"]
+        };
+        assert_eq!(types, expected, "cell {i}");
+    }
+    kernel.assert_iopub_quiet(Duration::from_millis(500)).await;
+    assert_eq!(
+        kernel.run_ok("counter").await.result().as_deref(),
+        Some("4")
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn stop_on_error_aborts_executes_queued_behind_a_failure() {
+    let mut kernel = Kernel::start().await;
+    kernel.run_ok("let ran = std::cell::Cell::new(0);").await;
+    let failing = kernel
+        .send_shell(ExecuteRequest::new("panic!(\"stop here\");".into()))
+        .await;
+    let queued_a = kernel
+        .send_shell(ExecuteRequest::new("ran.set(1);".into()))
+        .await;
+    let queued_b = kernel
+        .send_shell(ExecuteRequest::new("ran.set(2);".into()))
+        .await;
+    let reply = kernel.shell_reply(STARTUP).await;
+    assert_eq!(
+        reply.parent_header.as_ref().unwrap().msg_id,
+        failing.header.msg_id
+    );
+    let JupyterMessageContent::ExecuteReply(failed) = &reply.content else {
+        panic!()
+    };
+    assert_eq!(failed.status, ReplyStatus::Error);
+    for queued in [&queued_a, &queued_b] {
+        let reply = kernel.shell_reply(REPLY).await;
+        assert_eq!(
+            reply.parent_header.as_ref().unwrap().msg_id,
+            queued.header.msg_id
+        );
+        let JupyterMessageContent::ExecuteReply(aborted) = &reply.content else {
+            panic!()
+        };
+        assert_eq!(aborted.status, ReplyStatus::Aborted);
+    }
+    // Nothing queued after the error ran; a new request runs normally.
+    assert_eq!(
+        kernel.run_ok("ran.get()").await.result().as_deref(),
+        Some("0")
+    );
+    // Without stop_on_error the next request runs.
+    let lenient = ExecuteRequest {
+        stop_on_error: false,
+        ..ExecuteRequest::new("panic!(\"again\");".into())
+    };
+    kernel.send_shell(lenient).await;
+    let after = kernel
+        .send_shell(ExecuteRequest::new("ran.set(3);".into()))
+        .await;
+    kernel.shell_reply(STARTUP).await;
+    let reply = kernel.shell_reply(STARTUP).await;
+    assert_eq!(
+        reply.parent_header.as_ref().unwrap().msg_id,
+        after.header.msg_id
+    );
+    let JupyterMessageContent::ExecuteReply(ran) = &reply.content else {
+        panic!()
+    };
+    assert_eq!(ran.status, ReplyStatus::Ok);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn compile_error_is_an_error_reply_pointing_at_the_cell_line() {
+    let mut kernel = Kernel::start().await;
+    let execution = kernel.execute("let a = 1;\nlet x: i32 = \"text\";").await;
+    assert_eq!(execution.reply_status(), ReplyStatus::Error);
+    assert_eq!(
+        execution.types(),
+        ["status", "execute_input", "error", "status"]
+    );
+    let (ename, evalue, traceback) = execution.error().unwrap();
+    assert_eq!(ename, "CompilationError");
+    assert!(evalue.contains("E0308"), "{evalue}");
+    let text = traceback.join("\n");
+    assert!(text.contains("cell:2:"), "{text}");
+    assert!(text.contains("let x: i32 = \"text\";"), "{text}");
+    let JupyterMessageContent::ExecuteReply(reply) = &execution.reply.content else {
+        panic!()
+    };
+    let error = reply.error.as_ref().expect("error fields in the reply");
+    assert_eq!(error.ename, "CompilationError");
+    assert!(!error.traceback.is_empty());
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn panic_is_an_error_with_message_and_location_and_the_kernel_keeps_earlier_variables() {
+    let mut kernel = Kernel::start().await;
+    kernel.run_ok("let kept = 41;").await;
+    let execution = kernel
+        .execute("let v: Vec<i32> = Vec::new();\nlet y = v[3];")
+        .await;
+    assert_eq!(execution.reply_status(), ReplyStatus::Error);
+    let (ename, evalue, traceback) = execution.error().unwrap();
+    assert_eq!(ename, "panic");
+    assert!(evalue.contains("index out of bounds"), "{evalue}");
+    let text = traceback.join("\n");
+    assert!(text.contains("src/lib.rs:"), "location: {text}");
+    assert!(text.contains("v[3]"), "the panicking line: {text}");
+    assert!(
+        !execution.stderr().contains("stack backtrace"),
+        "no backtrace noise"
+    );
+    assert_eq!(
+        kernel.run_ok("kept + 1").await.result().as_deref(),
+        Some("42")
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn tensors_work_without_use_or_dep() {
+    let mut kernel = Kernel::start().await;
+    let execution = kernel
+        .run_ok("let t = Tensor::from_slice(&[1.0f32, 2.0, 3.0]).to_device(Device::Cpu);\nlet s = tch::Tensor::sum(&t, Kind::Float);\ns.double_value(&[])")
+        .await;
+    assert_eq!(execution.result().as_deref(), Some("6.0"));
+    kernel.run_ok("let linear = nn::linear(nn::VarStore::new(Device::Cpu).root(), 2, 3, Default::default());").await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn segfault_restarts_the_evaluation_process_and_names_the_lost_variables() {
+    let mut kernel = Kernel::start().await;
+    kernel
+        .run_ok(
+            "let survivor_a = 1;\nlet survivor_b = String::from(\"b\");\nfn helper() -> i32 { 7 }",
+        )
+        .await;
+    let execution = kernel
+        .execute("unsafe { std::ptr::write_volatile(16usize as *mut u64, 1); }")
+        .await;
+    assert_eq!(execution.reply_status(), ReplyStatus::Error);
+    let (ename, evalue, _) = execution.error().unwrap();
+    assert_eq!(ename, "EvaluationProcessDied");
+    assert!(
+        evalue.contains("survivor_a") && evalue.contains("survivor_b"),
+        "{evalue}"
+    );
+    // Items survive; the new process works and has the prelude again.
+    assert_eq!(
+        kernel.run_ok("helper()").await.result().as_deref(),
+        Some("7")
+    );
+    kernel
+        .run_ok("let t = Tensor::zeros(&[2], (Kind::Float, Device::Cpu));")
+        .await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn abort_restarts_the_evaluation_process() {
+    let mut kernel = Kernel::start().await;
+    kernel.run_ok("let before_abort = 3;").await;
+    let execution = kernel.execute("std::process::abort();").await;
+    let (ename, evalue, _) = execution.error().unwrap();
+    assert_eq!(ename, "EvaluationProcessDied");
+    assert!(evalue.contains("before_abort"), "{evalue}");
+    assert_eq!(kernel.run_ok("1 + 2").await.result().as_deref(), Some("3"));
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn timeit_reports_mean_and_deviation_per_loop() {
+    let mut kernel = Kernel::start().await;
+    let execution = kernel
+        .run_ok(":timeit -n 10 -r 3 (0..1000u64).sum::<u64>()")
+        .await;
+    let out = execution.stdout();
+    assert!(
+        out.contains("per loop (mean ± std. dev. of 3 runs, 10 loops each)"),
+        "{out}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn help_documents_evcxr_commands_and_timeit() {
+    let mut kernel = Kernel::start().await;
+    let execution = kernel.run_ok(":help").await;
+    let text = execution.result().unwrap();
+    for command in [":dep", ":vars", ":timing", ":timeit", ":help"] {
+        assert!(
+            text.contains(command),
+            "{command} missing from :help:\n{text}"
+        );
+    }
+    kernel.run_ok("let listed = 5;").await;
+    let vars = kernel.run_ok(":vars").await;
+    assert!(vars.result().unwrap().contains("listed"));
+}

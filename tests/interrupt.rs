@@ -1,0 +1,88 @@
+//! Interrupts: cooperative first (variables kept), kill and restart after the grace period.
+
+use crate::support::{Kernel, REPLY, STARTUP};
+use jupyter_protocol::{ExecuteRequest, InterruptRequest, JupyterMessageContent, ReplyStatus};
+use std::time::Duration;
+
+/// Starts a cell that announces itself and then runs until interrupted, and waits until it
+/// runs.
+async fn start_long_cell(kernel: &mut Kernel, body: &str) -> jupyter_protocol::JupyterMessage {
+    let code = format!("println!(\"started\");\n{body}");
+    let sent = kernel.send_shell(ExecuteRequest::new(code)).await;
+    loop {
+        let message = kernel.next_iopub(STARTUP).await;
+        if let JupyterMessageContent::StreamContent(s) = &message.content {
+            if s.text.contains("started") {
+                break;
+            }
+        }
+    }
+    sent
+}
+
+const COOPERATIVE_LOOP: &str =
+    "loop { interrupt::check(); std::thread::sleep(std::time::Duration::from_millis(10)); }";
+
+#[tokio::test(flavor = "multi_thread")]
+async fn interrupt_request_stops_a_checking_cell_and_keeps_variables() {
+    let mut kernel = Kernel::start().await;
+    kernel
+        .run_ok("let kept = 5;\nlet also_kept = String::from(\"x\");")
+        .await;
+    let sent = start_long_cell(&mut kernel, COOPERATIVE_LOOP).await;
+    kernel.send_control(InterruptRequest {}).await;
+    let reply = kernel.control_reply(REPLY).await;
+    assert_eq!(reply.header.msg_type, "interrupt_reply");
+    let content = kernel.execute_reply_to(&sent, REPLY).await;
+    assert_eq!(content.status, ReplyStatus::Error);
+    assert_eq!(content.error.unwrap().ename, "KeyboardInterrupt");
+    assert_eq!(kernel.run_ok("kept").await.result().as_deref(), Some("5"));
+    assert_eq!(
+        kernel.run_ok("also_kept.len()").await.result().as_deref(),
+        Some("1")
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn sigint_to_the_kernel_process_group_interrupts_the_cell() {
+    let mut kernel = Kernel::start().await;
+    kernel.run_ok("let kept = 7;").await;
+    let sent = start_long_cell(&mut kernel, COOPERATIVE_LOOP).await;
+    // What jupyter_client does for interrupt_mode "signal".
+    unsafe { libc::killpg(kernel.pid(), libc::SIGINT) };
+    let content = kernel.execute_reply_to(&sent, REPLY).await;
+    assert_eq!(content.error.unwrap().ename, "KeyboardInterrupt");
+    assert_eq!(kernel.run_ok("kept").await.result().as_deref(), Some("7"));
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_cell_ignoring_the_interrupt_is_killed_after_the_grace_period_naming_lost_variables() {
+    let mut kernel = Kernel::start_with_env(&[("TCHBOOK_INTERRUPT_GRACE", "1")]).await;
+    kernel
+        .run_ok("let doomed = 1;\nlet also_doomed = vec![1, 2];\nfn still_here() -> u8 { 9 }")
+        .await;
+    let sent = start_long_cell(&mut kernel, "loop { std::hint::spin_loop(); }").await;
+    kernel.send_control(InterruptRequest {}).await;
+    kernel.control_reply(REPLY).await;
+    let content = kernel
+        .execute_reply_to(&sent, Duration::from_secs(60))
+        .await;
+    let error = content.error.unwrap();
+    assert_eq!(error.ename, "KeyboardInterrupt");
+    assert!(
+        error.evalue.contains("doomed") && error.evalue.contains("also_doomed"),
+        "{}",
+        error.evalue
+    );
+    assert_eq!(
+        kernel.run_ok("still_here()").await.result().as_deref(),
+        Some("9")
+    );
+    // The new evaluation process is interruptible cooperatively again.
+    kernel.run_ok("let fresh = 2;").await;
+    start_long_cell(&mut kernel, COOPERATIVE_LOOP).await;
+    kernel.send_control(InterruptRequest {}).await;
+    kernel.control_reply(REPLY).await;
+    kernel.shell_reply(REPLY).await;
+    assert_eq!(kernel.run_ok("fresh").await.result().as_deref(), Some("2"));
+}

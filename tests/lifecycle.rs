@@ -1,0 +1,73 @@
+//! Shutdown (with restart) on control and shell.
+
+use crate::support::{Kernel, REPLY};
+use jupyter_protocol::{JupyterMessageContent, ShutdownRequest};
+use std::time::{Duration, Instant};
+
+/// Children of every thread of `pid` (the evaluation process is spawned by the engine thread).
+fn children(pid: i32) -> Vec<i32> {
+    let mut found = Vec::new();
+    if let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) {
+        for task in tasks.flatten() {
+            let text = std::fs::read_to_string(task.path().join("children")).unwrap_or_default();
+            found.extend(
+                text.split_whitespace()
+                    .filter_map(|p| p.parse::<i32>().ok()),
+            );
+        }
+    }
+    found
+}
+
+fn is_gone(pid: i32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Err(_) => true,
+        // A zombie waiting for whoever inherited it is gone for our purposes.
+        Ok(stat) => stat
+            .rsplit(')')
+            .next()
+            .is_some_and(|rest| rest.trim_start().starts_with('Z')),
+    }
+}
+
+async fn wait_for_exit(kernel: &mut Kernel) {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while Instant::now() < deadline {
+        if let Some(status) = kernel.child.try_wait().unwrap() {
+            assert!(status.success(), "kernel exit status {status}");
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    panic!("the kernel did not exit after shutdown_request");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn shutdown_request_on_control_replies_with_restart_and_both_processes_exit() {
+    let mut kernel = Kernel::start().await;
+    kernel.run_ok("let x = 1;").await;
+    let evaluation: Vec<i32> = children(kernel.pid());
+    assert!(!evaluation.is_empty(), "no evaluation process found");
+    kernel.send_control(ShutdownRequest { restart: true }).await;
+    let reply = kernel.control_reply(REPLY).await;
+    let JupyterMessageContent::ShutdownReply(content) = &reply.content else {
+        panic!("{reply:?}")
+    };
+    assert!(content.restart);
+    wait_for_exit(&mut kernel).await;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    for pid in evaluation {
+        assert!(is_gone(pid), "evaluation process {pid} outlived the kernel");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn shutdown_request_on_shell_is_answered_too() {
+    let mut kernel = Kernel::start().await;
+    let reply = kernel.request(ShutdownRequest { restart: false }).await;
+    let JupyterMessageContent::ShutdownReply(content) = &reply.content else {
+        panic!("{reply:?}")
+    };
+    assert!(!content.restart);
+    wait_for_exit(&mut kernel).await;
+}

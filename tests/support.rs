@@ -1,0 +1,370 @@
+//! A real kernel on loopback ports, driven through jupyter-zmq-client's client connections.
+
+#![allow(dead_code)]
+
+use jupyter_protocol::connection_info::Transport;
+use jupyter_protocol::{
+    ConnectionInfo, ExecuteRequest, JupyterMessage, JupyterMessageContent, KernelInfoRequest,
+    Status,
+};
+use jupyter_zmq_client::{
+    create_client_control_connection, create_client_heartbeat_connection,
+    create_client_iopub_connection, create_client_shell_connection_with_identity,
+    create_client_stdin_connection_with_identity, peek_ports, peer_identity_for_session,
+    wait_for_iopub_welcome, ClientControlConnection, ClientHeartbeatConnection,
+    ClientIoPubConnection, ClientShellConnection, ClientStdinConnection,
+};
+use std::path::PathBuf;
+use std::process::{Child, Stdio};
+use std::time::{Duration, Instant};
+
+/// How long a kernel may take to get ready. The very first start on a machine builds tch and
+/// the prelude (minutes); every later one reuses the build cache.
+pub const STARTUP: Duration = Duration::from_secs(900);
+/// How long an ordinary request may take.
+pub const REPLY: Duration = Duration::from_secs(120);
+
+pub struct Kernel {
+    pub child: Child,
+    pub info: ConnectionInfo,
+    pub session: String,
+    pub shell: ClientShellConnection,
+    pub iopub: ClientIoPubConnection,
+    pub control: ClientControlConnection,
+    pub stdin: ClientStdinConnection,
+    pub heartbeat: ClientHeartbeatConnection,
+    pub dir: PathBuf,
+    /// iopub messages read while waiting for something else, in arrival order.
+    pub backlog: Vec<JupyterMessage>,
+}
+
+/// Everything one execute_request caused, in arrival order.
+#[derive(Debug)]
+pub struct Execution {
+    pub request: JupyterMessage,
+    pub reply: JupyterMessage,
+    /// iopub messages whose parent is the request, from `busy` to `idle` inclusive.
+    pub iopub: Vec<JupyterMessage>,
+}
+
+impl Execution {
+    pub fn types(&self) -> Vec<String> {
+        self.iopub
+            .iter()
+            .map(|m| m.header.msg_type.clone())
+            .collect()
+    }
+
+    pub fn stdout(&self) -> String {
+        self.stream(false)
+    }
+
+    pub fn stderr(&self) -> String {
+        self.stream(true)
+    }
+
+    fn stream(&self, stderr: bool) -> String {
+        self.iopub
+            .iter()
+            .filter_map(|m| match &m.content {
+                JupyterMessageContent::StreamContent(s)
+                    if matches!(s.name, jupyter_protocol::Stdio::Stderr) == stderr =>
+                {
+                    Some(s.text.clone())
+                }
+                _ => None,
+            })
+            .collect()
+    }
+
+    /// The `text/plain` of the execute_result, if any.
+    pub fn result(&self) -> Option<String> {
+        self.iopub.iter().find_map(|m| match &m.content {
+            JupyterMessageContent::ExecuteResult(r) => {
+                r.data.content.iter().find_map(|d| match d {
+                    jupyter_protocol::MediaType::Plain(text) => Some(text.clone()),
+                    _ => None,
+                })
+            }
+            _ => None,
+        })
+    }
+
+    pub fn error(&self) -> Option<(String, String, Vec<String>)> {
+        self.iopub.iter().find_map(|m| match &m.content {
+            JupyterMessageContent::ErrorOutput(e) => {
+                Some((e.ename.clone(), e.evalue.clone(), e.traceback.clone()))
+            }
+            _ => None,
+        })
+    }
+
+    pub fn reply_status(&self) -> jupyter_protocol::ReplyStatus {
+        match &self.reply.content {
+            JupyterMessageContent::ExecuteReply(r) => r.status.clone(),
+            other => panic!("not an execute_reply: {other:?}"),
+        }
+    }
+
+    pub fn execution_count(&self) -> usize {
+        match &self.reply.content {
+            JupyterMessageContent::ExecuteReply(r) => r.execution_count.value(),
+            other => panic!("not an execute_reply: {other:?}"),
+        }
+    }
+}
+
+pub fn binary() -> &'static str {
+    env!("CARGO_BIN_EXE_tchbook")
+}
+
+impl Kernel {
+    pub async fn start() -> Kernel {
+        Self::start_with_env(&[]).await
+    }
+
+    pub async fn start_with_env(env: &[(&str, &str)]) -> Kernel {
+        let ip = "127.0.0.1";
+        let ports = peek_ports(ip.parse().unwrap(), 5).await.unwrap();
+        let info = ConnectionInfo {
+            ip: ip.into(),
+            transport: Transport::TCP,
+            shell_port: ports[0],
+            iopub_port: ports[1],
+            stdin_port: ports[2],
+            control_port: ports[3],
+            hb_port: ports[4],
+            key: format!("test-key-{}", std::process::id()),
+            signature_scheme: "hmac-sha256".into(),
+            kernel_name: Some("tchbook".into()),
+        };
+        let dir =
+            std::env::temp_dir().join(format!("tchbook-test-{}-{}", std::process::id(), ports[0]));
+        std::fs::create_dir_all(&dir).unwrap();
+        let connection_file = dir.join("connection.json");
+        std::fs::write(&connection_file, serde_json::to_string(&info).unwrap()).unwrap();
+        let log = std::fs::File::create(dir.join("kernel.log")).unwrap();
+        let mut command = std::process::Command::new(binary());
+        command
+            .arg("kernel")
+            .arg("--connection-file")
+            .arg(&connection_file)
+            .stdin(Stdio::null())
+            .stdout(log.try_clone().unwrap())
+            .stderr(log);
+        for (key, value) in env {
+            command.env(key, value);
+        }
+        // Its own process group, as Jupyter starts kernels, so a test can signal the group.
+        use std::os::unix::process::CommandExt;
+        command.process_group(0);
+        let child = command.spawn().expect("starting the tchbook binary");
+
+        let session = format!("test-session-{}", ports[0]);
+        let identity = peer_identity_for_session(&session).unwrap();
+        let shell = create_client_shell_connection_with_identity(&info, &session, identity.clone())
+            .await
+            .unwrap();
+        let stdin = create_client_stdin_connection_with_identity(&info, &session, identity)
+            .await
+            .unwrap();
+        let control = create_client_control_connection(&info, &session)
+            .await
+            .unwrap();
+        let heartbeat = create_client_heartbeat_connection(&info).await.unwrap();
+        let mut iopub = create_client_iopub_connection(&info, "", &session)
+            .await
+            .unwrap();
+        let welcome = wait_for_iopub_welcome(&mut iopub, Duration::from_secs(30))
+            .await
+            .unwrap();
+        assert!(welcome.is_some(), "the kernel sent no iopub_welcome");
+        Kernel {
+            child,
+            info,
+            session,
+            shell,
+            iopub,
+            control,
+            stdin,
+            heartbeat,
+            dir,
+            backlog: Vec::new(),
+        }
+    }
+
+    pub fn log(&self) -> String {
+        std::fs::read_to_string(self.dir.join("kernel.log")).unwrap_or_default()
+    }
+
+    /// Sends a shell request, returning the message sent (for its msg_id).
+    pub async fn send_shell(
+        &mut self,
+        content: impl Into<JupyterMessageContent>,
+    ) -> JupyterMessage {
+        let message = JupyterMessage::new(content.into(), None);
+        self.shell.send(message.clone()).await.unwrap();
+        message
+    }
+
+    pub async fn send_control(
+        &mut self,
+        content: impl Into<JupyterMessageContent>,
+    ) -> JupyterMessage {
+        let message = JupyterMessage::new(content.into(), None);
+        self.control.send(message.clone()).await.unwrap();
+        message
+    }
+
+    /// The next shell reply (panics after `timeout`).
+    pub async fn shell_reply(&mut self, timeout: Duration) -> JupyterMessage {
+        tokio::time::timeout(timeout, self.shell.read())
+            .await
+            .expect("timed out waiting for a shell reply")
+            .unwrap()
+    }
+
+    /// The next shell reply, which must answer `request`, as an execute_reply.
+    pub async fn execute_reply_to(
+        &mut self,
+        request: &JupyterMessage,
+        timeout: Duration,
+    ) -> jupyter_protocol::ExecuteReply {
+        let reply = self.shell_reply(timeout).await;
+        assert_eq!(
+            reply.parent_header.as_ref().unwrap().msg_id,
+            request.header.msg_id,
+            "reply to the wrong request"
+        );
+        match reply.content {
+            JupyterMessageContent::ExecuteReply(content) => content,
+            other => panic!("not an execute_reply: {other:?}"),
+        }
+    }
+
+    pub async fn control_reply(&mut self, timeout: Duration) -> JupyterMessage {
+        tokio::time::timeout(timeout, self.control.read())
+            .await
+            .expect("timed out waiting for a control reply")
+            .unwrap()
+    }
+
+    /// Sends a shell request and returns its reply.
+    pub async fn request(&mut self, content: impl Into<JupyterMessageContent>) -> JupyterMessage {
+        let sent = self.send_shell(content).await;
+        let reply = self.shell_reply(REPLY).await;
+        assert_eq!(
+            reply.parent_header.as_ref().unwrap().msg_id,
+            sent.header.msg_id,
+            "reply to the wrong request"
+        );
+        reply
+    }
+
+    /// The next iopub message (from the backlog first).
+    pub async fn next_iopub(&mut self, timeout: Duration) -> JupyterMessage {
+        if !self.backlog.is_empty() {
+            return self.backlog.remove(0);
+        }
+        tokio::time::timeout(timeout, self.iopub.read())
+            .await
+            .expect("timed out waiting for iopub")
+            .unwrap()
+    }
+
+    /// iopub messages with parent `msg_id`, up to and including its `idle`.
+    pub async fn iopub_until_idle(
+        &mut self,
+        msg_id: &str,
+        timeout: Duration,
+    ) -> Vec<JupyterMessage> {
+        let deadline = Instant::now() + timeout;
+        let mut mine = Vec::new();
+        let mut others = Vec::new();
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            let message = self.next_iopub(left).await;
+            let is_mine = message
+                .parent_header
+                .as_ref()
+                .is_some_and(|p| p.msg_id == msg_id);
+            if !is_mine {
+                others.push(message);
+                continue;
+            }
+            let idle = matches!(
+                &message.content,
+                JupyterMessageContent::Status(Status { execution_state })
+                    if *execution_state == jupyter_protocol::ExecutionState::Idle
+            );
+            mine.push(message);
+            if idle {
+                break;
+            }
+        }
+        self.backlog.extend(others);
+        mine
+    }
+
+    pub async fn execute_with(&mut self, request: ExecuteRequest, timeout: Duration) -> Execution {
+        let sent = self.send_shell(request).await;
+        let reply = self.shell_reply(timeout).await;
+        assert_eq!(
+            reply.parent_header.as_ref().unwrap().msg_id,
+            sent.header.msg_id
+        );
+        let iopub = self.iopub_until_idle(&sent.header.msg_id, timeout).await;
+        Execution {
+            request: sent,
+            reply,
+            iopub,
+        }
+    }
+
+    /// Runs `code` and returns everything it caused.
+    pub async fn execute(&mut self, code: &str) -> Execution {
+        self.execute_with(ExecuteRequest::new(code.into()), STARTUP)
+            .await
+    }
+
+    /// Runs `code`, asserting it succeeded.
+    pub async fn run_ok(&mut self, code: &str) -> Execution {
+        let execution = self.execute(code).await;
+        assert_eq!(
+            execution.reply_status(),
+            jupyter_protocol::ReplyStatus::Ok,
+            "`{code}` failed: {:?}\nkernel log:\n{}",
+            execution.error(),
+            self.log()
+        );
+        execution
+    }
+
+    pub async fn kernel_info(&mut self) -> JupyterMessage {
+        self.request(KernelInfoRequest {}).await
+    }
+
+    /// Asserts that nothing arrives on iopub for `wait`.
+    pub async fn assert_iopub_quiet(&mut self, wait: Duration) {
+        assert!(
+            self.backlog.is_empty(),
+            "unexpected iopub: {:?}",
+            self.backlog
+        );
+        if let Ok(message) = tokio::time::timeout(wait, self.iopub.read()).await {
+            panic!("unexpected iopub message: {:?}", message.map(|m| m.content));
+        }
+    }
+
+    pub fn pid(&self) -> i32 {
+        self.child.id() as i32
+    }
+}
+
+impl Drop for Kernel {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}

@@ -1,0 +1,16 @@
+//! Kernel integration tests: the real `tchbook` binary on loopback ports, driven by a real
+//! client (jupyter-zmq-client), asserting whole message sequences.
+//!
+//! Kernels need libtorch (`LIBTORCH`, or the `torch` package of the Python on PATH or of
+//! tchbook's venv) and share the per-user build cache, so only the first kernel on a machine
+//! compiles tch.
+
+mod support;
+
+mod display;
+mod execute;
+mod install;
+mod interrupt;
+mod lifecycle;
+mod protocol;
+mod stdin;
