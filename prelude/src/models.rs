@@ -462,8 +462,10 @@ pub fn f_load_state_dict(vs: &mut VarStore, path: impl AsRef<Path>) -> Result<()
             unexpected,
         });
     }
-    for (name, var) in &vars {
-        let src = &file[name];
+    let mut names: Vec<&String> = vars.keys().collect();
+    names.sort();
+    for name in names {
+        let (src, var) = (&file[name], &vars[name]);
         if src.size() != var.size() {
             return Err(StateDictError::Shape {
                 name: name.clone(),
