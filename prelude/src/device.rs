@@ -223,7 +223,7 @@ pub(crate) fn quietly<T>(f: impl FnOnce() -> T) -> Result<T, TorchError> {
     })
 }
 
-/// A tch error as one line, as Python's `print(e)` shows it (no C++ backtrace).
+/// A tch error (or any error) as one line, as Python's `print(e)` shows it (no C++ backtrace).
 ///
 /// ```
 /// use tchbook_prelude::prelude::*;
@@ -232,7 +232,7 @@ pub(crate) fn quietly<T>(f: impl FnOnce() -> T) -> Result<T, TorchError> {
 /// let e = a.f_add(&b).unwrap_err();
 /// assert!(!short_error(&e).contains("Exception raised from"));
 /// ```
-pub fn short_error(error: &TchError) -> String {
+pub fn short_error(error: &impl std::fmt::Display) -> String {
     brief(&error.to_string())
 }
 

@@ -54,6 +54,16 @@ fn libtorch_errors_are_one_line_through_the_fallible_twins() {
     );
     let short = short_error(&a.f_add(&b).unwrap_err());
     assert_eq!(short, text);
+    // Asking for a GPU that is not there is a message too, not a crash.
+    if !cuda::is_available() {
+        let e = a.f_to_device(Device::Cuda(0)).unwrap_err();
+        let text = short_error(&e);
+        assert!(
+            !text.contains('\n') && !text.contains("Exception raised from") && !text.is_empty(),
+            "{text}"
+        );
+        println!("no-GPU message: {text}");
+    }
     // The caller's panic hook is back in place afterwards.
     assert!(catch_torch_error(|| 1 + 1).is_ok());
 }

@@ -157,3 +157,77 @@ fn outside_a_kernel_display_calls_do_not_emit_protocol_lines() {
 fn tune_allocator_is_accepted_by_glibc() {
     assert!(runtime::tune_allocator());
 }
+
+const LIVE_CHILD: &str = "runtime::live_child";
+
+#[test]
+fn live_child() {
+    use tchbook_prelude::prelude::*;
+    if !is_child(LIVE_CHILD) {
+        return;
+    }
+    runtime::attach();
+    let mut plot = LossPlot::new("live loss");
+    let mut bar = Progress::new(3, "epoch");
+    for epoch in 1..=3 {
+        plot.push(epoch as f64, 1.0 / epoch as f64);
+        bar.tick();
+        std::thread::sleep(std::time::Duration::from_millis(550));
+    }
+    plot.finish();
+    bar.finish();
+    std::thread::sleep(std::time::Duration::from_millis(300));
+}
+
+#[test]
+fn loss_plots_and_progress_bars_update_in_place_inside_a_kernel() {
+    use base64::Engine;
+    let out = run_child(LIVE_CHILD);
+    let messages: Vec<serde_json::Value> = out
+        .lines()
+        .filter_map(|l| {
+            l.find(runtime::PROTOCOL_PREFIX)
+                .map(|i| &l[i + runtime::PROTOCOL_PREFIX.len()..])
+        })
+        .map(|j| serde_json::from_str(j).expect("valid JSON"))
+        .collect();
+    let plot_id = messages
+        .iter()
+        .find(|m| m["op"] == "display" && m["data"]["application/json"]["title"] == "live loss")
+        .expect("the plot is displayed")["display_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let updates: Vec<&serde_json::Value> = messages
+        .iter()
+        .filter(|m| m["op"] == "update" && m["display_id"] == plot_id.as_str())
+        .collect();
+    assert!(
+        updates.len() >= 2,
+        "the plot redraws in place: {} updates",
+        updates.len()
+    );
+    let last = updates.last().unwrap();
+    assert_eq!(
+        last["data"]["application/json"]["series"][0]["y"]
+            .as_array()
+            .unwrap()
+            .len(),
+        3
+    );
+    let png = base64::engine::general_purpose::STANDARD
+        .decode(last["data"]["image/png"].as_str().unwrap())
+        .unwrap();
+    assert!(png.starts_with(b"\x89PNG"));
+    let bar_id = messages
+        .iter()
+        .find(|m| m["op"] == "display" && m["data"]["application/json"]["total"] == 3)
+        .expect("the progress bar is displayed")["display_id"]
+        .clone();
+    let final_bar = messages
+        .iter()
+        .rev()
+        .find(|m| m["op"] == "update" && m["display_id"] == bar_id)
+        .unwrap();
+    assert_eq!(final_bar["data"]["application/json"]["done"], 3);
+}
