@@ -13,13 +13,13 @@
 //! println!("{} bytes allocated", cuda::memory_allocated(0));
 //! ```
 
-use crate::display::{html_table, rich, text_table, Bundle, Render};
+use crate::display::{Bundle, Render, html_table, rich, text_table};
 use crate::sys;
-use std::ffi::{c_char, c_int, c_void, CStr};
+use std::ffi::{CStr, c_char, c_int, c_void};
 use std::sync::OnceLock;
 use tch::Device;
 
-extern "C" {
+unsafe extern "C" {
     fn tchbook_torch_version() -> *const c_char;
     fn tchbook_cuda_stats(
         device: c_int,
@@ -29,7 +29,7 @@ extern "C" {
         len: usize,
     ) -> c_int;
     fn tchbook_cuda_allocator_op(device: c_int, what: c_int, err: *mut c_char, len: usize)
-        -> c_int;
+    -> c_int;
     fn tchbook_cuda_mem_info(
         device: c_int,
         free: *mut u64,

@@ -2,7 +2,7 @@
 
 use std::sync::Once;
 
-extern "C" {
+unsafe extern "C" {
     fn tchbook_cuda_anchor() -> *const std::ffi::c_void;
 }
 
@@ -56,10 +56,10 @@ fn cuda_library_candidates() -> Vec<String> {
 }
 
 use crate::cuda::{self, DeviceProperties, Versions};
-use crate::display::{html_table, rich, text_table, Bundle, Render};
+use crate::display::{Bundle, Render, html_table, rich, text_table};
 use crate::sys;
 use crate::tensor_fmt::kind_name;
-use tch::{nn::VarStore, Device, TchError, Tensor};
+use tch::{Device, TchError, Tensor, nn::VarStore};
 
 /// The best device here: CUDA if a CUDA device is present, else Apple's MPS, else the CPU —
 /// the tutorials' `'cuda' if torch.cuda.is_available() else 'mps' if ... else 'cpu'`.

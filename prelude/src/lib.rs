@@ -31,27 +31,27 @@ pub mod train;
 /// Everything a notebook cell has in scope (`use tchbook_prelude::prelude::*;`).
 pub mod prelude {
     pub use tch::nn::{self, Module, ModuleT, OptimizerConfig};
-    pub use tch::{self, no_grad, Device, IndexOp, Kind, Reduction, Tensor};
+    pub use tch::{self, Device, IndexOp, Kind, Reduction, Tensor, no_grad};
 
     pub use crate::cuda;
-    pub use crate::data::{f_fetch, fetch, iris, write_iris};
     pub use crate::data::{
-        load_iris, read_csv, standin, train_test_split, transforms, Cifar10, CsvTable, DataLoader,
-        DataSet, Dataset, FashionMnist, Mnist, TensorDataset,
+        Cifar10, CsvTable, DataLoader, DataSet, Dataset, FashionMnist, Mnist, TensorDataset,
+        load_iris, read_csv, standin, train_test_split, transforms,
     };
+    pub use crate::data::{f_fetch, fetch, iris, write_iris};
     pub use crate::device::{
-        best_device, catch_torch_error, device, device_card, device_name, f_device,
-        named_parameters, short_error, DeviceCard, TensorDevice, TorchError, VarStoreExt,
+        DeviceCard, TensorDevice, TorchError, VarStoreExt, best_device, catch_torch_error, device,
+        device_card, device_name, f_device, named_parameters, short_error,
     };
-    pub use crate::display::{clear_output, show, Render, TensorDisplay};
+    pub use crate::display::{Render, TensorDisplay, clear_output, show};
     pub use crate::interrupt;
     pub use crate::models::{
-        load_state_dict, save_state_dict, ClassifierMlp, IrisModel, Net, Network, TestModel,
+        ClassifierMlp, IrisModel, Net, Network, TestModel, load_state_dict, save_state_dict,
     };
     pub use crate::plot::LossPlot;
-    pub use crate::progress::{progress, Progress};
+    pub use crate::progress::{Progress, progress};
     pub use crate::runtime::{input, set_threads, tune_allocator};
     pub use crate::train::{
-        batch_accuracy, num_correct, Run, RunBuilder, RunManager, RunParams, Timer,
+        Run, RunBuilder, RunManager, RunParams, Timer, batch_accuracy, num_correct,
     };
 }

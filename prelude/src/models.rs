@@ -13,10 +13,10 @@
 //! ```
 
 use crate::device::TorchError;
-use crate::display::{rich, Bundle, Render};
+use crate::display::{Bundle, Render, rich};
 use std::path::Path;
-use tch::nn::{self, Module, VarStore};
 use tch::Tensor;
+use tch::nn::{self, Module, VarStore};
 
 fn linear(p: &nn::Path, name: &str, i: i64, o: i64) -> nn::Linear {
     nn::linear(p / name, i, o, Default::default())
@@ -391,7 +391,10 @@ impl std::fmt::Display for StateDictError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             StateDictError::File(m) => f.write_str(m),
-            StateDictError::Mismatch { missing, unexpected } => write!(
+            StateDictError::Mismatch {
+                missing,
+                unexpected,
+            } => write!(
                 f,
                 "Error(s) in loading state_dict: Missing key(s): {missing:?}. Unexpected key(s): {unexpected:?}."
             ),

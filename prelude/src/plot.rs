@@ -2,7 +2,7 @@
 //! render on a headless machine. A [`LossPlot`] redraws itself in place while a loop pushes
 //! points (at most twice a second), and renders fully when a cell ends with it.
 
-use crate::display::{rich, show_quiet, Bundle, DisplayHandle, Render};
+use crate::display::{Bundle, DisplayHandle, Render, rich, show_quiet};
 use plotters::prelude::*;
 use serde_json::json;
 use std::sync::Once;
@@ -190,7 +190,9 @@ impl LossPlot {
         {
             let root = SVGBackend::with_string(&mut out, SIZE).into_drawing_area();
             if let Err(err) = self.draw(root) {
-                return format!("<svg xmlns=\"http://www.w3.org/2000/svg\"><text>plot failed: {err}</text></svg>");
+                return format!(
+                    "<svg xmlns=\"http://www.w3.org/2000/svg\"><text>plot failed: {err}</text></svg>"
+                );
             }
         }
         out

@@ -2,7 +2,7 @@
 //! place in the notebook at most ten times a second. Each tick checks the interrupt flag.
 //! In a plain process nothing is printed until [`Progress::finish`], which prints one line.
 
-use crate::display::{rich, show_quiet, Bundle, DisplayHandle, Render};
+use crate::display::{Bundle, DisplayHandle, Render, rich, show_quiet};
 use crate::interrupt;
 use std::time::{Duration, Instant};
 
@@ -111,11 +111,7 @@ impl Progress {
 
     fn rate(&self) -> f64 {
         let e = self.elapsed();
-        if e > 0.0 {
-            self.done as f64 / e
-        } else {
-            0.0
-        }
+        if e > 0.0 { self.done as f64 / e } else { 0.0 }
     }
 }
 

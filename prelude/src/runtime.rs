@@ -12,7 +12,7 @@
 //! Outside a kernel (tests, benchmarks, `cargo run`) nothing is attached and every display call
 //! prints plain text instead.
 
-use serde_json::{json, Value};
+use serde_json::{Value, json};
 use std::io::Write;
 use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU64, Ordering};
 use std::sync::{Mutex, OnceLock};
@@ -61,9 +61,9 @@ pub(crate) fn shared() -> &'static Shared {
             display_ids: AtomicU64::new(0),
         }));
         let value = format!("{}:{:p}", std::process::id(), state as *const Shared);
-        // Set once, early (attach or the first display/interrupt call), before cells start
-        // threads that read the environment.
-        std::env::set_var(STATE_VAR, value);
+        // SAFETY: set once, early (attach or the first display/interrupt call), before cells
+        // start threads that read the environment; libtorch's threads do not call getenv then.
+        unsafe { std::env::set_var(STATE_VAR, value) };
         state
     })
 }
@@ -297,9 +297,11 @@ fn start_pump() {
     // hold the stdout lock while blocked on a full pipe that only the pump drains.
     std::thread::Builder::new()
         .name("tchbook-flush".into())
-        .spawn(|| loop {
-            std::thread::sleep(PARTIAL_LINE_IDLE / 2);
-            let _ = std::io::stdout().flush();
+        .spawn(|| {
+            loop {
+                std::thread::sleep(PARTIAL_LINE_IDLE / 2);
+                let _ = std::io::stdout().flush();
+            }
         })
         .ok();
 }

@@ -28,9 +28,9 @@
 //! ```
 
 use crate::data::DataLoader;
-use crate::display::{html_table, rich, show, text_table, Bundle, DisplayHandle, Render};
+use crate::display::{Bundle, DisplayHandle, Render, html_table, rich, show, text_table};
 use crate::interrupt;
-use serde_json::{json, Value};
+use serde_json::{Value, json};
 use std::path::Path;
 use std::time::Instant;
 use tch::{Device, Kind, Tensor};

@@ -315,7 +315,8 @@ fn a_network_learns_the_standin_classes() {
 #[test]
 fn fetch_fails_with_a_clear_message_when_the_server_cannot_be_reached() {
     // A closed local port stands in for "offline": no traffic leaves the machine.
-    std::env::set_var("TCHBOOK_DATA_MIRROR", "http://127.0.0.1:9/");
+    // SAFETY: no other test reads or writes this variable.
+    unsafe { std::env::set_var("TCHBOOK_DATA_MIRROR", "http://127.0.0.1:9/") };
     let e = tchbook_prelude::data::f_fetch(DataSet::Mnist, scratch("fetch")).unwrap_err();
     let text = e.to_string();
     assert!(matches!(e, DataError::Download(_)));

@@ -17,10 +17,12 @@ fn device_specs_parse_like_torch_device() {
     assert_eq!(device("cuda"), Device::Cuda(0));
     assert_eq!(device("cuda:3"), Device::Cuda(3));
     assert_eq!(device("mps"), Device::Mps);
-    assert!(f_device("cuda:x")
-        .unwrap_err()
-        .to_string()
-        .contains("cuda:x"));
+    assert!(
+        f_device("cuda:x")
+            .unwrap_err()
+            .to_string()
+            .contains("cuda:x")
+    );
     assert!(f_device("tpu").is_err());
     assert_eq!(device_name(Device::Cuda(1)), "cuda:1");
     assert_eq!(device_name(Device::Cpu), "cpu");
@@ -125,10 +127,11 @@ fn device_card_shows_cpu_ram_versions_and_says_when_cuda_is_absent() {
         assert!(b.text.contains("no CUDA device is present"));
         assert_eq!(json["devices"][0]["device"], "cpu");
     }
-    assert!(b
-        .html
-        .unwrap()
-        .contains(&card.cpu_model.replace('&', "&amp;")));
+    assert!(
+        b.html
+            .unwrap()
+            .contains(&card.cpu_model.replace('&', "&amp;"))
+    );
 }
 
 #[test]

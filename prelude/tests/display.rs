@@ -88,9 +88,11 @@ fn loss_plots_render_as_a_decodable_png_and_a_parsable_svg() {
     let dir = crate::scratch("plot");
     plot.save(dir.join("loss.svg")).unwrap();
     plot.save(dir.join("loss.png")).unwrap();
-    assert!(std::fs::read(dir.join("loss.png"))
-        .unwrap()
-        .starts_with(b"\x89PNG"));
+    assert!(
+        std::fs::read(dir.join("loss.png"))
+            .unwrap()
+            .starts_with(b"\x89PNG")
+    );
 }
 
 #[test]
@@ -121,10 +123,11 @@ fn progress_bars_report_rate_and_counts() {
         (json["done"].as_u64(), json["total"].as_u64()),
         (Some(10), Some(10))
     );
-    assert!(b
-        .html
-        .unwrap()
-        .contains("<progress value=\"10\" max=\"10\""));
+    assert!(
+        b.html
+            .unwrap()
+            .contains("<progress value=\"10\" max=\"10\"")
+    );
     assert_eq!(progress(vec![1, 2, 3]).map(|x| x * 2).sum::<i32>(), 12);
 }
 
@@ -140,8 +143,10 @@ fn datasets_and_tables_render_with_their_numbers() {
     assert!(ds.bundle().text.contains("7 samples"));
     let vs = nn::VarStore::new(Device::Cpu);
     let model = IrisModel::new(&vs.root());
-    assert!(model
-        .bundle()
-        .text
-        .contains("(fc2): Linear(in_features=8, out_features=9, bias=True)"));
+    assert!(
+        model
+            .bundle()
+            .text
+            .contains("(fc2): Linear(in_features=8, out_features=9, bias=True)")
+    );
 }

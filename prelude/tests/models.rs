@@ -41,9 +41,10 @@ fn cifar_net_has_the_tutorial_layers_and_output_shape() {
             ("fc3.bias", &[10]),
         ])
     );
-    assert!(net
-        .repr()
-        .contains("(conv2): Conv2d(6, 16, kernel_size=(5, 5), stride=(1, 1))"));
+    assert!(
+        net.repr()
+            .contains("(conv2): Conv2d(6, 16, kernel_size=(5, 5), stride=(1, 1))")
+    );
 }
 
 #[test]
@@ -56,9 +57,11 @@ fn deeplizard_network_maps_a_28x28_sample_to_ten_scores() {
         vs.num_parameters(),
         6 * 25 + 6 + 12 * 6 * 25 + 12 + 120 * 192 + 120 + 60 * 120 + 60 + 10 * 60 + 10
     );
-    assert!(network
-        .repr()
-        .starts_with("Network(\n  (conv1): Conv2d(1, 6, kernel_size=(5, 5), stride=(1, 1))"));
+    assert!(
+        network
+            .repr()
+            .starts_with("Network(\n  (conv1): Conv2d(1, 6, kernel_size=(5, 5), stride=(1, 1))")
+    );
 }
 
 #[test]

@@ -1,5 +1,5 @@
 use std::process::Command;
-use tchbook_prelude::display::{show, Bundle};
+use tchbook_prelude::display::{Bundle, show};
 use tchbook_prelude::interrupt;
 use tchbook_prelude::runtime;
 
@@ -71,9 +71,11 @@ fn pump_forwards_whole_lines_and_flushes_partial_lines_as_stream_ops() {
         .position(|l| *l == " rest")
         .expect("rest of the line forwarded");
     assert!(hello < partial && partial < rest, "order kept: {lines:?}");
-    assert!(proto
-        .iter()
-        .any(|m| m["op"] == "stream" && m["name"] == "stdout" && m["text"] == "partial"));
+    assert!(
+        proto
+            .iter()
+            .any(|m| m["op"] == "stream" && m["name"] == "stdout" && m["text"] == "partial")
+    );
     // A partial line before a protocol line is sent as a stream op first, and the protocol
     // line and evcxr's own line arrive whole.
     let glued = lines

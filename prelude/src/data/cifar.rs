@@ -2,9 +2,9 @@
 //! each a sequence of 3073-byte records (a label byte, then 1024 red, 1024 green and 1024 blue
 //! pixels of a 32×32 image, row by row).
 
-use super::fetch::{locate, DataSet, Located};
+use super::fetch::{DataSet, Located, locate};
 use super::transforms::Transform;
-use super::{format_error, images_u8, is_standin_dir, labels_i64, DataError, TensorDataset};
+use super::{DataError, TensorDataset, format_error, images_u8, is_standin_dir, labels_i64};
 use std::path::{Path, PathBuf};
 
 const RECORD: usize = 1 + 3 * 32 * 32;

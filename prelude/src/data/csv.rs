@@ -1,7 +1,7 @@
 //! CSV tables (pandas' `read_csv` for numeric data) and the shipped Iris data set.
 
-use super::{format_error, io_error, DataError};
-use crate::display::{html_table, rich, text_table, Bundle, Render};
+use super::{DataError, format_error, io_error};
+use crate::display::{Bundle, Render, html_table, rich, text_table};
 use std::path::{Path, PathBuf};
 use tch::{Kind, Tensor};
 

@@ -2,8 +2,8 @@
 //! checks ([`fetch`]), and [`locate`]-ing files already on disk, falling back to stand-ins.
 
 use super::transforms::Transform;
-use super::{is_standin_dir, DataError, TensorDataset, STANDIN_MARKER};
-use crate::display::{rich, Bundle, Render};
+use super::{DataError, STANDIN_MARKER, TensorDataset, is_standin_dir};
+use crate::display::{Bundle, Render, rich};
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 

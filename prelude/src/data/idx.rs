@@ -2,10 +2,10 @@
 //! big-endian header (magic `0x00000803` for images, `0x00000801` for labels, then the
 //! dimensions) followed by unsigned bytes.
 
-use super::fetch::{locate, DataSet, Located};
+use super::fetch::{DataSet, Located, locate};
 use super::transforms::Transform;
 use super::{
-    format_error, images_u8, is_standin_dir, labels_i64, read_maybe_gz, DataError, TensorDataset,
+    DataError, TensorDataset, format_error, images_u8, is_standin_dir, labels_i64, read_maybe_gz,
 };
 use std::path::{Path, PathBuf};
 

@@ -7,9 +7,9 @@
 
 use super::Dataset;
 use crate::interrupt;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::mpsc::{sync_channel, Receiver};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::mpsc::{Receiver, sync_channel};
 use tch::{Device, Kind, Tensor};
 
 /// Batches of a [`Dataset`], iterated as `for (x, y) in &loader`.

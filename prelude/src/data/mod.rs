@@ -23,13 +23,13 @@ pub mod standin;
 pub mod transforms;
 
 pub use cifar::Cifar10;
-pub use csv::{f_read_csv, iris, load_iris, read_csv, write_iris, Bunch, CsvTable, IRIS_CSV};
-pub use fetch::{f_fetch, fetch, DataSet, Located};
+pub use csv::{Bunch, CsvTable, IRIS_CSV, f_read_csv, iris, load_iris, read_csv, write_iris};
+pub use fetch::{DataSet, Located, f_fetch, fetch};
 pub use idx::{FashionMnist, Mnist};
 pub use loader::{Batches, DataLoader, IntoLoaderDataset};
 pub use split::{f_train_test_split, train_test_split};
 
-use crate::display::{html_table, rich, text_table, Bundle, Render};
+use crate::display::{Bundle, Render, html_table, rich, text_table};
 use std::path::{Path, PathBuf};
 use tch::{Device, Kind, Tensor};
 

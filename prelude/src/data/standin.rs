@@ -19,7 +19,7 @@
 //! ```
 
 use super::fetch::DataSet;
-use super::{io_error, DataError, STANDIN_MARKER};
+use super::{DataError, STANDIN_MARKER, io_error};
 use std::io::Write;
 use std::path::Path;
 
