@@ -70,8 +70,10 @@ def log(*args):
 class Kernel:
     """One kernel under test: how to launch it and what its cells look like."""
 
-    def __init__(self, name, argv, env, setup, first_tch, tch_cell, complete, cifar, language):
+    def __init__(self, name, argv, env, setup, first_tch, tch_cell, complete, cifar, language,
+                 interrupt_mode="signal"):
         self.name = name
+        self.interrupt_mode = interrupt_mode
         self.argv = argv
         self.env = env
         self.setup = setup  # run once in the latency kernel before anything is timed
@@ -99,14 +101,24 @@ def kernel_specs(args, tmp):
             "tchbook", spec["argv"], spec.get("env", {}), setup=None,
             first_tch=RUST_TCH_CELL, tch_cell=RUST_TCH_CELL,
             complete=("let z = Tensor::zer", len("let z = Tensor::zer")),
-            cifar=(CELLS / "tchbook_cifar.rs").read_text(), language="rust")
+            cifar=(CELLS / "tchbook_cifar.rs").read_text(), language="rust",
+            interrupt_mode=spec.get("interrupt_mode", "signal"))
     if "evcxr" in args.kernels:
+        # evcxr builds cells with -Cprefer-dynamic and finds libstd-*.so through a relative
+        # rpath that cargo computes for target/.../deps/ but that the uplifted copy one level
+        # up, which evcxr loads, also carries. It resolves only when the build folder and the
+        # toolchain share no directory but `/` (extra `..` at the root are harmless): with
+        # EVCXR_TMPDIR under ~/.cache and rustup under ~/.rustup, every cell fails with
+        # "dlopen failed". Putting the toolchain's library folder on the loader path fixes it
+        # wherever the folder is.
+        libdir = subprocess.run(["rustc", "--print", "target-libdir"], cwd=args.evcxr_tmpdir,
+                                capture_output=True, text=True, check=True).stdout.strip()
         env = {
             # Persistent and shared by every evcxr kernel of the run, so tch is built once
             # (before timing starts) and `:dep tch` then costs what it costs a returning user.
             "EVCXR_TMPDIR": str(args.evcxr_tmpdir),
             "LIBTORCH": os.environ["LIBTORCH"],
-            "LD_LIBRARY_PATH": os.environ.get("LD_LIBRARY_PATH", ""),
+            "LD_LIBRARY_PATH": ":".join(p for p in (libdir, os.environ.get("LD_LIBRARY_PATH")) if p),
         }
         kernels["evcxr"] = Kernel(
             "evcxr", [str(args.evcxr), "--control_file", "{connection_file}"], env,
@@ -126,7 +138,7 @@ def kernel_specs(args, tmp):
         d.mkdir(parents=True)
         (d / "kernel.json").write_text(json.dumps({
             "argv": k.argv, "display_name": f"bench {k.name}", "language": k.language,
-            "env": k.env, "interrupt_mode": "signal"}))
+            "env": k.env, "interrupt_mode": k.interrupt_mode}))
     return kernels, KernelSpecManager(kernel_dirs=[str(kdir)])
 
 

@@ -40,13 +40,16 @@ let images = Tensor::randn([12000, 3, 32, 32], (Kind::Float, Device::Cpu));
 let labels = Tensor::randint(10, [12000], (Kind::Int64, Device::Cpu));
 let vs = nn::VarStore::new(Device::Cpu);
 let net = Net::new(&vs.root());
-let mut opt = nn::Sgd { momentum: 0.9, ..Default::default() }.build(&vs, 1e-3).unwrap();
+let mut optimizer = nn::Sgd { momentum: 0.9, ..Default::default() }.build(&vs, 1e-3).unwrap();
 let mut running_loss = 0.0;
 let mut batches = tch::data::Iter2::new(&images, &labels, 4);
 batches.shuffle();
 for (i, (inputs, labels)) in batches.enumerate() {
-    let loss = net.forward(&inputs).cross_entropy_for_logits(&labels);
-    opt.backward_step(&loss);
+    optimizer.zero_grad();
+    let outputs = net.forward(&inputs);
+    let loss = outputs.cross_entropy_for_logits(&labels);
+    loss.backward();
+    optimizer.step();
     running_loss += loss.double_value(&[]);
     if i % 2000 == 1999 {
         println!("[{:5}] loss: {:.3}", i + 1, running_loss / 2000.0);
