@@ -143,10 +143,10 @@ fn lookup<F: Copy>(name: &CStr) -> Option<F> {
 /// tchbook_prelude::cuda::synchronize(0);
 /// ```
 pub fn synchronize(index: impl Into<DeviceIndex>) {
-    if let Some(i) = index.into().0 {
-        if i < device_count() {
-            tch::Cuda::synchronize(i as i64);
-        }
+    if let Some(i) = index.into().0
+        && i < device_count()
+    {
+        tch::Cuda::synchronize(i as i64);
     }
 }
 

@@ -39,14 +39,13 @@ pub fn load_cuda() {
 fn cuda_library_candidates() -> Vec<String> {
     let mut out = Vec::new();
     // The directory of the libtorch_cpu.so already mapped into this process is the surest place.
-    if let Ok(maps) = std::fs::read_to_string("/proc/self/maps") {
-        if let Some(path) = maps
+    if let Ok(maps) = std::fs::read_to_string("/proc/self/maps")
+        && let Some(path) = maps
             .lines()
             .filter_map(|l| l.split_whitespace().nth(5))
             .find(|p| p.ends_with("/libtorch_cpu.so"))
-        {
-            out.push(path.replace("/libtorch_cpu.so", "/libtorch_cuda.so"));
-        }
+    {
+        out.push(path.replace("/libtorch_cpu.so", "/libtorch_cuda.so"));
     }
     if let Some(lib) = std::env::var_os("LIBTORCH") {
         out.push(format!("{}/lib/libtorch_cuda.so", lib.to_string_lossy()));

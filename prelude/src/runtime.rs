@@ -444,10 +444,10 @@ fn pump(read_fd: libc::c_int, name: &'static str, own_fd: libc::c_int) {
             for piece in splitter.push(&chunk[..n as usize]) {
                 deliver(piece, own_fd);
             }
-        } else if last_byte.elapsed() >= PARTIAL_LINE_IDLE {
-            if let Some(piece) = splitter.idle() {
-                deliver(piece, own_fd);
-            }
+        } else if last_byte.elapsed() >= PARTIAL_LINE_IDLE
+            && let Some(piece) = splitter.idle()
+        {
+            deliver(piece, own_fd);
         }
     }
 }
