@@ -200,6 +200,9 @@ def main():
     if kernels:
         lines.extend(kernel_section(kernels))
         lines.append("")
+    if m["gpu"] == "none":
+        lines.append("No GPU on this machine, so there is no CUDA table: `scripts/bench` on a machine where "
+                     "`nvidia-smi` sees a GPU adds one (or `scripts/bench --only train --device cuda`).\n")
     if args.notes and args.notes.exists():
         lines.append(args.notes.read_text().rstrip() + "\n")
     args.out.write_text("\n".join(lines))

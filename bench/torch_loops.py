@@ -34,6 +34,7 @@ MLP_IN, MLP_HIDDEN, MLP_OUT, MLP_LR = 64, 64, 10, 1e-3
 LOADER_ROWS = 60000
 LOADER_BATCH = 64
 WARMUP_STEPS = 5
+SCALE = 1  # --scale: K times the timed steps, for profiling only
 
 
 class IrisModel(nn.Module):
@@ -115,7 +116,7 @@ def iris(device, timed):
     model = IrisModel().to(device)
     criterion = nn.CrossEntropyLoss()
     optimizer = torch.optim.Adam(model.parameters(), lr=0.01)
-    epochs = IRIS_EPOCHS if timed else WARMUP_STEPS
+    epochs = SCALE * IRIS_EPOCHS if timed else WARMUP_STEPS
     losses = []
     start = time.perf_counter()
     for i in range(epochs):
@@ -133,7 +134,7 @@ def iris(device, timed):
 
 
 def cifar(device, timed):
-    steps = CIFAR_STEPS if timed else WARMUP_STEPS
+    steps = SCALE * CIFAR_STEPS if timed else WARMUP_STEPS
     g = torch.Generator().manual_seed(0)
     images = torch.randn(steps * CIFAR_BATCH, 3, 32, 32, generator=g)
     labels = torch.randint(0, 10, (steps * CIFAR_BATCH,), generator=g)
@@ -157,7 +158,7 @@ def cifar(device, timed):
 
 
 def fashion(device, timed):
-    rows = FASHION_ROWS if timed else WARMUP_STEPS * FASHION_BATCH
+    rows = SCALE * FASHION_ROWS if timed else WARMUP_STEPS * FASHION_BATCH
     g = torch.Generator().manual_seed(0)
     images = torch.rand(rows, 1, 28, 28, generator=g)
     labels = torch.randint(0, 10, (rows,), generator=g)
@@ -184,7 +185,7 @@ def fashion(device, timed):
 
 
 def mlp(device, timed):
-    steps = MLP_STEPS if timed else WARMUP_STEPS
+    steps = SCALE * MLP_STEPS if timed else WARMUP_STEPS
     g = torch.Generator().manual_seed(0)
     x = torch.randn(steps * MLP_BATCH, MLP_IN, generator=g)
     y = torch.randint(0, MLP_OUT, (steps * MLP_BATCH,), generator=g)
@@ -207,7 +208,7 @@ def mlp(device, timed):
 
 
 def loader(device, timed):
-    rows = LOADER_ROWS if timed else WARMUP_STEPS * LOADER_BATCH
+    rows = SCALE * LOADER_ROWS if timed else WARMUP_STEPS * LOADER_BATCH
     g = torch.Generator().manual_seed(0)
     x = torch.rand(rows, 784, generator=g)
     y = torch.randint(0, 10, (rows,), generator=g)
@@ -233,7 +234,10 @@ def main():
     p.add_argument("--workload", required=True, choices=sorted(WORKLOADS))
     p.add_argument("--threads", type=int, default=1)
     p.add_argument("--device", default="cpu")
+    p.add_argument("--scale", type=int, default=1, help="K times the steps (profiling only)")
     args = p.parse_args()
+    global SCALE
+    SCALE = args.scale
 
     torch.set_num_threads(args.threads)
     torch.manual_seed(0)

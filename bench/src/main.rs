@@ -56,10 +56,12 @@ struct Args {
     threads: i32,
     device: Device,
     imp: Impl,
+    /// Multiplies the timed run's steps (rows for fashion and loader): for profiling only.
+    scale: i64,
 }
 
 const USAGE: &str = "usage: tchbook-bench --workload iris|cifar|fashion|mlp|loader \
-[--threads N] [--device cpu|cuda] [--impl prelude|tch]";
+[--threads N] [--device cpu|cuda] [--impl prelude|tch] [--scale K (profiling: K times the steps)]";
 
 fn parse_args() -> Result<Args, String> {
     let mut args = Args {
@@ -67,6 +69,7 @@ fn parse_args() -> Result<Args, String> {
         threads: 1,
         device: Device::Cpu,
         imp: Impl::Prelude,
+        scale: 1,
     };
     let mut it = std::env::args().skip(1);
     while let Some(flag) = it.next() {
@@ -93,6 +96,9 @@ fn parse_args() -> Result<Args, String> {
                     other => return Err(format!("--impl {other}: expected prelude or tch")),
                 }
             }
+            "--scale" => {
+                args.scale = value()?.parse().map_err(|e| format!("--scale: {e}"))?;
+            }
             "-h" | "--help" => return Err(USAGE.to_string()),
             other => return Err(format!("unknown argument {other}\n{USAGE}")),
         }
@@ -107,13 +113,14 @@ fn run(args: &Args, timed: bool) -> Result<Run, String> {
     use Shapes as S;
     let d = args.device;
     let w = S::WARMUP_STEPS;
+    let k = args.scale;
     let (iris, cifar, mlp) = if timed {
-        (S::IRIS_EPOCHS, S::CIFAR_STEPS, S::MLP_STEPS)
+        (k * S::IRIS_EPOCHS, k * S::CIFAR_STEPS, k * S::MLP_STEPS)
     } else {
         (w, w, w)
     };
     let (fashion_rows, loader_rows) = if timed {
-        (S::FASHION_ROWS, S::LOADER_ROWS)
+        (k * S::FASHION_ROWS, k * S::LOADER_ROWS)
     } else {
         (w * S::FASHION_BATCH, w * S::LOADER_BATCH)
     };
