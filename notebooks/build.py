@@ -162,8 +162,8 @@ def rust_program(cells: list[tuple[str, str, list[str]]]) -> str:
     """One Rust program holding a notebook's code cells in order, as evcxr would run them.
 
     Rust allows items (struct, impl, fn, use) inside a function body, so each cell goes into
-    `main` as it is. A cell's final expression (the value evcxr displays) gets a `;` so it still
-    type-checks. `:` commands are evcxr's, not Rust, and are left out.
+    `main` as it is. A cell's final expression (the value evcxr displays, by reference) becomes
+    `let _ = &(expr);` so it still type-checks without being moved. `:` commands are evcxr's, not Rust, and are left out.
     """
     body: list[str] = []
     for kind, code, _ in cells:
@@ -172,10 +172,13 @@ def rust_program(cells: list[tuple[str, str, list[str]]]) -> str:
         stmts = "\n".join(ln for ln in code.splitlines() if not ln.startswith(":")).rstrip()
         if not stmts:
             continue
+        lines = stmts.splitlines()
         last = last_code_line(stmts)
         if last is not None and not last.endswith((";", "}")):
-            stmts += ";"
-        body.append(stmts)
+            # evcxr displays the final expression by reference; a bare `x;` would move it.
+            i = max(n for n, ln in enumerate(lines) if ln.split("//", 1)[0].strip())
+            lines[i] = f"let _ = &({lines[i].split('//', 1)[0].strip()});"
+        body.append("\n".join(lines))
     return (
         "#![allow(unused, clippy::all)]\n"
         "use tchbook_prelude::prelude::*;\n\n"

@@ -172,7 +172,7 @@ def assert_plot_is_an_image(run: Run, tag: str) -> None:
 
 def series_y(run: Run, tag: str) -> list[float]:
     """The y values of a loss plot, from its application/json part."""
-    parts = run.json(tag)
+    parts = [p for p in run.json(tag) if isinstance(p, dict) and "series" in p]
     assert parts, f"{run.name}: the plot in {tag!r} has no application/json part"
     series = parts[-1]["series"]
     assert series and series[0]["y"], "a loss plot with no points"
@@ -267,25 +267,28 @@ def test_tour_memory_table_has_numbers_for_every_device(tour):
             assert any(v > 0 for v in numeric), row
 
 
-def test_tour_memory_table_sees_the_256_mib_tensor_on_cuda(tour):
-    if not cuda_present(tour):
-        # On a CPU the allocator statistics are CUDA's: the table must then say no CUDA is present.
-        assert tour.json("memory-after")[-1]["cuda"] is False
-        return
-    before = tour.json("memory-before")[-1]["rows"][0]["allocated"]
-    after = tour.json("memory-after")[-1]["rows"][0]["allocated"]
-    assert after - before >= 256 * 2**20
+def test_tour_memory_table_sees_the_256_mib_tensor(tour):
+    before, after = tour.json("memory-before")[-1], tour.json("memory-after")[-1]
+    if cuda_present(tour):
+        grew = after["rows"][0]["allocated"] - before["rows"][0]["allocated"]
+    else:
+        # CUDA's allocator statistics do not apply: the table says so and shows the process RAM.
+        assert after["cuda"] is False
+        rss = lambda t: next(r["process_rss"] for r in t["rows"] if r["device"] == "cpu")
+        grew = rss(after) - rss(before)
+    assert grew >= 250 * 2**20, grew
 
 
 def test_tour_live_plot_is_an_image_and_its_loss_falls(tour):
     assert_plot_is_an_image(tour, "live-training")
     y = series_y(tour, "live-training")
-    assert len(y) == 30 and y[-1] < 0.5 * y[0], y
+    assert len(y) == 20 and y[-1] < 0.5 * y[0], y
 
 
 def test_tour_progress_reaches_its_total(tour):
     text = tour.text("live-training") + json.dumps(tour.json("live-training"))
-    assert re.search(r"\b300\s*/\s*300\b", text) or '"done": 300' in text, text[-500:]
+    (bar,) = [j for j in tour.json("live-training") if "total" in j]
+    assert bar["done"] == bar["total"] == 200, bar
 
 
 def test_tour_interrupt_ends_the_cell_with_keyboard_interrupt(tour):
@@ -297,7 +300,8 @@ def test_tour_interrupt_ends_the_cell_with_keyboard_interrupt(tour):
 def test_tour_model_survives_the_interrupt_and_kept_training(tour):
     text = tour.text("after-interrupt")
     (loss,) = numbers(r"loss is now ([0-9.]+)", text)
-    assert loss < 0.3, text  # trained on past the live-plot cell's 300 epochs
+    trained = series_y(tour, "live-training")[-1]
+    assert loss < trained, (loss, trained)  # it kept training after the plotted 200 epochs
 
 
 def test_tour_vars_lists_the_notebook_variables(tour):
@@ -320,32 +324,31 @@ def test_tour_help_documents_the_commands_shown(tour):
 
 def test_mlp_trains_on_the_chosen_device(using_gpu):
     device = re.search(r"training on (\S+)", using_gpu.text("device")).group(1)
-    params = using_gpu.json("model")[-1]["rows"]
+    params = using_gpu.json("model")[-1]["parameters"]
     assert params and all(p["device"] == device for p in params)
     moved = using_gpu.text("data-device")
     assert f"after .to(device): x on {device}, y on {device}" in moved
 
 
 def test_mlp_parameters_are_the_two_hidden_layer_classifier(using_gpu):
-    shapes = [tuple(p["shape"]) for p in using_gpu.json("model")[-1]["rows"]]
-    assert len(shapes) == 6 and shapes[0] == (64, 64) and shapes[-1] == (10,), shapes
+    shapes = [tuple(p["shape"]) for p in using_gpu.json("model")[-1]["parameters"]]
+    assert len(shapes) == 6 and shapes[0] == (16, 4) and shapes[-1] == (3,), shapes
 
 
 def test_mlp_loss_falls(using_gpu):
     losses = numbers(r"mean loss ([0-9.]+)", using_gpu.text("train"))
-    assert len(losses) == 5 and losses[-1] < 0.3 * losses[0], losses
-    y = series_y(using_gpu, "loss-plot")
-    assert len(y) >= 100 and sum(y[-10:]) < 0.3 * sum(y[:10])
+    assert len(losses) == 6 and losses[-1] < 0.3 * losses[0], losses
+    y = series_y(using_gpu, "train")
+    assert len(y) == 50 and y[-1] < 0.3 * y[0], y
 
 
 def test_mlp_loss_plot_is_an_image(using_gpu):
-    assert_plot_is_an_image(using_gpu, "loss-plot")
-    assert_plot_is_an_image(using_gpu, "train")  # the live one, in its final state
+    assert_plot_is_an_image(using_gpu, "train")  # the live plot, in its final state
 
 
 def test_mlp_test_accuracy_clears_chance(using_gpu):
     (acc,) = numbers(r"test accuracy: ([0-9.]+)", using_gpu.text("test-accuracy"))
-    assert acc > 0.8, acc  # chance is 0.1
+    assert acc > 0.8, acc  # chance is 1/3
 
 
 # --- 02 CPU, CUDA and MPS ----------------------------------------------------------------------
@@ -367,7 +370,7 @@ def test_test_model_moves_to_the_device(cpu_cuda_mps):
     text = cpu_cuda_mps.text("model-devices")
     assert "Model device upon initialization: cpu" in text
     assert f"Model device after moving: {device}" in text
-    rows = cpu_cuda_mps.json("named-parameters")[-1]["rows"]
+    rows = cpu_cuda_mps.json("named-parameters")[-1]["parameters"]
     assert [r["name"] for r in rows] == ["layer1.weight", "layer1.bias", "layer2.weight", "layer2.bias"]
     assert all(r["device"] == device for r in rows)
 
@@ -412,12 +415,12 @@ def test_cifar_prints_running_loss_every_2000_minibatches_for_2_epochs(cifar):
 def test_cifar_loss_falls(cifar):
     rows = cifar_losses(cifar)
     assert rows[-1][2] < 0.85 * rows[0][2], rows
-    y = series_y(cifar, "loss-plot")
+    y = series_y(cifar, "train")
     assert y == pytest.approx([l for _, _, l in rows], abs=1e-3)
 
 
 def test_cifar_loss_plot_is_an_image(cifar):
-    assert_plot_is_an_image(cifar, "loss-plot")
+    assert_plot_is_an_image(cifar, "train")
 
 
 def test_cifar_weights_are_saved_as_safetensors(cifar):
@@ -556,8 +559,8 @@ def test_bootcamp_loss_printed_every_10_epochs_and_falls(bootcamp):
 
 
 def test_bootcamp_loss_plot_is_an_image_of_100_epochs(bootcamp):
-    assert_plot_is_an_image(bootcamp, "loss-plot")
-    y = series_y(bootcamp, "loss-plot")
+    assert_plot_is_an_image(bootcamp, "train")
+    y = series_y(bootcamp, "train")
     assert len(y) == 100 and y[-1] < y[0]
 
 
