@@ -15,6 +15,8 @@
 //! - [`runtime`] and [`interrupt`] — the kernel contract (live display protocol, stdout pump,
 //!   SIGINT flag), see DEVELOPERS.md.
 
+#![warn(missing_docs)]
+
 pub mod cuda;
 pub mod data;
 pub mod device;
