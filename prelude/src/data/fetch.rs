@@ -4,7 +4,6 @@
 use super::transforms::Transform;
 use super::{DataError, STANDIN_MARKER, TensorDataset, is_standin_dir};
 use crate::display::{Bundle, Render, rich};
-use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 
 /// The data sets the prelude can fetch, find and stand in for.
@@ -148,12 +147,38 @@ impl DataSet {
     }
 }
 
+#[cfg(feature = "fetch")]
 fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
+#[cfg(not(feature = "fetch"))]
+fn download(url: &str, _dest: &Path, _md5: &str) -> Result<(), String> {
+    Err(format!(
+        "this build of tchbook-prelude has no `fetch` feature; download {url} by hand"
+    ))
+}
+
+#[cfg(not(feature = "fetch"))]
+fn extract(archive: &Path, _root: &Path) -> Result<(), DataError> {
+    Err(super::format_error(
+        archive,
+        "cannot extract without the `fetch` feature",
+    ))
+}
+
+#[cfg(feature = "fetch")]
+fn extract(archive: &Path, root: &Path) -> Result<(), DataError> {
+    let file = std::fs::File::open(archive).map_err(|e| super::io_error(archive, e))?;
+    tar::Archive::new(flate2::read::GzDecoder::new(file))
+        .unpack(root)
+        .map_err(|e| super::format_error(archive, format!("could not extract: {e}")))
+}
+
+#[cfg(feature = "fetch")]
 fn download(url: &str, dest: &Path, md5: &str) -> Result<(), String> {
     use md5::{Digest, Md5};
+    use std::io::{Read, Write};
     let mut response = ureq::get(url).call().map_err(|e| e.to_string())?;
     let total = response
         .headers()
@@ -241,12 +266,9 @@ pub fn f_fetch(set: DataSet, root: impl AsRef<Path>) -> Result<PathBuf, DataErro
             )));
         }
         if set == DataSet::Cifar10 {
-            let file = std::fs::File::open(&dest).map_err(|e| super::io_error(&dest, e))?;
             // A stand-in directory would otherwise keep its marker next to the real files.
             let _ = std::fs::remove_dir_all(&dir);
-            tar::Archive::new(flate2::read::GzDecoder::new(file))
-                .unpack(root)
-                .map_err(|e| super::format_error(&dest, format!("could not extract: {e}")))?;
+            extract(&dest, root)?;
         }
     }
     let _ = std::fs::remove_file(dir.join(STANDIN_MARKER));

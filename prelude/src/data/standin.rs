@@ -101,7 +101,11 @@ fn samples(n: usize, channels: usize, size: usize, rng: &mut Rng) -> (Vec<u8>, V
         let gain = 0.7 + 0.3 * rng.unit();
         let (dx, dy) = (rng.below(5) as isize - 2, rng.below(5) as isize - 2);
         let other = (c + 1 + rng.below(9) as usize) % 10;
-        let mix = if rng.below(5) == 0 { 0.35 + 0.2 * rng.unit() } else { 0.0 };
+        let mix = if rng.below(5) == 0 {
+            0.35 + 0.2 * rng.unit()
+        } else {
+            0.0
+        };
         for ch in 0..channels {
             for y in 0..size {
                 for x in 0..size {
