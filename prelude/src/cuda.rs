@@ -220,6 +220,11 @@ fn driver() -> Option<&'static Driver> {
 }
 
 /// `torch.cuda.get_device_properties(i)`; `None` without CUDA or for an index out of range.
+///
+/// ```
+/// let props = tchbook_prelude::cuda::get_device_properties(0);
+/// assert_eq!(props.is_some(), tchbook_prelude::cuda::device_count() > 0);
+/// ```
 pub fn get_device_properties(index: impl Into<DeviceIndex>) -> Option<DeviceProperties> {
     let index = index.into().0?;
     let d = driver()?;
@@ -299,6 +304,10 @@ fn cuda_version_string(v: i64) -> String {
 }
 
 /// The versions of torch, CUDA and cuDNN in this process.
+///
+/// ```
+/// println!("torch {}", tchbook_prelude::cuda::versions().torch);
+/// ```
 pub fn versions() -> Versions {
     // SAFETY: returns a pointer to a static string literal in the shim.
     let torch = unsafe { CStr::from_ptr(tchbook_torch_version()) }
@@ -338,6 +347,11 @@ pub fn versions() -> Versions {
 // Memory
 
 /// The caching allocator's counters for one device, as `torch.cuda.memory_stats` has them.
+///
+/// ```
+/// let s = tchbook_prelude::cuda::memory_stats(0).allocated_bytes;
+/// assert!(s.peak >= s.current);
+/// ```
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Stat {
     /// Now.
@@ -477,6 +491,11 @@ pub fn f_memory_stats(index: impl Into<DeviceIndex>) -> Result<MemoryStats, Memo
 }
 
 /// `torch.cuda.memory_stats(i)`; all zeros without CUDA.
+///
+/// ```no_run
+/// let stats = tchbook_prelude::cuda::memory_stats(0);
+/// println!("{} allocations", stats.allocation.current);
+/// ```
 pub fn memory_stats(index: impl Into<DeviceIndex>) -> MemoryStats {
     f_memory_stats(index).unwrap_or_default()
 }
@@ -538,6 +557,12 @@ fn allocator_op(index: DeviceIndex, what: c_int) -> Result<(), MemoryError> {
 }
 
 /// The fallible twin of [`reset_peak_memory_stats`].
+///
+/// ```no_run
+/// if let Err(e) = tchbook_prelude::cuda::f_reset_peak_memory_stats(0) {
+///     println!("{e}"); // no CUDA device is present
+/// }
+/// ```
 pub fn f_reset_peak_memory_stats(index: impl Into<DeviceIndex>) -> Result<(), MemoryError> {
     allocator_op(index.into(), 0)
 }
@@ -552,6 +577,10 @@ pub fn reset_peak_memory_stats(index: impl Into<DeviceIndex>) {
 }
 
 /// The fallible twin of [`empty_cache`].
+///
+/// ```no_run
+/// let _ = tchbook_prelude::cuda::f_empty_cache();
+/// ```
 pub fn f_empty_cache() -> Result<(), MemoryError> {
     allocator_op(DeviceIndex(Some(0)), 2)
 }
@@ -567,6 +596,13 @@ pub fn empty_cache() {
 }
 
 /// The fallible twin of [`mem_get_info`].
+///
+/// ```no_run
+/// match tchbook_prelude::cuda::f_mem_get_info(0) {
+///     Ok((free, total)) => println!("{free} of {total} bytes free"),
+///     Err(e) => println!("{e}"),
+/// }
+/// ```
 pub fn f_mem_get_info(index: impl Into<DeviceIndex>) -> Result<(u64, u64), MemoryError> {
     let device = cuda_index(index.into())?;
     let (mut free, mut total) = (0u64, 0u64);
@@ -629,6 +665,12 @@ pub fn memory_summary() -> MemorySummary {
 }
 
 /// One CUDA device's part of a [`MemorySummary`].
+///
+/// ```no_run
+/// for d in tchbook_prelude::cuda::memory_summary().devices {
+///     println!("cuda:{} {} bytes allocated", d.index, d.stats.allocated_bytes.current);
+/// }
+/// ```
 #[derive(Debug, Clone)]
 pub struct DeviceMemory {
     /// `cuda:index`.
@@ -642,6 +684,11 @@ pub struct DeviceMemory {
 }
 
 /// What [`memory_summary`] returns: per-device allocator tables plus process and system RAM.
+///
+/// ```no_run
+/// let summary = tchbook_prelude::cuda::memory_summary();
+/// println!("{summary}"); // a cell ending with `summary` shows the HTML table
+/// ```
 #[derive(Debug, Clone)]
 pub struct MemorySummary {
     /// One entry per CUDA device (empty without CUDA).

@@ -97,6 +97,12 @@ impl std::fmt::Display for DeviceError {
 impl std::error::Error for DeviceError {}
 
 /// The fallible twin of [`device`].
+///
+/// ```
+/// use tchbook_prelude::prelude::*;
+/// assert_eq!(f_device("cuda:1").unwrap(), Device::Cuda(1));
+/// assert!(f_device("gpu").is_err());
+/// ```
 pub fn f_device(spec: &str) -> Result<Device, DeviceError> {
     let spec = spec.trim();
     let (kind, index) = match spec.split_once(':') {
@@ -413,6 +419,16 @@ impl VarStoreExt for VarStore {
 
 /// A model's parameters in PyTorch's order: iterate `(name, &tensor)` pairs, or end a cell with
 /// it to see a table of name, shape, dtype and device.
+///
+/// ```
+/// use tchbook_prelude::prelude::*;
+/// let vs = nn::VarStore::new(Device::Cpu);
+/// let _model = IrisModel::new(&vs.root());
+/// let params = vs.named_parameters();
+/// for (name, param) in params.iter() {
+///     println!("{name}\t{:?}", param.size());
+/// }
+/// ```
 #[derive(Debug)]
 pub struct NamedParameters {
     params: Vec<(String, Tensor)>,
@@ -420,18 +436,50 @@ pub struct NamedParameters {
 
 impl NamedParameters {
     /// `(name, tensor)` pairs in creation order.
+    ///
+    /// ```
+    /// use tchbook_prelude::prelude::*;
+    /// let vs = nn::VarStore::new(Device::Cpu);
+    /// let _model = IrisModel::new(&vs.root());
+    /// let params = vs.named_parameters();
+    /// assert_eq!(params.iter().count(), 6);
+    /// ```
     pub fn iter(&self) -> impl Iterator<Item = (&str, &Tensor)> {
         self.params.iter().map(|(n, t)| (n.as_str(), t))
     }
     /// Number of parameter tensors.
+    ///
+    /// ```
+    /// use tchbook_prelude::prelude::*;
+    /// let vs = nn::VarStore::new(Device::Cpu);
+    /// let _model = IrisModel::new(&vs.root());
+    /// let params = vs.named_parameters();
+    /// assert_eq!(params.len(), 6);
+    /// ```
     pub fn len(&self) -> usize {
         self.params.len()
     }
     /// Whether the model has no parameters.
+    ///
+    /// ```
+    /// use tchbook_prelude::prelude::*;
+    /// let vs = nn::VarStore::new(Device::Cpu);
+    /// let _model = IrisModel::new(&vs.root());
+    /// let params = vs.named_parameters();
+    /// assert!(!params.is_empty());
+    /// ```
     pub fn is_empty(&self) -> bool {
         self.params.is_empty()
     }
     /// The names, in order.
+    ///
+    /// ```
+    /// use tchbook_prelude::prelude::*;
+    /// let vs = nn::VarStore::new(Device::Cpu);
+    /// let _model = IrisModel::new(&vs.root());
+    /// let params = vs.named_parameters();
+    /// assert_eq!(params.names()[0], "fc1.weight");
+    /// ```
     pub fn names(&self) -> Vec<String> {
         self.params.iter().map(|(n, _)| n.clone()).collect()
     }
@@ -506,6 +554,11 @@ pub struct DeviceCard {
 }
 
 /// Gathers a [`DeviceCard`] for this machine.
+///
+/// ```no_run
+/// let card = tchbook_prelude::device::device_card();
+/// println!("{card}"); // a cell ending with `device_card()` shows the HTML card
+/// ```
 pub fn device_card() -> DeviceCard {
     let gpus = (0..cuda::device_count())
         .filter_map(|i| cuda::get_device_properties(i).map(|p| (p, cuda::f_mem_get_info(i).ok())))

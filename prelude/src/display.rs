@@ -226,6 +226,12 @@ pub struct DisplayHandle {
 
 impl DisplayHandle {
     /// Replaces the output with a new rendering (inside a kernel; prints the text otherwise).
+    ///
+    /// ```
+    /// use tchbook_prelude::display::{show, Bundle};
+    /// let h = show(&Bundle::text("epoch 1"));
+    /// h.update(&Bundle::text("epoch 2"));
+    /// ```
     pub fn update<T: Render + ?Sized>(&self, value: &T) {
         let bundle = value.bundle();
         match &self.id {
@@ -236,6 +242,12 @@ impl DisplayHandle {
 
     /// Replaces the output only inside a kernel; a plain process prints nothing. For frequent
     /// updates (progress) whose text form would flood a log.
+    ///
+    /// ```
+    /// use tchbook_prelude::display::{show, Bundle};
+    /// let h = show(&Bundle::text("0%"));
+    /// h.update_quiet(&Bundle::text("50%")); // prints nothing outside a kernel
+    /// ```
     pub fn update_quiet<T: Render + ?Sized>(&self, value: &T) {
         if let Some(id) = &self.id {
             runtime::emit(&runtime::update_message(value.bundle().to_json(), id));
@@ -243,6 +255,11 @@ impl DisplayHandle {
     }
 
     /// The display id used on the protocol (`None` outside a kernel).
+    ///
+    /// ```
+    /// use tchbook_prelude::display::{show, Bundle};
+    /// assert!(show(&Bundle::text("x")).id().is_none()); // not inside a kernel
+    /// ```
     pub fn id(&self) -> Option<&str> {
         self.id.as_deref()
     }

@@ -10,6 +10,10 @@ use crate::runtime::shared;
 use std::sync::atomic::Ordering;
 
 /// The message a cell ends with when the user interrupts it.
+///
+/// ```
+/// assert!(tchbook_prelude::interrupt::MESSAGE.starts_with("KeyboardInterrupt"));
+/// ```
 pub const MESSAGE: &str = "KeyboardInterrupt: interrupted by the user";
 
 /// The error [`f_check`] returns when an interrupt is pending.

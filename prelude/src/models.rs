@@ -77,6 +77,13 @@ pub struct TestModel {
 
 impl TestModel {
     /// Creates the layers under `p`.
+    ///
+    /// ```
+    /// use tchbook_prelude::prelude::*;
+    /// let vs = nn::VarStore::new(Device::Cpu);
+    /// let model = TestModel::new(&vs.root());
+    /// # let _ = model;
+    /// ```
     pub fn new(p: &nn::Path) -> Self {
         TestModel {
             layer1: linear(p, "layer1", 10, 5),
@@ -85,6 +92,12 @@ impl TestModel {
     }
 
     /// PyTorch's `print(model)`.
+    ///
+    /// ```
+    /// use tchbook_prelude::prelude::*;
+    /// let vs = nn::VarStore::new(Device::Cpu);
+    /// println!("{}", TestModel::new(&vs.root()).repr());
+    /// ```
     pub fn repr(&self) -> String {
         module_repr(
             "testModel",
@@ -132,6 +145,13 @@ pub struct ClassifierMlp {
 
 impl ClassifierMlp {
     /// Creates the layers under `p`.
+    ///
+    /// ```
+    /// use tchbook_prelude::prelude::*;
+    /// let vs = nn::VarStore::new(Device::Cpu);
+    /// let model = ClassifierMlp::new(&vs.root(), 4, 16, 3);
+    /// assert_eq!(model.out_dim, 3);
+    /// ```
     pub fn new(p: &nn::Path, in_dim: i64, hidden_dim: i64, out_dim: i64) -> Self {
         ClassifierMlp {
             h1: linear(p, "h1", in_dim, hidden_dim),
@@ -144,6 +164,14 @@ impl ClassifierMlp {
     }
 
     /// `pred, prob = model(x)`: logits and `softmax(logits, dim=1)`.
+    ///
+    /// ```
+    /// use tchbook_prelude::prelude::*;
+    /// let vs = nn::VarStore::new(Device::Cpu);
+    /// let model = ClassifierMlp::new(&vs.root(), 4, 16, 3);
+    /// let (pred, prob) = model.forward(&Tensor::zeros([2, 4], (Kind::Float, Device::Cpu)));
+    /// assert_eq!(pred.size(), prob.size());
+    /// ```
     pub fn forward(&self, x: &Tensor) -> (Tensor, Tensor) {
         let logits = x
             .apply(&self.h1)
@@ -156,6 +184,12 @@ impl ClassifierMlp {
     }
 
     /// PyTorch's `print(model)`.
+    ///
+    /// ```
+    /// use tchbook_prelude::prelude::*;
+    /// let vs = nn::VarStore::new(Device::Cpu);
+    /// assert!(ClassifierMlp::new(&vs.root(), 4, 16, 3).repr().starts_with("Classifier_MLP("));
+    /// ```
     pub fn repr(&self) -> String {
         module_repr(
             "Classifier_MLP",
@@ -172,6 +206,13 @@ model_display!(ClassifierMlp);
 
 /// The CIFAR-10 `Net` of the PyTorch tutorial: conv1 3→6 (5×5), max-pool, conv2 6→16 (5×5),
 /// max-pool, fc1 400→120, fc2 120→84, fc3 84→10.
+///
+/// ```
+/// use tchbook_prelude::prelude::*;
+/// let vs = nn::VarStore::new(Device::Cpu);
+/// let net = Net::new(&vs.root());
+/// println!("{}", net.repr());
+/// ```
 #[derive(Debug)]
 pub struct Net {
     /// Conv2d(3, 6, 5).
@@ -188,6 +229,13 @@ pub struct Net {
 
 impl Net {
     /// Creates the layers under `p`.
+    ///
+    /// ```
+    /// use tchbook_prelude::prelude::*;
+    /// let vs = nn::VarStore::new(Device::Cpu);
+    /// let net = Net::new(&vs.root());
+    /// # let _ = net;
+    /// ```
     pub fn new(p: &nn::Path) -> Self {
         Net {
             conv1: conv(p, "conv1", 3, 6, 5),
@@ -199,6 +247,12 @@ impl Net {
     }
 
     /// PyTorch's `print(net)`.
+    ///
+    /// ```
+    /// use tchbook_prelude::prelude::*;
+    /// let vs = nn::VarStore::new(Device::Cpu);
+    /// assert!(Net::new(&vs.root()).repr().contains("(fc3): Linear(in_features=84, out_features=10, bias=True)"));
+    /// ```
     pub fn repr(&self) -> String {
         module_repr(
             "Net",
@@ -259,6 +313,13 @@ pub struct Network {
 
 impl Network {
     /// Creates the layers under `p`.
+    ///
+    /// ```
+    /// use tchbook_prelude::prelude::*;
+    /// let vs = nn::VarStore::new(Device::Cpu);
+    /// let network = Network::new(&vs.root());
+    /// # let _ = network;
+    /// ```
     pub fn new(p: &nn::Path) -> Self {
         Network {
             conv1: conv(p, "conv1", 1, 6, 5),
@@ -270,6 +331,12 @@ impl Network {
     }
 
     /// PyTorch's `print(network)`, as the deeplizard episode shows it.
+    ///
+    /// ```
+    /// use tchbook_prelude::prelude::*;
+    /// let vs = nn::VarStore::new(Device::Cpu);
+    /// assert!(Network::new(&vs.root()).repr().starts_with("Network("));
+    /// ```
     pub fn repr(&self) -> String {
         module_repr(
             "Network",
@@ -324,11 +391,26 @@ pub struct IrisModel {
 
 impl IrisModel {
     /// `Model()` with the tutorial's defaults 4 → 8 → 9 → 3.
+    ///
+    /// ```
+    /// use tchbook_prelude::prelude::*;
+    /// let vs = nn::VarStore::new(Device::Cpu);
+    /// tch::manual_seed(32);
+    /// let model = IrisModel::new(&vs.root());
+    /// # let _ = model;
+    /// ```
     pub fn new(p: &nn::Path) -> Self {
         Self::with_sizes(p, 4, 8, 9, 3)
     }
 
     /// `Model(in_features, h1, h2, out_features)`.
+    ///
+    /// ```
+    /// use tchbook_prelude::prelude::*;
+    /// let vs = nn::VarStore::new(Device::Cpu);
+    /// let model = IrisModel::with_sizes(&vs.root(), 4, 16, 16, 3);
+    /// # let _ = model;
+    /// ```
     pub fn with_sizes(p: &nn::Path, in_features: i64, h1: i64, h2: i64, out_features: i64) -> Self {
         IrisModel {
             fc1: linear(p, "fc1", in_features, h1),
@@ -339,6 +421,12 @@ impl IrisModel {
     }
 
     /// PyTorch's `print(model)`.
+    ///
+    /// ```
+    /// use tchbook_prelude::prelude::*;
+    /// let vs = nn::VarStore::new(Device::Cpu);
+    /// assert!(IrisModel::new(&vs.root()).repr().contains("(out): Linear(in_features=9, out_features=3, bias=True)"));
+    /// ```
     pub fn repr(&self) -> String {
         let [i, a, b, o] = self.sizes;
         module_repr(
@@ -365,6 +453,19 @@ impl Module for IrisModel {
 model_display!(IrisModel);
 
 /// Why a state dict could not be saved or loaded.
+///
+/// ```
+/// use tchbook_prelude::prelude::*;
+/// let vs = nn::VarStore::new(Device::Cpu);
+/// let _net = Net::new(&vs.root());
+/// let mut other = nn::VarStore::new(Device::Cpu);
+/// let _small = TestModel::new(&other.root());
+/// let path = std::env::temp_dir().join(format!("sd-doc-{}.safetensors", std::process::id()));
+/// save_state_dict(&vs, &path);
+/// let e = tchbook_prelude::models::f_load_state_dict(&mut other, &path).unwrap_err();
+/// assert!(e.to_string().contains("Missing key(s)"));
+/// # std::fs::remove_file(&path).unwrap();
+/// ```
 #[derive(Debug)]
 pub enum StateDictError {
     /// Reading or writing the file failed (tch's message, one line).
@@ -409,6 +510,15 @@ impl std::fmt::Display for StateDictError {
 impl std::error::Error for StateDictError {}
 
 /// The fallible twin of [`save_state_dict`].
+///
+/// ```
+/// use tchbook_prelude::prelude::*;
+/// let vs = nn::VarStore::new(Device::Cpu);
+/// let _net = Net::new(&vs.root());
+/// if let Err(e) = tchbook_prelude::models::f_save_state_dict(&vs, "/nonexistent/cifar_net.safetensors") {
+///     println!("{e}");
+/// }
+/// ```
 pub fn f_save_state_dict(vs: &VarStore, path: impl AsRef<Path>) -> Result<(), StateDictError> {
     let named: Vec<(String, Tensor)> = vs
         .variables()
@@ -440,6 +550,14 @@ pub fn save_state_dict(vs: &VarStore, path: impl AsRef<Path>) {
 }
 
 /// The fallible twin of [`load_state_dict`].
+///
+/// ```
+/// use tchbook_prelude::prelude::*;
+/// let mut vs = nn::VarStore::new(Device::Cpu);
+/// let _net = Net::new(&vs.root());
+/// let e = tchbook_prelude::models::f_load_state_dict(&mut vs, "missing.safetensors").unwrap_err();
+/// assert!(e.to_string().contains("missing.safetensors"));
+/// ```
 pub fn f_load_state_dict(vs: &mut VarStore, path: impl AsRef<Path>) -> Result<(), StateDictError> {
     let path = path.as_ref();
     let file: std::collections::HashMap<String, Tensor> = Tensor::read_safetensors(path)
@@ -489,6 +607,14 @@ pub fn f_load_state_dict(vs: &mut VarStore, path: impl AsRef<Path>) -> Result<()
 /// `net.load_state_dict(torch.load(PATH))` from safetensors (strict: names and shapes must
 /// match, as PyTorch's default). Values are copied into the existing variables, on whatever
 /// device the model lives.
+///
+/// ```no_run
+/// use tchbook_prelude::prelude::*;
+/// let mut vs = nn::VarStore::new(Device::Cpu);
+/// let net = Net::new(&vs.root());
+/// load_state_dict(&mut vs, "cifar_net.safetensors");
+/// # let _ = net;
+/// ```
 pub fn load_state_dict(vs: &mut VarStore, path: impl AsRef<Path>) {
     f_load_state_dict(vs, path).unwrap_or_else(|e| panic!("{e}"))
 }

@@ -22,6 +22,13 @@ const REDRAW: Duration = Duration::from_millis(500);
 const SIZE: (u32, u32) = (640, 400);
 
 /// One named line.
+///
+/// ```
+/// use tchbook_prelude::prelude::*;
+/// let mut plot = LossPlot::new("loss");
+/// plot.push(1.0, 0.5);
+/// assert_eq!(plot.series()[0].points, [(1.0, 0.5)]);
+/// ```
 #[derive(Debug, Clone, PartialEq)]
 pub struct Series {
     /// Legend text.
@@ -52,6 +59,12 @@ pub struct LossPlot {
 
 impl LossPlot {
     /// An empty plot with a title; axes "epoch" and "loss".
+    ///
+    /// ```
+    /// use tchbook_prelude::prelude::*;
+    /// let mut plot = LossPlot::new("loss");
+    /// # let _ = &mut plot;
+    /// ```
     pub fn new(title: &str) -> Self {
         LossPlot {
             title: title.to_string(),
@@ -64,6 +77,12 @@ impl LossPlot {
     }
 
     /// Axis labels.
+    ///
+    /// ```
+    /// use tchbook_prelude::prelude::*;
+    /// let plot = LossPlot::new("loss").labels("step", "cross-entropy");
+    /// # let _ = plot;
+    /// ```
     pub fn labels(mut self, x: &str, y: &str) -> Self {
         self.x_label = x.to_string();
         self.y_label = y.to_string();
@@ -71,11 +90,27 @@ impl LossPlot {
     }
 
     /// Adds a point to the series "loss" and redraws in place (inside a kernel).
+    ///
+    /// ```
+    /// use tchbook_prelude::prelude::*;
+    /// let mut plot = LossPlot::new("loss");
+    /// for epoch in 1..=3 {
+    ///     plot.push(epoch as f64, 1.0 / epoch as f64);
+    /// }
+    /// ```
     pub fn push(&mut self, x: f64, y: f64) {
         self.push_to("loss", x, y)
     }
 
     /// Adds a point to a named series (e.g. "train", "test") and redraws in place.
+    ///
+    /// ```
+    /// use tchbook_prelude::prelude::*;
+    /// let mut plot = LossPlot::new("loss");
+    /// plot.push_to("train", 1.0, 0.9);
+    /// plot.push_to("test", 1.0, 1.1);
+    /// assert_eq!(plot.series().len(), 2);
+    /// ```
     pub fn push_to(&mut self, series: &str, x: f64, y: f64) {
         crate::interrupt::check();
         match self.series.iter_mut().find(|s| s.name == series) {
@@ -90,11 +125,24 @@ impl LossPlot {
 
     /// Draws the final state in place (call after the loop; a cell ending with the plot shows
     /// it anyway).
+    ///
+    /// ```
+    /// use tchbook_prelude::prelude::*;
+    /// let mut plot = LossPlot::new("loss");
+    /// plot.push(1.0, 0.5);
+    /// plot.finish();
+    /// ```
     pub fn finish(&mut self) {
         self.redraw(true);
     }
 
     /// The series.
+    ///
+    /// ```
+    /// use tchbook_prelude::prelude::*;
+    /// let mut plot = LossPlot::new("loss");
+    /// assert!(plot.series().is_empty());
+    /// ```
     pub fn series(&self) -> &[Series] {
         &self.series
     }
@@ -185,6 +233,13 @@ impl LossPlot {
     }
 
     /// The plot as an SVG document.
+    ///
+    /// ```
+    /// use tchbook_prelude::prelude::*;
+    /// let mut plot = LossPlot::new("loss");
+    /// plot.push(1.0, 0.5);
+    /// assert!(plot.svg().starts_with("<svg"));
+    /// ```
     pub fn svg(&self) -> String {
         let mut out = String::new();
         {
@@ -199,6 +254,13 @@ impl LossPlot {
     }
 
     /// The plot as PNG bytes.
+    ///
+    /// ```
+    /// use tchbook_prelude::prelude::*;
+    /// let mut plot = LossPlot::new("loss");
+    /// plot.push(1.0, 0.5);
+    /// assert!(plot.png().starts_with(b"\x89PNG"));
+    /// ```
     pub fn png(&self) -> Vec<u8> {
         let (w, h) = SIZE;
         let mut rgb = vec![255u8; (w * h * 3) as usize];
@@ -210,6 +272,14 @@ impl LossPlot {
     }
 
     /// Writes `.svg` or `.png` by the file's extension.
+    ///
+    /// ```no_run
+    /// use tchbook_prelude::prelude::*;
+    /// let mut plot = LossPlot::new("loss");
+    /// plot.push(1.0, 0.5);
+    /// plot.save("loss.svg").unwrap();
+    /// plot.save("loss.png").unwrap();
+    /// ```
     pub fn save(&self, path: impl AsRef<std::path::Path>) -> std::io::Result<()> {
         let path = path.as_ref();
         match path.extension().and_then(|e| e.to_str()) {

@@ -34,6 +34,12 @@ pub struct Progress {
 
 impl Progress {
     /// A bar over `total` steps of `unit` (0 when unknown).
+    ///
+    /// ```
+    /// use tchbook_prelude::prelude::*;
+    /// let mut bar = Progress::new(100, "batch");
+    /// # let _ = &mut bar;
+    /// ```
     pub fn new(total: usize, unit: &str) -> Self {
         Progress {
             total,
@@ -49,23 +55,49 @@ impl Progress {
     }
 
     /// A label shown before the bar ("epoch 1").
+    ///
+    /// ```
+    /// use tchbook_prelude::prelude::*;
+    /// let bar = Progress::new(100, "batch").description("epoch 1");
+    /// # let _ = bar;
+    /// ```
     pub fn description(mut self, text: &str) -> Self {
         self.description = text.to_string();
         self
     }
 
     /// Text shown after the bar ("loss=0.52").
+    ///
+    /// ```
+    /// use tchbook_prelude::prelude::*;
+    /// let mut bar = Progress::new(100, "batch");
+    /// bar.set_postfix(format!("loss={:.3}", 0.25));
+    /// ```
     pub fn set_postfix(&mut self, text: impl Into<String>) {
         self.postfix = text.into();
         self.redraw(false);
     }
 
     /// One step done.
+    ///
+    /// ```
+    /// use tchbook_prelude::prelude::*;
+    /// let mut bar = Progress::new(100, "batch");
+    /// bar.tick();
+    /// assert_eq!(bar.done(), 1);
+    /// ```
     pub fn tick(&mut self) {
         self.inc(1)
     }
 
     /// `n` steps done. Panics with `KeyboardInterrupt` if the user interrupted.
+    ///
+    /// ```
+    /// use tchbook_prelude::prelude::*;
+    /// let mut bar = Progress::new(100, "batch");
+    /// bar.inc(10);
+    /// assert_eq!(bar.done(), 10);
+    /// ```
     pub fn inc(&mut self, n: usize) {
         interrupt::check();
         self.done += n;
@@ -73,16 +105,35 @@ impl Progress {
     }
 
     /// Steps done so far.
+    ///
+    /// ```
+    /// use tchbook_prelude::prelude::*;
+    /// let mut bar = Progress::new(100, "batch");
+    /// assert_eq!(bar.done(), 0);
+    /// ```
     pub fn done(&self) -> usize {
         self.done
     }
 
     /// Seconds since the bar started.
+    ///
+    /// ```
+    /// use tchbook_prelude::prelude::*;
+    /// let mut bar = Progress::new(100, "batch");
+    /// assert!(bar.elapsed() >= 0.0);
+    /// ```
     pub fn elapsed(&self) -> f64 {
         self.start.elapsed().as_secs_f64()
     }
 
     /// Draws the final state (and prints it in a plain process).
+    ///
+    /// ```
+    /// use tchbook_prelude::prelude::*;
+    /// let mut bar = Progress::new(100, "batch");
+    /// bar.inc(100);
+    /// bar.finish();
+    /// ```
     pub fn finish(&mut self) {
         if self.finished {
             return;
@@ -202,6 +253,13 @@ pub fn progress<I: IntoIterator>(iter: I) -> ProgressIter<I::IntoIter> {
 }
 
 /// The iterator [`progress`] returns.
+///
+/// ```
+/// use tchbook_prelude::prelude::*;
+/// for x in progress(0..3).description("warm-up") {
+///     let _ = x;
+/// }
+/// ```
 pub struct ProgressIter<I> {
     iter: I,
     bar: Progress,
@@ -209,6 +267,12 @@ pub struct ProgressIter<I> {
 
 impl<I> ProgressIter<I> {
     /// A label before the bar.
+    ///
+    /// ```
+    /// use tchbook_prelude::prelude::*;
+    /// let n = progress(0..3).description("warm-up").count();
+    /// assert_eq!(n, 3);
+    /// ```
     pub fn description(mut self, text: &str) -> Self {
         self.bar = self.bar.description(text);
         self

@@ -19,6 +19,10 @@ use std::sync::{Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 /// The prefix of every protocol line.
+///
+/// ```
+/// assert_eq!(tchbook_prelude::runtime::PROTOCOL_PREFIX, "TCHBOOK_DISPLAY ");
+/// ```
 pub const PROTOCOL_PREFIX: &str = "TCHBOOK_DISPLAY ";
 
 /// Written before a protocol line that goes through the stdout pump, so the pump can end a

@@ -84,6 +84,12 @@ pub struct Timer {
 
 impl Timer {
     /// Starts now.
+    ///
+    /// ```
+    /// use tchbook_prelude::prelude::*;
+    /// let start = Timer::start();
+    /// println!("TOTAL TRAINING TIME: {}", start.elapsed());
+    /// ```
     pub fn start() -> Self {
         Timer {
             start: Instant::now(),
@@ -91,11 +97,24 @@ impl Timer {
     }
 
     /// Seconds since the start.
+    ///
+    /// ```
+    /// use tchbook_prelude::prelude::*;
+    /// assert!(Timer::start().elapsed() < 60.0);
+    /// ```
     pub fn elapsed(&self) -> f64 {
         self.start.elapsed().as_secs_f64()
     }
 
     /// Seconds since the start, and restarts.
+    ///
+    /// ```
+    /// use tchbook_prelude::prelude::*;
+    /// let mut t = Timer::start();
+    /// let first = t.lap();
+    /// let second = t.lap();
+    /// # let _ = (first, second);
+    /// ```
     pub fn lap(&mut self) -> f64 {
         let e = self.elapsed();
         self.start = Instant::now();
@@ -113,6 +132,16 @@ impl Render for Timer {
 rich!(Timer);
 
 /// deeplizard's `params = OrderedDict(lr=[...], batch_size=[...], num_workers=[...], device=[...])`.
+///
+/// ```
+/// use tchbook_prelude::prelude::*;
+/// let params = RunParams::new()
+///     .lr(&[0.01])
+///     .batch_size(&[1000, 10000, 20000])
+///     .num_workers(&[0, 1])
+///     .device(&RunParams::available_devices());
+/// assert_eq!(RunBuilder::get_runs(&params).len(), 6 * RunParams::available_devices().len());
+/// ```
 #[derive(Debug, Clone, PartialEq)]
 pub struct RunParams {
     lr: Vec<f64>,
@@ -134,30 +163,90 @@ impl Default for RunParams {
 
 impl RunParams {
     /// lr 0.01, batch_size 1000, num_workers 0, device cpu; replace any with the setters.
+    ///
+    /// ```
+    /// use tchbook_prelude::prelude::*;
+    /// let params = RunParams::new()
+    ///     .lr(&[0.01])
+    ///     .batch_size(&[1000, 10000, 20000])
+    ///     .num_workers(&[0, 1])
+    ///     .device(&RunParams::available_devices());
+    /// # let _ = params;
+    /// ```
     pub fn new() -> Self {
         Self::default()
     }
     /// Learning rates.
+    ///
+    /// ```
+    /// use tchbook_prelude::prelude::*;
+    /// let params = RunParams::new()
+    ///     .lr(&[0.01])
+    ///     .batch_size(&[1000, 10000, 20000])
+    ///     .num_workers(&[0, 1])
+    ///     .device(&RunParams::available_devices());
+    /// # let _ = params;
+    /// ```
     pub fn lr(mut self, values: &[f64]) -> Self {
         self.lr = values.to_vec();
         self
     }
     /// Batch sizes.
+    ///
+    /// ```
+    /// use tchbook_prelude::prelude::*;
+    /// let params = RunParams::new()
+    ///     .lr(&[0.01])
+    ///     .batch_size(&[1000, 10000, 20000])
+    ///     .num_workers(&[0, 1])
+    ///     .device(&RunParams::available_devices());
+    /// # let _ = params;
+    /// ```
     pub fn batch_size(mut self, values: &[usize]) -> Self {
         self.batch_size = values.to_vec();
         self
     }
     /// Worker counts.
+    ///
+    /// ```
+    /// use tchbook_prelude::prelude::*;
+    /// let params = RunParams::new()
+    ///     .lr(&[0.01])
+    ///     .batch_size(&[1000, 10000, 20000])
+    ///     .num_workers(&[0, 1])
+    ///     .device(&RunParams::available_devices());
+    /// # let _ = params;
+    /// ```
     pub fn num_workers(mut self, values: &[usize]) -> Self {
         self.num_workers = values.to_vec();
         self
     }
     /// Devices by name (`"cuda"`, `"cuda:1"`, `"cpu"`, `"mps"`).
+    ///
+    /// ```
+    /// use tchbook_prelude::prelude::*;
+    /// let params = RunParams::new()
+    ///     .lr(&[0.01])
+    ///     .batch_size(&[1000, 10000, 20000])
+    ///     .num_workers(&[0, 1])
+    ///     .device(&RunParams::available_devices());
+    /// # let _ = params;
+    /// ```
     pub fn device(mut self, values: &[&str]) -> Self {
         self.device = values.iter().map(|s| s.to_string()).collect();
         self
     }
     /// `["cuda", "cpu"]` where CUDA is present, else `["cpu"]`.
+    ///
+    /// ```
+    /// use tchbook_prelude::prelude::*;
+    /// let params = RunParams::new()
+    ///     .lr(&[0.01])
+    ///     .batch_size(&[1000, 10000, 20000])
+    ///     .num_workers(&[0, 1])
+    ///     .device(&RunParams::available_devices());
+    /// # let _ = params;
+    /// ```
     pub fn available_devices() -> Vec<&'static str> {
         if crate::cuda::is_available() {
             vec!["cuda", "cpu"]
@@ -168,6 +257,18 @@ impl RunParams {
 }
 
 /// One combination of hyper-parameters (deeplizard's `Run` named tuple).
+///
+/// ```
+/// use tchbook_prelude::prelude::*;
+/// let params = RunParams::new()
+///     .lr(&[0.01])
+///     .batch_size(&[1000, 10000, 20000])
+///     .num_workers(&[0, 1])
+///     .device(&RunParams::available_devices());
+/// for run in RunBuilder::get_runs(&params) {
+///     println!("{run}: lr {} batch {} on {:?}", run.lr, run.batch_size, run.device);
+/// }
+/// ```
 #[derive(Debug, Clone, PartialEq)]
 pub struct Run {
     /// 1-based run number.
@@ -196,6 +297,17 @@ impl std::fmt::Display for Run {
 }
 
 /// deeplizard's `RunBuilder`.
+///
+/// ```
+/// use tchbook_prelude::prelude::*;
+/// let params = RunParams::new()
+///     .lr(&[0.01])
+///     .batch_size(&[1000, 10000, 20000])
+///     .num_workers(&[0, 1])
+///     .device(&RunParams::available_devices());
+/// let runs = RunBuilder::get_runs(&params);
+/// assert_eq!(runs[0].index, 1);
+/// ```
 pub struct RunBuilder;
 
 impl RunBuilder {
@@ -232,6 +344,14 @@ impl RunBuilder {
 }
 
 /// One row of the results table: a run's epoch.
+///
+/// ```
+/// use tchbook_prelude::prelude::*;
+/// let m = RunManager::new();
+/// for r in m.results() {
+///     println!("run {} epoch {}: loss {:.3} accuracy {:.3}", r.run, r.epoch, r.loss, r.accuracy);
+/// }
+/// ```
 #[derive(Debug, Clone, PartialEq)]
 pub struct EpochResult {
     /// Run number.
@@ -253,6 +373,13 @@ pub struct EpochResult {
 /// deeplizard's `RunManager`: times runs and epochs, accumulates loss and correct predictions
 /// (on the device, read once per epoch: no per-batch sync), and keeps a results table that
 /// updates in place in the notebook after every epoch.
+///
+/// ```
+/// use tchbook_prelude::prelude::*;
+/// let mut m = RunManager::new();
+/// assert!(m.results().is_empty());
+/// # let _ = &mut m;
+/// ```
 pub struct RunManager {
     results: Vec<EpochResult>,
     run: Option<Run>,
@@ -273,6 +400,12 @@ impl Default for RunManager {
 
 impl RunManager {
     /// An empty manager.
+    ///
+    /// ```
+    /// use tchbook_prelude::prelude::*;
+    /// let mut m = RunManager::new();
+    /// # let _ = &mut m;
+    /// ```
     pub fn new() -> Self {
         RunManager {
             results: Vec::new(),
@@ -288,6 +421,26 @@ impl RunManager {
     }
 
     /// `m.begin_run(run, network, loader)`: starts timing a run.
+    ///
+    /// ```
+    /// use tchbook_prelude::prelude::*;
+    /// let ds = TensorDataset::new(Tensor::zeros([8, 3], (Kind::Float, Device::Cpu)),
+    ///                             Tensor::zeros([8], (Kind::Int64, Device::Cpu)));
+    /// let loader = DataLoader::new(&ds, 4);
+    /// let run = RunBuilder::get_runs(&RunParams::new().batch_size(&[4]))[0].clone();
+    /// let mut m = RunManager::new();
+    /// m.begin_run(&run, &loader);
+    /// m.begin_epoch();
+    /// for (x, y) in &loader {
+    ///     let preds = x.shallow_clone(); // a model's scores
+    ///     let loss = Tensor::from(1.0f32);
+    ///     m.track_loss(&loss, x.size()[0]);
+    ///     m.track_num_correct(&preds, &y);
+    /// }
+    /// m.end_epoch();
+    /// m.end_run();
+    ///
+    /// ```
     pub fn begin_run(&mut self, run: &Run, _loader: &DataLoader) {
         interrupt::check();
         self.run = Some(run.clone());
@@ -296,6 +449,26 @@ impl RunManager {
     }
 
     /// Starts an epoch.
+    ///
+    /// ```
+    /// use tchbook_prelude::prelude::*;
+    /// let ds = TensorDataset::new(Tensor::zeros([8, 3], (Kind::Float, Device::Cpu)),
+    ///                             Tensor::zeros([8], (Kind::Int64, Device::Cpu)));
+    /// let loader = DataLoader::new(&ds, 4);
+    /// let run = RunBuilder::get_runs(&RunParams::new().batch_size(&[4]))[0].clone();
+    /// let mut m = RunManager::new();
+    /// m.begin_run(&run, &loader);
+    /// m.begin_epoch();
+    /// for (x, y) in &loader {
+    ///     let preds = x.shallow_clone(); // a model's scores
+    ///     let loss = Tensor::from(1.0f32);
+    ///     m.track_loss(&loss, x.size()[0]);
+    ///     m.track_num_correct(&preds, &y);
+    /// }
+    /// m.end_epoch();
+    /// m.end_run();
+    ///
+    /// ```
     pub fn begin_epoch(&mut self) {
         interrupt::check();
         self.epoch += 1;
@@ -306,6 +479,26 @@ impl RunManager {
     }
 
     /// `m.track_loss(loss, batch)`: adds `loss × batch_len` (the loss is a batch mean).
+    ///
+    /// ```
+    /// use tchbook_prelude::prelude::*;
+    /// let ds = TensorDataset::new(Tensor::zeros([8, 3], (Kind::Float, Device::Cpu)),
+    ///                             Tensor::zeros([8], (Kind::Int64, Device::Cpu)));
+    /// let loader = DataLoader::new(&ds, 4);
+    /// let run = RunBuilder::get_runs(&RunParams::new().batch_size(&[4]))[0].clone();
+    /// let mut m = RunManager::new();
+    /// m.begin_run(&run, &loader);
+    /// m.begin_epoch();
+    /// for (x, y) in &loader {
+    ///     let preds = x.shallow_clone(); // a model's scores
+    ///     let loss = Tensor::from(1.0f32);
+    ///     m.track_loss(&loss, x.size()[0]);
+    ///     m.track_num_correct(&preds, &y);
+    /// }
+    /// m.end_epoch();
+    /// m.end_run();
+    /// assert_eq!(m.results()[0].loss, 1.0);
+    /// ```
     pub fn track_loss(&mut self, loss: &Tensor, batch_len: i64) {
         let v = loss.detach().to_kind(Kind::Double) * batch_len as f64;
         self.loss_sum = Some(match self.loss_sum.take() {
@@ -316,6 +509,26 @@ impl RunManager {
     }
 
     /// `m.track_num_correct(preds, labels)`.
+    ///
+    /// ```
+    /// use tchbook_prelude::prelude::*;
+    /// let ds = TensorDataset::new(Tensor::zeros([8, 3], (Kind::Float, Device::Cpu)),
+    ///                             Tensor::zeros([8], (Kind::Int64, Device::Cpu)));
+    /// let loader = DataLoader::new(&ds, 4);
+    /// let run = RunBuilder::get_runs(&RunParams::new().batch_size(&[4]))[0].clone();
+    /// let mut m = RunManager::new();
+    /// m.begin_run(&run, &loader);
+    /// m.begin_epoch();
+    /// for (x, y) in &loader {
+    ///     let preds = x.shallow_clone(); // a model's scores
+    ///     let loss = Tensor::from(1.0f32);
+    ///     m.track_loss(&loss, x.size()[0]);
+    ///     m.track_num_correct(&preds, &y);
+    /// }
+    /// m.end_epoch();
+    /// m.end_run();
+    /// assert_eq!(m.results()[0].accuracy, 1.0);
+    /// ```
     pub fn track_num_correct(&mut self, preds: &Tensor, labels: &Tensor) {
         let c = preds.argmax(1, false).eq_tensor(labels).sum(Kind::Int64);
         self.correct = Some(match self.correct.take() {
@@ -325,6 +538,26 @@ impl RunManager {
     }
 
     /// Ends the epoch: records loss, accuracy and durations, and updates the live table.
+    ///
+    /// ```
+    /// use tchbook_prelude::prelude::*;
+    /// let ds = TensorDataset::new(Tensor::zeros([8, 3], (Kind::Float, Device::Cpu)),
+    ///                             Tensor::zeros([8], (Kind::Int64, Device::Cpu)));
+    /// let loader = DataLoader::new(&ds, 4);
+    /// let run = RunBuilder::get_runs(&RunParams::new().batch_size(&[4]))[0].clone();
+    /// let mut m = RunManager::new();
+    /// m.begin_run(&run, &loader);
+    /// m.begin_epoch();
+    /// for (x, y) in &loader {
+    ///     let preds = x.shallow_clone(); // a model's scores
+    ///     let loss = Tensor::from(1.0f32);
+    ///     m.track_loss(&loss, x.size()[0]);
+    ///     m.track_num_correct(&preds, &y);
+    /// }
+    /// m.end_epoch();
+    /// m.end_run();
+    /// assert_eq!(m.results().len(), 1);
+    /// ```
     pub fn end_epoch(&mut self) {
         let Some(run) = self.run.clone() else {
             panic!("RunManager::end_epoch called before begin_run");
@@ -362,16 +595,76 @@ impl RunManager {
     }
 
     /// Ends the run.
+    ///
+    /// ```
+    /// use tchbook_prelude::prelude::*;
+    /// let ds = TensorDataset::new(Tensor::zeros([8, 3], (Kind::Float, Device::Cpu)),
+    ///                             Tensor::zeros([8], (Kind::Int64, Device::Cpu)));
+    /// let loader = DataLoader::new(&ds, 4);
+    /// let run = RunBuilder::get_runs(&RunParams::new().batch_size(&[4]))[0].clone();
+    /// let mut m = RunManager::new();
+    /// m.begin_run(&run, &loader);
+    /// m.begin_epoch();
+    /// for (x, y) in &loader {
+    ///     let preds = x.shallow_clone(); // a model's scores
+    ///     let loss = Tensor::from(1.0f32);
+    ///     m.track_loss(&loss, x.size()[0]);
+    ///     m.track_num_correct(&preds, &y);
+    /// }
+    /// m.end_epoch();
+    /// m.end_run();
+    ///
+    /// ```
     pub fn end_run(&mut self) {
         self.run = None;
     }
 
     /// Every epoch of every run so far.
+    ///
+    /// ```
+    /// use tchbook_prelude::prelude::*;
+    /// let ds = TensorDataset::new(Tensor::zeros([8, 3], (Kind::Float, Device::Cpu)),
+    ///                             Tensor::zeros([8], (Kind::Int64, Device::Cpu)));
+    /// let loader = DataLoader::new(&ds, 4);
+    /// let run = RunBuilder::get_runs(&RunParams::new().batch_size(&[4]))[0].clone();
+    /// let mut m = RunManager::new();
+    /// m.begin_run(&run, &loader);
+    /// m.begin_epoch();
+    /// for (x, y) in &loader {
+    ///     let preds = x.shallow_clone(); // a model's scores
+    ///     let loss = Tensor::from(1.0f32);
+    ///     m.track_loss(&loss, x.size()[0]);
+    ///     m.track_num_correct(&preds, &y);
+    /// }
+    /// m.end_epoch();
+    /// m.end_run();
+    /// assert_eq!(m.results()[0].epoch, 1);
+    /// ```
     pub fn results(&self) -> &[EpochResult] {
         &self.results
     }
 
     /// The results table (what the live display shows).
+    ///
+    /// ```
+    /// use tchbook_prelude::prelude::*;
+    /// let ds = TensorDataset::new(Tensor::zeros([8, 3], (Kind::Float, Device::Cpu)),
+    ///                             Tensor::zeros([8], (Kind::Int64, Device::Cpu)));
+    /// let loader = DataLoader::new(&ds, 4);
+    /// let run = RunBuilder::get_runs(&RunParams::new().batch_size(&[4]))[0].clone();
+    /// let mut m = RunManager::new();
+    /// m.begin_run(&run, &loader);
+    /// m.begin_epoch();
+    /// for (x, y) in &loader {
+    ///     let preds = x.shallow_clone(); // a model's scores
+    ///     let loss = Tensor::from(1.0f32);
+    ///     m.track_loss(&loss, x.size()[0]);
+    ///     m.track_num_correct(&preds, &y);
+    /// }
+    /// m.end_epoch();
+    /// m.end_run();
+    /// println!("{}", m.table());
+    /// ```
     pub fn table(&self) -> RunTable {
         RunTable {
             results: self.results.clone(),
@@ -379,6 +672,26 @@ impl RunManager {
     }
 
     /// Mean epoch duration per device and the speed-up over the CPU.
+    ///
+    /// ```
+    /// use tchbook_prelude::prelude::*;
+    /// let ds = TensorDataset::new(Tensor::zeros([8, 3], (Kind::Float, Device::Cpu)),
+    ///                             Tensor::zeros([8], (Kind::Int64, Device::Cpu)));
+    /// let loader = DataLoader::new(&ds, 4);
+    /// let run = RunBuilder::get_runs(&RunParams::new().batch_size(&[4]))[0].clone();
+    /// let mut m = RunManager::new();
+    /// m.begin_run(&run, &loader);
+    /// m.begin_epoch();
+    /// for (x, y) in &loader {
+    ///     let preds = x.shallow_clone(); // a model's scores
+    ///     let loss = Tensor::from(1.0f32);
+    ///     m.track_loss(&loss, x.size()[0]);
+    ///     m.track_num_correct(&preds, &y);
+    /// }
+    /// m.end_epoch();
+    /// m.end_run();
+    /// println!("{}", m.compare_devices());
+    /// ```
     pub fn compare_devices(&self) -> DeviceComparison {
         let mut devices: Vec<Device> = Vec::new();
         for r in &self.results {
@@ -408,6 +721,12 @@ impl RunManager {
     }
 
     /// `m.save(fileName)`: writes `<name>.csv` and `<name>.json`.
+    ///
+    /// ```no_run
+    /// use tchbook_prelude::prelude::*;
+    /// let mut m = RunManager::new();
+    /// m.save("results").unwrap(); // results.csv and results.json
+    /// ```
     pub fn save(&self, name: impl AsRef<Path>) -> std::io::Result<()> {
         self.table().save(name)
     }
@@ -459,6 +778,14 @@ fn row_json(r: &EpochResult) -> Value {
 }
 
 /// The run results as a table (pandas' `DataFrame.from_dict(run_data, orient='columns')`).
+///
+/// ```
+/// use tchbook_prelude::prelude::*;
+/// let mut m = RunManager::new();
+/// let table = m.table();
+/// assert!(table.results.is_empty());
+/// # let _ = &mut m;
+/// ```
 #[derive(Debug, Clone, PartialEq)]
 pub struct RunTable {
     /// The rows.
@@ -467,6 +794,13 @@ pub struct RunTable {
 
 impl RunTable {
     /// The table as CSV text.
+    ///
+    /// ```
+    /// use tchbook_prelude::prelude::*;
+    /// let mut m = RunManager::new();
+    /// assert!(m.table().to_csv().starts_with("run,epoch,loss"));
+    /// # let _ = &mut m;
+    /// ```
     pub fn to_csv(&self) -> String {
         let mut s = COLUMNS.join(",");
         s.push('\n');
@@ -486,11 +820,24 @@ impl RunTable {
     }
 
     /// The table as JSON: `{"columns": [...], "rows": [{...}, ...]}`.
+    ///
+    /// ```
+    /// use tchbook_prelude::prelude::*;
+    /// let mut m = RunManager::new();
+    /// assert_eq!(m.table().to_json()["columns"][0], "run");
+    /// # let _ = &mut m;
+    /// ```
     pub fn to_json(&self) -> Value {
         json!({"columns": COLUMNS, "rows": self.results.iter().map(row_json).collect::<Vec<_>>()})
     }
 
     /// Writes `<name>.csv` and `<name>.json`.
+    ///
+    /// ```no_run
+    /// use tchbook_prelude::prelude::*;
+    /// let mut m = RunManager::new();
+    /// m.table().save("results").unwrap();
+    /// ```
     pub fn save(&self, name: impl AsRef<Path>) -> std::io::Result<()> {
         let name = name.as_ref();
         std::fs::write(name.with_extension("csv"), self.to_csv())?;
@@ -514,6 +861,14 @@ impl Render for RunTable {
 rich!(RunTable);
 
 /// Mean epoch duration per device, and how many times faster than the CPU.
+///
+/// ```
+/// use tchbook_prelude::prelude::*;
+/// let mut m = RunManager::new();
+/// let cmp = m.compare_devices();
+/// assert!(cmp.rows.is_empty());
+/// # let _ = &mut m;
+/// ```
 #[derive(Debug, Clone, PartialEq)]
 pub struct DeviceComparison {
     /// (device, mean epoch seconds, speed-up over cpu).

@@ -25,6 +25,11 @@ pub struct Cifar10;
 
 impl Cifar10 {
     /// The class names, in label order (the tutorial's `classes` tuple).
+    ///
+    /// ```
+    /// use tchbook_prelude::prelude::*;
+    /// assert_eq!(Cifar10::CLASSES[1], "car");
+    /// ```
     pub const CLASSES: [&'static str; 10] = [
         "plane", "car", "bird", "cat", "deer", "dog", "frog", "horse", "ship", "truck",
     ];
@@ -32,6 +37,12 @@ impl Cifar10 {
     /// Loads the training (`train = true`, 50 000 images) or test split (10 000) from `root`
     /// (which holds `cifar-10-batches-bin/`, or the `.bin` files themselves), applying
     /// `transform` to all images. Panics with the file and the problem (see [`f_new`](Self::f_new)).
+    ///
+    /// ```no_run
+    /// use tchbook_prelude::prelude::*;
+    /// let testset = Cifar10::new("./data", false, &transforms::ToTensor());
+    /// println!("{} test images", testset.len());
+    /// ```
     // `new` returns the data set, not `Self`, to read like torchvision's constructor call:
     // `Cifar10::new("./data", true, &transform)` ≈ `CIFAR10(root='./data', train=True, ...)`.
     #[allow(clippy::new_ret_no_self)]
@@ -40,6 +51,14 @@ impl Cifar10 {
     }
 
     /// The fallible twin of [`new`](Self::new).
+    ///
+    /// ```no_run
+    /// use tchbook_prelude::prelude::*;
+    /// match Cifar10::f_new("./data", true, &transforms::ToTensor()) {
+    ///     Ok(trainset) => println!("{}", trainset.name()),
+    ///     Err(e) => println!("{e}"), // names the file and what is wrong
+    /// }
+    /// ```
     pub fn f_new(
         root: impl AsRef<Path>,
         train: bool,

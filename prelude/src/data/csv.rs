@@ -7,6 +7,10 @@ use tch::{Kind, Tensor};
 
 /// The real Iris data set (Fisher, 1936; 150 rows, scikit-learn's `load_iris` values), shipped
 /// with the prelude, as the course's `iris.csv`: four measurements in cm and `target` 0/1/2.
+///
+/// ```
+/// assert_eq!(tchbook_prelude::data::IRIS_CSV.lines().count(), 151);
+/// ```
 pub const IRIS_CSV: &str = include_str!("../../data/iris.csv");
 
 /// A table of numbers read from a CSV file with a header row. Columns that are not numbers
@@ -29,6 +33,11 @@ pub struct CsvTable {
 }
 
 /// The fallible twin of [`read_csv`].
+///
+/// ```no_run
+/// let df = tchbook_prelude::data::f_read_csv("iris.csv");
+/// if let Err(e) = df { println!("{e}"); }
+/// ```
 pub fn f_read_csv(path: impl AsRef<Path>) -> Result<CsvTable, DataError> {
     let path = path.as_ref();
     let text = std::fs::read_to_string(path).map_err(|e| io_error(path, e))?;
@@ -112,16 +121,31 @@ fn parse(text: &str, path: &Path) -> Result<CsvTable, DataError> {
 
 impl CsvTable {
     /// Column names, in order.
+    ///
+    /// ```
+    /// let df = tchbook_prelude::data::iris();
+    /// assert_eq!(df.columns().len(), 5);
+    /// ```
     pub fn columns(&self) -> &[String] {
         &self.columns
     }
 
     /// Number of rows (`len(df)`).
+    ///
+    /// ```
+    /// let df = tchbook_prelude::data::iris();
+    /// assert_eq!(df.len(), 150);
+    /// ```
     pub fn len(&self) -> usize {
         self.rows.len()
     }
 
     /// Whether there are no rows.
+    ///
+    /// ```
+    /// let df = tchbook_prelude::data::iris();
+    /// assert!(!df.is_empty());
+    /// ```
     pub fn is_empty(&self) -> bool {
         self.rows.is_empty()
     }
@@ -139,12 +163,22 @@ impl CsvTable {
     }
 
     /// `df[name].values` as a float64 tensor `[rows]` (panics naming the columns if absent).
+    ///
+    /// ```
+    /// let df = tchbook_prelude::data::iris();
+    /// assert_eq!(df.column("target").size(), [150]);
+    /// ```
     pub fn column(&self, name: &str) -> Tensor {
         let c = self.index(name);
         Tensor::from_slice(&self.rows.iter().map(|r| r[c]).collect::<Vec<f64>>())
     }
 
     /// A table without the named columns (`df.drop(names, axis=1)`).
+    ///
+    /// ```
+    /// let df = tchbook_prelude::data::iris();
+    /// assert_eq!(df.drop(&["target"]).columns().len(), 4);
+    /// ```
     pub fn drop(&self, names: &[&str]) -> CsvTable {
         let keep: Vec<usize> = (0..self.columns.len())
             .filter(|&c| !names.contains(&self.columns[c].as_str()))
@@ -165,17 +199,32 @@ impl CsvTable {
     }
 
     /// `df.values` as a float64 tensor `[rows, columns]`.
+    ///
+    /// ```
+    /// let df = tchbook_prelude::data::iris();
+    /// assert_eq!(df.values().size(), [150, 5]);
+    /// ```
     pub fn values(&self) -> Tensor {
         let flat: Vec<f64> = self.rows.iter().flatten().copied().collect();
         Tensor::from_slice(&flat).view([self.rows.len() as i64, self.columns.len() as i64])
     }
 
     /// The names behind a coded text column (e.g. species), if it was text.
+    ///
+    /// ```
+    /// let df = tchbook_prelude::data::iris();
+    /// assert!(df.categories("target").is_none()); // numbers, not text
+    /// ```
     pub fn categories(&self, name: &str) -> Option<&[String]> {
         self.categories[self.index(name)].as_deref()
     }
 
     /// `df.head(n)`: the first `n` rows.
+    ///
+    /// ```
+    /// let df = tchbook_prelude::data::iris();
+    /// assert_eq!(df.head(5).len(), 5);
+    /// ```
     pub fn head(&self, n: usize) -> CsvTable {
         let mut t = self.clone();
         t.rows.truncate(n);
@@ -248,6 +297,12 @@ pub fn write_iris(dir: impl AsRef<Path>) -> Result<PathBuf, DataError> {
 }
 
 /// scikit-learn's `load_iris()`: `data` [150, 4] float32, `target` [150] int64, and the names.
+///
+/// ```
+/// use tchbook_prelude::prelude::*;
+/// let iris = load_iris().unwrap();
+/// assert_eq!(iris.feature_names[0], "sepal length (cm)");
+/// ```
 #[derive(Debug)]
 pub struct Bunch {
     /// Features, float32.

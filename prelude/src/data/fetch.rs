@@ -37,6 +37,11 @@ const CIFAR_MIRRORS: &[&str] = &["https://www.cs.toronto.edu/~kriz/"];
 
 impl DataSet {
     /// The name as shown.
+    ///
+    /// ```
+    /// use tchbook_prelude::prelude::*;
+    /// assert_eq!(DataSet::Cifar10.title(), "CIFAR-10");
+    /// ```
     pub fn title(self) -> &'static str {
         match self {
             DataSet::Cifar10 => "CIFAR-10",
@@ -46,6 +51,11 @@ impl DataSet {
     }
 
     /// Class names in label order.
+    ///
+    /// ```
+    /// use tchbook_prelude::prelude::*;
+    /// assert_eq!(DataSet::FashionMnist.classes()[0], "T-shirt/top");
+    /// ```
     pub fn classes(self) -> &'static [&'static str] {
         match self {
             DataSet::Cifar10 => &super::Cifar10::CLASSES,
@@ -55,6 +65,12 @@ impl DataSet {
     }
 
     /// Where the files live under `root` (torchvision's layout).
+    ///
+    /// ```
+    /// use tchbook_prelude::prelude::*;
+    /// let dir = DataSet::Mnist.dir(std::path::Path::new("data"));
+    /// assert_eq!(dir, std::path::Path::new("data/MNIST/raw"));
+    /// ```
     pub fn dir(self, root: &Path) -> PathBuf {
         match self {
             DataSet::Cifar10 => root.join("cifar-10-batches-bin"),
@@ -139,6 +155,13 @@ impl DataSet {
     }
 
     /// Whether every file of the set is under `root` (stand-in or real).
+    ///
+    /// ```no_run
+    /// use tchbook_prelude::prelude::*;
+    /// if !DataSet::Cifar10.is_present(std::path::Path::new("data")) {
+    ///     println!("CIFAR-10 is not in ./data yet");
+    /// }
+    /// ```
     pub fn is_present(self, root: &Path) -> bool {
         let dir = self.dir(root);
         self.files()
@@ -219,6 +242,14 @@ fn download(url: &str, dest: &Path, md5: &str) -> Result<(), String> {
 }
 
 /// The fallible twin of [`fetch`].
+///
+/// ```no_run
+/// use tchbook_prelude::prelude::*;
+/// match tchbook_prelude::data::f_fetch(DataSet::FashionMnist, "data") {
+///     Ok(dir) => println!("real Fashion-MNIST in {}", dir.display()),
+///     Err(e) => println!("{e}"), // offline: says how to get the files or use stand-ins
+/// }
+/// ```
 pub fn f_fetch(set: DataSet, root: impl AsRef<Path>) -> Result<PathBuf, DataError> {
     let root = root.as_ref();
     let dir = set.dir(root);
@@ -292,6 +323,12 @@ pub fn fetch(set: DataSet, root: impl AsRef<Path>) -> PathBuf {
 
 /// A data set found on disk: real files, or stand-ins written because the real ones were not
 /// there. Says which wherever it is shown.
+///
+/// ```no_run
+/// use tchbook_prelude::prelude::*;
+/// let cifar = Cifar10::locate_or_standin("data", 20_000, 2_000).unwrap();
+/// println!("{}", cifar.describe());
+/// ```
 #[derive(Debug, Clone)]
 pub struct Located {
     set: DataSet,
@@ -301,6 +338,11 @@ pub struct Located {
 
 impl Located {
     /// "real CIFAR-10 in data/cifar-10-batches-bin" or "stand-in CIFAR-10 (generated …)".
+    ///
+    /// ```no_run
+    /// use tchbook_prelude::prelude::*;
+    /// println!("{}", Cifar10::locate_or_standin("data", 20_000, 2_000).unwrap().describe());
+    /// ```
     pub fn describe(&self) -> String {
         let dir = self.set.dir(&self.root);
         if self.standin {
@@ -325,21 +367,44 @@ impl Located {
     }
 
     /// Whether these are generated stand-ins.
+    ///
+    /// ```no_run
+    /// use tchbook_prelude::prelude::*;
+    /// let cifar = Cifar10::locate_or_standin("data", 20_000, 2_000).unwrap();
+    /// if cifar.is_standin() { println!("(stand-in data)"); }
+    /// ```
     pub fn is_standin(&self) -> bool {
         self.standin
     }
 
     /// Which data set.
+    ///
+    /// ```no_run
+    /// use tchbook_prelude::prelude::*;
+    /// assert_eq!(Cifar10::locate_or_standin("data", 20_000, 2_000).unwrap().set(), DataSet::Cifar10);
+    /// ```
     pub fn set(&self) -> DataSet {
         self.set
     }
 
     /// The training split with `transform` applied.
+    ///
+    /// ```no_run
+    /// use tchbook_prelude::prelude::*;
+    /// let trainset = Cifar10::locate_or_standin("data", 20_000, 2_000).unwrap().train(&transforms::ToTensor()).unwrap();
+    /// # let _ = trainset;
+    /// ```
     pub fn train(&self, transform: &Transform) -> Result<TensorDataset, DataError> {
         self.load(true, transform)
     }
 
     /// The test split with `transform` applied.
+    ///
+    /// ```no_run
+    /// use tchbook_prelude::prelude::*;
+    /// let testset = Cifar10::locate_or_standin("data", 20_000, 2_000).unwrap().test(&transforms::ToTensor()).unwrap();
+    /// # let _ = testset;
+    /// ```
     pub fn test(&self, transform: &Transform) -> Result<TensorDataset, DataError> {
         self.load(false, transform)
     }

@@ -154,9 +154,20 @@ pub struct Mnist;
 
 impl Mnist {
     /// Digit names in label order.
+    ///
+    /// ```
+    /// use tchbook_prelude::prelude::*;
+    /// assert_eq!(Mnist::CLASSES[7], "7");
+    /// ```
     pub const CLASSES: [&'static str; 10] = ["0", "1", "2", "3", "4", "5", "6", "7", "8", "9"];
 
     /// Loads the training (60 000) or test (10 000) split. Panics with the file and the problem.
+    ///
+    /// ```no_run
+    /// use tchbook_prelude::prelude::*;
+    /// let train_set = Mnist::new("./data", true, &transforms::ToTensor());
+    /// println!("{}", train_set.len());
+    /// ```
     // `new` returns the data set, not `Self`, to read like torchvision's constructor call:
     // `Cifar10::new("./data", true, &transform)` ≈ `CIFAR10(root='./data', train=True, ...)`.
     #[allow(clippy::new_ret_no_self)]
@@ -165,6 +176,13 @@ impl Mnist {
     }
 
     /// The fallible twin of [`new`](Self::new).
+    ///
+    /// ```no_run
+    /// use tchbook_prelude::prelude::*;
+    /// if let Err(e) = Mnist::f_new("./data", false, &transforms::ToTensor()) {
+    ///     println!("{e}");
+    /// }
+    /// ```
     pub fn f_new(
         root: impl AsRef<Path>,
         train: bool,
@@ -174,6 +192,12 @@ impl Mnist {
     }
 
     /// Finds MNIST under `root` or writes stand-in files there (never downloads).
+    ///
+    /// ```no_run
+    /// use tchbook_prelude::prelude::*;
+    /// let mnist = Mnist::locate_or_standin("data", 12_000, 2_000).unwrap();
+    /// println!("{}", mnist.describe());
+    /// ```
     pub fn locate_or_standin(
         root: impl AsRef<Path>,
         n_train: usize,
@@ -194,6 +218,11 @@ pub struct FashionMnist;
 
 impl FashionMnist {
     /// Class names in label order.
+    ///
+    /// ```
+    /// use tchbook_prelude::prelude::*;
+    /// assert_eq!(FashionMnist::CLASSES[9], "Ankle boot");
+    /// ```
     pub const CLASSES: [&'static str; 10] = [
         "T-shirt/top",
         "Trouser",
@@ -208,6 +237,12 @@ impl FashionMnist {
     ];
 
     /// Loads the training (60 000) or test (10 000) split. Panics with the file and the problem.
+    ///
+    /// ```no_run
+    /// use tchbook_prelude::prelude::*;
+    /// let train_set = FashionMnist::new("./data", true, &transforms::ToTensor());
+    /// println!("{}", train_set.len());
+    /// ```
     // `new` returns the data set, not `Self`, to read like torchvision's constructor call:
     // `Cifar10::new("./data", true, &transform)` ≈ `CIFAR10(root='./data', train=True, ...)`.
     #[allow(clippy::new_ret_no_self)]
@@ -216,6 +251,13 @@ impl FashionMnist {
     }
 
     /// The fallible twin of [`new`](Self::new).
+    ///
+    /// ```no_run
+    /// use tchbook_prelude::prelude::*;
+    /// if let Err(e) = FashionMnist::f_new("./data", false, &transforms::ToTensor()) {
+    ///     println!("{e}");
+    /// }
+    /// ```
     pub fn f_new(
         root: impl AsRef<Path>,
         train: bool,

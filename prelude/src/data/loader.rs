@@ -38,6 +38,15 @@ pub struct DataLoader {
 
 /// What [`DataLoader::new`] accepts: a [`super::TensorDataset`] by value, any cloneable data set
 /// by reference (cloning a `TensorDataset` shares its tensors), or an `Arc` of any data set.
+///
+/// ```
+/// use tchbook_prelude::prelude::*;
+/// let ds = TensorDataset::new(Tensor::zeros([10, 2], (Kind::Float, Device::Cpu)),
+///                             Tensor::zeros([10], (Kind::Int64, Device::Cpu)));
+/// let by_ref = DataLoader::new(&ds, 4);
+/// let by_value = DataLoader::new(ds, 4);
+/// # let _ = (by_ref, by_value);
+/// ```
 pub trait IntoLoaderDataset {
     /// The shared data set.
     fn into_shared(self) -> Arc<dyn Dataset>;
@@ -63,6 +72,14 @@ impl<D: Dataset + Clone + 'static> IntoLoaderDataset for &D {
 
 impl DataLoader {
     /// `DataLoader(dataset, batch_size=...)`: in order, no workers, last partial batch kept.
+    ///
+    /// ```
+    /// use tchbook_prelude::prelude::*;
+    /// let ds = TensorDataset::new(Tensor::zeros([10, 2], (Kind::Float, Device::Cpu)),
+    ///                             Tensor::zeros([10], (Kind::Int64, Device::Cpu)));
+    /// let loader = DataLoader::new(&ds, 4);
+    /// assert_eq!(loader.len(), 3);
+    /// ```
     pub fn new(dataset: impl IntoLoaderDataset, batch_size: usize) -> Self {
         DataLoader {
             dataset: dataset.into_shared(),
@@ -81,6 +98,14 @@ impl DataLoader {
     /// `shuffle=True`: a new order every epoch. Without [`seed`](Self::seed) the order comes
     /// from libtorch's global generator, so `tch::manual_seed` makes it repeatable as
     /// `torch.manual_seed` does in PyTorch.
+    ///
+    /// ```
+    /// use tchbook_prelude::prelude::*;
+    /// let ds = TensorDataset::new(Tensor::zeros([10, 2], (Kind::Float, Device::Cpu)),
+    ///                             Tensor::zeros([10], (Kind::Int64, Device::Cpu)));
+    /// let loader = DataLoader::new(&ds, 4).shuffle(true);
+    /// # let _ = loader;
+    /// ```
     pub fn shuffle(mut self, shuffle: bool) -> Self {
         self.shuffle = shuffle;
         self
@@ -88,24 +113,57 @@ impl DataLoader {
 
     /// A fixed seed for the shuffle: epoch `k` of two loaders with the same seed gives the same
     /// order, independent of anything else in the process.
+    ///
+    /// ```
+    /// use tchbook_prelude::prelude::*;
+    /// let ds = TensorDataset::new(Tensor::zeros([10, 2], (Kind::Float, Device::Cpu)),
+    ///                             Tensor::zeros([10], (Kind::Int64, Device::Cpu)));
+    /// let loader = DataLoader::new(&ds, 4).shuffle(true).seed(0);
+    /// # let _ = loader;
+    /// ```
     pub fn seed(mut self, seed: u64) -> Self {
         self.seed = Some(seed);
         self
     }
 
     /// `drop_last=True`: skip the last batch if it is smaller than `batch_size`.
+    ///
+    /// ```
+    /// use tchbook_prelude::prelude::*;
+    /// let ds = TensorDataset::new(Tensor::zeros([10, 2], (Kind::Float, Device::Cpu)),
+    ///                             Tensor::zeros([10], (Kind::Int64, Device::Cpu)));
+    /// let loader = DataLoader::new(&ds, 4).drop_last(true);
+    /// assert_eq!(loader.len(), 2);
+    /// # let _ = loader;
+    /// ```
     pub fn drop_last(mut self, drop_last: bool) -> Self {
         self.drop_last = drop_last;
         self
     }
 
     /// `num_workers=n`: `n` threads gather batches ahead of the loop (0: in the loop itself).
+    ///
+    /// ```
+    /// use tchbook_prelude::prelude::*;
+    /// let ds = TensorDataset::new(Tensor::zeros([10, 2], (Kind::Float, Device::Cpu)),
+    ///                             Tensor::zeros([10], (Kind::Int64, Device::Cpu)));
+    /// let loader = DataLoader::new(&ds, 4).num_workers(2);
+    /// # let _ = loader;
+    /// ```
     pub fn num_workers(mut self, n: usize) -> Self {
         self.num_workers = n;
         self
     }
 
     /// Batches each worker prepares ahead (`prefetch_factor`, default 2).
+    ///
+    /// ```
+    /// use tchbook_prelude::prelude::*;
+    /// let ds = TensorDataset::new(Tensor::zeros([10, 2], (Kind::Float, Device::Cpu)),
+    ///                             Tensor::zeros([10], (Kind::Int64, Device::Cpu)));
+    /// let loader = DataLoader::new(&ds, 4).num_workers(2).prefetch_factor(4);
+    /// # let _ = loader;
+    /// ```
     pub fn prefetch_factor(mut self, n: usize) -> Self {
         self.prefetch = n.max(1);
         self
@@ -113,6 +171,14 @@ impl DataLoader {
 
     /// `pin_memory=True`: batches are placed in page-locked memory so the copy to a CUDA device
     /// can be asynchronous. Ignored without CUDA (as PyTorch does, with a warning there).
+    ///
+    /// ```
+    /// use tchbook_prelude::prelude::*;
+    /// let ds = TensorDataset::new(Tensor::zeros([10, 2], (Kind::Float, Device::Cpu)),
+    ///                             Tensor::zeros([10], (Kind::Int64, Device::Cpu)));
+    /// let loader = DataLoader::new(&ds, 4).pin_memory(true);
+    /// # let _ = loader;
+    /// ```
     pub fn pin_memory(mut self, pin: bool) -> Self {
         self.pin_memory = pin;
         self
@@ -133,6 +199,13 @@ impl DataLoader {
     }
 
     /// Number of batches per epoch (`len(loader)`).
+    ///
+    /// ```
+    /// use tchbook_prelude::prelude::*;
+    /// let ds = TensorDataset::new(Tensor::zeros([10, 2], (Kind::Float, Device::Cpu)),
+    ///                             Tensor::zeros([10], (Kind::Int64, Device::Cpu)));
+    /// assert_eq!(DataLoader::new(&ds, 4).len(), 3);
+    /// ```
     pub fn len(&self) -> usize {
         let n = self.dataset.len();
         if self.drop_last {
@@ -143,16 +216,37 @@ impl DataLoader {
     }
 
     /// Whether an epoch has no batches.
+    ///
+    /// ```
+    /// use tchbook_prelude::prelude::*;
+    /// let ds = TensorDataset::new(Tensor::zeros([10, 2], (Kind::Float, Device::Cpu)),
+    ///                             Tensor::zeros([10], (Kind::Int64, Device::Cpu)));
+    /// assert!(!DataLoader::new(&ds, 4).is_empty());
+    /// ```
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }
 
     /// Number of samples (`len(loader.dataset)`).
+    ///
+    /// ```
+    /// use tchbook_prelude::prelude::*;
+    /// let ds = TensorDataset::new(Tensor::zeros([10, 2], (Kind::Float, Device::Cpu)),
+    ///                             Tensor::zeros([10], (Kind::Int64, Device::Cpu)));
+    /// assert_eq!(DataLoader::new(&ds, 4).dataset_len(), 10);
+    /// ```
     pub fn dataset_len(&self) -> usize {
         self.dataset.len()
     }
 
     /// The batch size.
+    ///
+    /// ```
+    /// use tchbook_prelude::prelude::*;
+    /// let ds = TensorDataset::new(Tensor::zeros([10, 2], (Kind::Float, Device::Cpu)),
+    ///                             Tensor::zeros([10], (Kind::Int64, Device::Cpu)));
+    /// assert_eq!(DataLoader::new(&ds, 4).batch_size(), 4);
+    /// ```
     pub fn batch_size(&self) -> usize {
         self.batch_size
     }
@@ -182,6 +276,15 @@ impl DataLoader {
     }
 
     /// One epoch's batches. Each call starts a new epoch (a new shuffle).
+    ///
+    /// ```
+    /// use tchbook_prelude::prelude::*;
+    /// let ds = TensorDataset::new(Tensor::zeros([10, 2], (Kind::Float, Device::Cpu)),
+    ///                             Tensor::zeros([10], (Kind::Int64, Device::Cpu)));
+    /// for (i, (x, y)) in DataLoader::new(&ds, 4).iter().enumerate() {
+    ///     println!("batch {i}: {:?} {:?}", x.size(), y.size());
+    /// }
+    /// ```
     pub fn iter(&self) -> Batches<'_> {
         let order = Arc::new(self.next_order());
         let total = self.len();
@@ -251,6 +354,15 @@ impl<'a> IntoIterator for &'a DataLoader {
 }
 
 /// One epoch of a [`DataLoader`]. Checks the kernel's interrupt flag before every batch.
+///
+/// ```
+/// use tchbook_prelude::prelude::*;
+/// let ds = TensorDataset::new(Tensor::zeros([10, 2], (Kind::Float, Device::Cpu)),
+///                             Tensor::zeros([10], (Kind::Int64, Device::Cpu)));
+/// let loader = DataLoader::new(&ds, 4);
+/// let batches = loader.iter();
+/// assert_eq!(batches.len(), 3);
+/// ```
 pub struct Batches<'a> {
     loader: &'a DataLoader,
     order: Arc<Vec<i64>>,

@@ -107,6 +107,13 @@ impl Clone for TensorDataset {
 impl TensorDataset {
     /// A data set of `inputs[i]`, `targets[i]`. Panics if the first dimensions differ
     /// (see [`f_new`](Self::f_new)).
+    ///
+    /// ```
+    /// use tchbook_prelude::prelude::*;
+    /// let ds = TensorDataset::new(Tensor::zeros([5, 3], (Kind::Float, Device::Cpu)),
+    ///                             Tensor::zeros([5], (Kind::Int64, Device::Cpu)));
+    /// assert_eq!(ds.len(), 5);
+    /// ```
     pub fn new(inputs: Tensor, targets: Tensor) -> Self {
         Self::f_new(inputs, targets).unwrap_or_else(|e| panic!("{e}"))
     }
@@ -149,26 +156,61 @@ impl TensorDataset {
     }
 
     /// All inputs as one tensor (`dataset.data` after transforms).
+    ///
+    /// ```
+    /// use tchbook_prelude::prelude::*;
+    /// let ds = TensorDataset::new(Tensor::zeros([5, 3], (Kind::Float, Device::Cpu)),
+    ///                             Tensor::zeros([5], (Kind::Int64, Device::Cpu)));
+    /// assert_eq!(ds.inputs().size(), [5, 3]);
+    /// ```
     pub fn inputs(&self) -> &Tensor {
         &self.inputs
     }
 
     /// All targets as one tensor (`dataset.targets`).
+    ///
+    /// ```
+    /// use tchbook_prelude::prelude::*;
+    /// let ds = TensorDataset::new(Tensor::zeros([5, 3], (Kind::Float, Device::Cpu)),
+    ///                             Tensor::zeros([5], (Kind::Int64, Device::Cpu)));
+    /// assert_eq!(ds.targets().size(), [5]);
+    /// ```
     pub fn targets(&self) -> &Tensor {
         &self.targets
     }
 
     /// Class names (`dataset.classes`), empty if unnamed.
+    ///
+    /// ```
+    /// use tchbook_prelude::prelude::*;
+    /// let ds = TensorDataset::new(Tensor::zeros([5, 3], (Kind::Float, Device::Cpu)),
+    ///                             Tensor::zeros([5], (Kind::Int64, Device::Cpu)));
+    /// assert!(ds.classes().is_empty());
+    /// ```
     pub fn classes(&self) -> &[String] {
         &self.classes
     }
 
     /// Whether this data set was loaded from generated stand-in files, not the real data.
+    ///
+    /// ```
+    /// use tchbook_prelude::prelude::*;
+    /// let ds = TensorDataset::new(Tensor::zeros([5, 3], (Kind::Float, Device::Cpu)),
+    ///                             Tensor::zeros([5], (Kind::Int64, Device::Cpu)));
+    /// assert!(!ds.is_standin());
+    /// ```
     pub fn is_standin(&self) -> bool {
         self.standin
     }
 
     /// The data set's name as shown, e.g. "CIFAR-10 train" or "CIFAR-10 train (stand-in)".
+    ///
+    /// ```
+    /// use tchbook_prelude::prelude::*;
+    /// let ds = TensorDataset::new(Tensor::zeros([5, 3], (Kind::Float, Device::Cpu)),
+    ///                             Tensor::zeros([5], (Kind::Int64, Device::Cpu)));
+    /// assert_eq!(ds.name(), "TensorDataset");
+    /// ```
     pub fn name(&self) -> String {
         if self.standin {
             format!("{} (stand-in)", self.name)

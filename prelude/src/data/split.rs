@@ -75,6 +75,13 @@ pub(crate) fn numpy_permutation(n: usize, seed: u32) -> Vec<i64> {
 }
 
 /// The fallible twin of [`train_test_split`].
+///
+/// ```
+/// use tchbook_prelude::prelude::*;
+/// let x = Tensor::zeros([10, 2], (Kind::Float, Device::Cpu));
+/// let y = Tensor::zeros([9], (Kind::Int64, Device::Cpu));
+/// assert!(tchbook_prelude::data::f_train_test_split(&x, &y, 0.2, 0).is_err());
+/// ```
 pub fn f_train_test_split(
     x: &Tensor,
     y: &Tensor,

@@ -236,6 +236,13 @@ fn idx(
 }
 
 /// Writes stand-in MNIST IDX files under `root/MNIST/raw/`.
+///
+/// ```no_run
+/// use tchbook_prelude::prelude::*;
+/// standin::mnist("data", 12_000, 2_000, 0).unwrap();
+/// let train = Mnist::new("data", true, &transforms::ToTensor());
+/// assert!(train.is_standin());
+/// ```
 pub fn mnist(
     root: impl AsRef<Path>,
     n_train: usize,
@@ -246,6 +253,11 @@ pub fn mnist(
 }
 
 /// Writes stand-in Fashion-MNIST IDX files under `root/FashionMNIST/raw/`.
+///
+/// ```no_run
+/// use tchbook_prelude::prelude::*;
+/// standin::fashion_mnist("data", 12_000, 2_000, 0).unwrap();
+/// ```
 pub fn fashion_mnist(
     root: impl AsRef<Path>,
     n_train: usize,
@@ -256,6 +268,11 @@ pub fn fashion_mnist(
 }
 
 /// Writes stand-ins for any [`DataSet`].
+///
+/// ```no_run
+/// use tchbook_prelude::prelude::*;
+/// standin::write(DataSet::Cifar10, "data", 20_000, 2_000, 0).unwrap();
+/// ```
 pub fn write(
     set: DataSet,
     root: impl AsRef<Path>,

@@ -20,6 +20,12 @@
 use tch::{Kind, Tensor};
 
 /// A transform of a batch of images `[N, C, H, W]`.
+///
+/// ```
+/// use tchbook_prelude::prelude::*;
+/// let t: transforms::Transform = transforms::Normalize([0.1307], [0.3081]);
+/// # let _ = t;
+/// ```
 #[derive(Debug, Clone, PartialEq)]
 pub enum Transform {
     /// uint8 in 0..=255 → float32 in [0, 1].
@@ -74,6 +80,13 @@ pub fn Compose(transforms: Vec<Transform>) -> Transform {
 
 impl Transform {
     /// Applies the transform to images `[N, C, H, W]` (or one image `[C, H, W]`).
+    ///
+    /// ```
+    /// use tchbook_prelude::prelude::*;
+    /// let images = Tensor::zeros([2, 1, 28, 28], (Kind::Uint8, Device::Cpu));
+    /// let x = transforms::ToTensor().apply(&images);
+    /// assert_eq!(x.kind(), Kind::Float);
+    /// ```
     pub fn apply(&self, images: &Tensor) -> Tensor {
         match self {
             Transform::Identity => images.shallow_clone(),
