@@ -45,6 +45,7 @@ let mut running_loss = 0.0;
 // Shuffled batches gathered one at a time, as torch's and the prelude's loaders do (tch's Iter2
 // would first copy the whole 147 MB data set, which is the loader's cost, not the kernel's).
 let order = Tensor::randperm(12000, (Kind::Int64, Device::Cpu));
+let start = std::time::Instant::now();
 for i in 0..3000i64 {
     let idx = order.narrow(0, i * 4, 4);
     let (inputs, labels) = (images.index_select(0, &idx), labels.index_select(0, &idx));
@@ -59,3 +60,4 @@ for i in 0..3000i64 {
         running_loss = 0.0;
     }
 }
+println!("loop_seconds={}", start.elapsed().as_secs_f64());

@@ -12,6 +12,7 @@ let vs = nn::VarStore::new(Device::Cpu);
 let net = Net::new(&vs.root());
 let mut optimizer = nn::Sgd { momentum: 0.9, ..Default::default() }.build(&vs, 0.001)?;
 let mut running_loss = 0.0;
+let start = std::time::Instant::now();
 for (i, (inputs, labels)) in trainloader.iter().enumerate() {
     optimizer.zero_grad();
     let outputs = net.forward(&inputs);
@@ -24,3 +25,4 @@ for (i, (inputs, labels)) in trainloader.iter().enumerate() {
         running_loss = 0.0;
     }
 }
+println!("loop_seconds={}", start.elapsed().as_secs_f64());
