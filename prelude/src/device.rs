@@ -1,6 +1,11 @@
 //! Devices: picking one (cuda → mps → cpu), moving tensors and models, and what the hardware is.
 
+use crate::cuda::{self, DeviceProperties, Versions};
+use crate::display::{Bundle, Render, html_table, rich, text_table};
+use crate::sys;
+use crate::tensor_fmt::kind_name;
 use std::sync::Once;
+use tch::{Device, TchError, Tensor, nn::VarStore};
 
 unsafe extern "C" {
     fn tchbook_cuda_anchor() -> *const std::ffi::c_void;
@@ -8,8 +13,9 @@ unsafe extern "C" {
 
 /// Loads `libtorch_cuda.so` into the process (RTLD_GLOBAL) so that libtorch registers its CUDA
 /// backend. Rust links with `--as-needed`, which drops the library from a binary that calls none
-/// of its symbols; CUDA then looks absent on a GPU machine (tch-rs issue #980). The build script
-/// also links it with `-as-needed` off; this call covers binaries built some other way.
+/// of its symbols; CUDA then looks absent on a GPU machine (tch-rs issue #980). The shim keeps it
+/// linked where the build found it (see build.rs); this call covers everything else, e.g. a
+/// notebook cell's library. [`crate::runtime::attach`] and every CUDA query call it.
 /// Runs once; harmless on a CPU-only libtorch.
 ///
 /// ```
@@ -53,12 +59,6 @@ fn cuda_library_candidates() -> Vec<String> {
     out.push("libtorch_cuda.so".to_string());
     out
 }
-
-use crate::cuda::{self, DeviceProperties, Versions};
-use crate::display::{Bundle, Render, html_table, rich, text_table};
-use crate::sys;
-use crate::tensor_fmt::kind_name;
-use tch::{Device, TchError, Tensor, nn::VarStore};
 
 /// The best device here: CUDA if a CUDA device is present, else Apple's MPS, else the CPU —
 /// the tutorials' `'cuda' if torch.cuda.is_available() else 'mps' if ... else 'cpu'`.

@@ -124,7 +124,7 @@ impl LossPlot {
     }
 
     /// Draws the final state in place (call after the loop; a cell ending with the plot shows
-    /// it anyway).
+    /// it anyway). In a plain process it prints a one-line summary of each series.
     ///
     /// ```
     /// use tchbook_prelude::prelude::*;
@@ -133,7 +133,11 @@ impl LossPlot {
     /// plot.finish();
     /// ```
     pub fn finish(&mut self) {
-        self.redraw(true);
+        if crate::runtime::in_kernel() {
+            self.redraw(true);
+        } else {
+            println!("{}", self.text());
+        }
     }
 
     /// The series.

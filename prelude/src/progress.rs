@@ -162,7 +162,8 @@ impl Progress {
 
     fn rate(&self) -> f64 {
         let e = self.elapsed();
-        if e > 0.0 { self.done as f64 / e } else { 0.0 }
+        // Over the first few milliseconds a rate is noise (one step in 10 µs is not 100k/s).
+        if e > 0.05 { self.done as f64 / e } else { 0.0 }
     }
 }
 

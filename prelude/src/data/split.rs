@@ -3,7 +3,7 @@
 //! (MT19937), reproduced here, so the Iris tutorial's `random_state=33` split is the same split.
 
 use super::DataError;
-use tch::{Device, Tensor};
+use tch::Tensor;
 
 /// MT19937 seeded as numpy's `RandomState(seed)`.
 struct Mt19937 {
@@ -116,7 +116,6 @@ pub fn f_train_test_split(
         Some(d) if t.device() == d => t.index_select(0, &idx.to_device(d)),
         _ => t.index_select(0, idx),
     };
-    let _ = Device::Cpu;
     Ok((
         pick(x, &train),
         pick(x, &test),
