@@ -76,6 +76,23 @@ int tchbook_shim_has_allocator() {
 #endif
 }
 
+// 0: no CUDA allocator registered (CPU-only libtorch, or libtorch_cuda not loaded);
+// 1: registered, not initialised yet (no CUDA allocation so far, or no device);
+// 2: registered and initialised; -1: error.
+int tchbook_cuda_allocator_state() {
+#ifdef TCHBOOK_HAVE_DEVICE_ALLOCATOR
+  try {
+    auto* allocator = cuda_allocator();
+    if (allocator == nullptr) return 0;
+    return allocator->initialized() ? 2 : 1;
+  } catch (...) {
+    return -1;
+  }
+#else
+  return 0;
+#endif
+}
+
 // Fills out[0..n) with the allocator's statistics for `device`:
 // for each of the 9 StatArrays (allocation, segment, active, inactive_split, allocated_bytes,
 // reserved_bytes, active_bytes, inactive_split_bytes, requested_bytes), the aggregate pool's

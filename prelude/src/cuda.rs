@@ -21,6 +21,7 @@ use tch::Device;
 
 unsafe extern "C" {
     fn tchbook_torch_version() -> *const c_char;
+    fn tchbook_cuda_allocator_state() -> c_int;
     fn tchbook_cuda_stats(
         device: c_int,
         out: *mut i64,
@@ -345,6 +346,35 @@ pub fn versions() -> Versions {
 
 // ---------------------------------------------------------------------------------------------
 // Memory
+
+/// Whether libtorch's CUDA caching allocator is in this process, and whether it has started.
+///
+/// ```
+/// use tchbook_prelude::cuda::{allocator_state, AllocatorState};
+/// if !tchbook_prelude::cuda::is_available() {
+///     assert_ne!(allocator_state(), AllocatorState::Initialized);
+/// }
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AllocatorState {
+    /// No CUDA allocator: libtorch without CUDA (or its CUDA library could not load).
+    Absent,
+    /// Registered (libtorch_cuda is loaded) but nothing was allocated on a GPU yet.
+    Registered,
+    /// In use: the statistics are live.
+    Initialized,
+}
+
+/// Asks the shim about libtorch's CUDA caching allocator (never panics).
+pub fn allocator_state() -> AllocatorState {
+    crate::device::load_cuda();
+    // SAFETY: the shim catches every C++ exception.
+    match unsafe { tchbook_cuda_allocator_state() } {
+        2 => AllocatorState::Initialized,
+        1 => AllocatorState::Registered,
+        _ => AllocatorState::Absent,
+    }
+}
 
 /// The caching allocator's counters for one device, as `torch.cuda.memory_stats` has them.
 ///

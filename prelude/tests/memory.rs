@@ -55,3 +55,16 @@ fn memory_summary_without_cuda_reports_process_and_system_ram() {
 fn the_shim_was_built_against_libtorch_2_11() {
     assert_eq!(cuda::versions().torch, "2.11.0");
 }
+
+#[test]
+fn the_shim_finds_the_cuda_allocator_exactly_when_libtorch_has_cuda() {
+    let lib =
+        std::path::PathBuf::from(std::env::var("LIBTORCH").expect("LIBTORCH is set for the tests"));
+    let has_cuda = lib.join("lib/libc10_cuda.so").exists();
+    let state = cuda::allocator_state();
+    // The pip torch is a CUDA build: its allocator registers even without a GPU.
+    assert_eq!(state != cuda::AllocatorState::Absent, has_cuda, "{state:?}");
+    if !cuda::is_available() {
+        assert_ne!(state, cuda::AllocatorState::Initialized);
+    }
+}
