@@ -322,12 +322,27 @@ impl RunBuilder {
     /// assert_eq!((runs[1].batch_size, runs[1].num_workers), (1000, 1));
     /// ```
     pub fn get_runs(params: &RunParams) -> Vec<Run> {
+        Self::f_get_runs(params).unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    /// The fallible twin of [`get_runs`](Self::get_runs): an unknown device name is an error.
+    ///
+    /// ```
+    /// use tchbook_prelude::prelude::*;
+    /// let p = RunParams::new().device(&["tpu"]);
+    /// assert!(RunBuilder::f_get_runs(&p).unwrap_err().to_string().contains("tpu"));
+    /// ```
+    pub fn f_get_runs(params: &RunParams) -> Result<Vec<Run>, crate::device::DeviceError> {
+        let devices = params
+            .device
+            .iter()
+            .map(|d| crate::device::f_device(d))
+            .collect::<Result<Vec<Device>, _>>()?;
         let mut runs = Vec::new();
         for &lr in &params.lr {
             for &batch_size in &params.batch_size {
                 for &num_workers in &params.num_workers {
-                    for d in &params.device {
-                        let device = crate::device::device(d);
+                    for &device in &devices {
                         runs.push(Run {
                             index: runs.len() + 1,
                             lr,
@@ -339,7 +354,7 @@ impl RunBuilder {
                 }
             }
         }
-        runs
+        Ok(runs)
     }
 }
 

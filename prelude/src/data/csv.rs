@@ -150,16 +150,43 @@ impl CsvTable {
         self.rows.is_empty()
     }
 
+    fn f_index(&self, name: &str) -> Result<usize, DataError> {
+        self.columns.iter().position(|c| c == name).ok_or_else(|| {
+            DataError::Invalid(format!(
+                "{}: no column {name:?}; the columns are {:?}",
+                self.source, self.columns
+            ))
+        })
+    }
+
     fn index(&self, name: &str) -> usize {
-        self.columns
-            .iter()
-            .position(|c| c == name)
-            .unwrap_or_else(|| {
-                panic!(
-                    "{}: no column {name:?}; the columns are {:?}",
-                    self.source, self.columns
-                )
-            })
+        self.f_index(name).unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    /// The fallible twin of [`column`](Self::column).
+    ///
+    /// ```
+    /// let df = tchbook_prelude::data::iris();
+    /// assert!(df.f_column("species").unwrap_err().to_string().contains("no column"));
+    /// ```
+    pub fn f_column(&self, name: &str) -> Result<Tensor, DataError> {
+        let c = self.f_index(name)?;
+        Ok(Tensor::from_slice(
+            &self.rows.iter().map(|r| r[c]).collect::<Vec<f64>>(),
+        ))
+    }
+
+    /// The fallible twin of [`drop`](Self::drop).
+    ///
+    /// ```
+    /// let df = tchbook_prelude::data::iris();
+    /// assert!(df.f_drop(&["label"]).is_err());
+    /// ```
+    pub fn f_drop(&self, names: &[&str]) -> Result<CsvTable, DataError> {
+        for n in names {
+            self.f_index(n)?;
+        }
+        Ok(self.drop(names))
     }
 
     /// `df[name].values` as a float64 tensor `[rows]` (panics naming the columns if absent).
@@ -296,7 +323,7 @@ pub fn write_iris(dir: impl AsRef<Path>) -> Result<PathBuf, DataError> {
     Ok(path)
 }
 
-/// scikit-learn's `load_iris()`: `data` [150, 4] float32, `target` [150] int64, and the names.
+/// scikit-learn's `load_iris()`: `data` `[150, 4]` float32, `target` `[150]` int64, and the names.
 ///
 /// ```
 /// use tchbook_prelude::prelude::*;
