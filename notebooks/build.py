@@ -71,9 +71,24 @@ def machine_description() -> str:
         pass
     cores = os.cpu_count() or 0
     where = f"a {cores}-core {platform.system()} {platform.machine()} machine ({cpu}{ram})"
+    torch = torch_version()
+    lib = f" (libtorch {torch})" if torch else ""
     if gpu:
-        return f"{where} with an {gpu}; device `cuda:0`"
-    return f"{where} with no GPU; device `cpu`"
+        return f"{where} with an {gpu}; device `cuda:0`{lib}"
+    return f"{where} with no GPU; device `cpu`{lib}"
+
+
+def torch_version() -> str:
+    """The libtorch the kernel runs with: the torch wheel's version file under $LIBTORCH."""
+    libtorch = os.environ.get("LIBTORCH")
+    if not libtorch:
+        return ""
+    try:
+        text = (Path(libtorch) / "version.py").read_text()
+    except OSError:
+        return ""
+    m = re.search(r"__version__\s*=\s*['\"]([^'\"]+)", text)
+    return m.group(1) if m else ""
 
 
 def language_info() -> dict:

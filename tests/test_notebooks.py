@@ -95,6 +95,20 @@ def output_text(outputs: list) -> str:
     return text
 
 
+def remove_stale_stand_ins() -> None:
+    """Stand-in data sets left by an earlier run may come from an older generator: the notebooks
+    must be checked against what the prelude writes today. Real data (no marker) is kept."""
+    import shutil
+
+    for marker in (NOTEBOOKS / "data").glob("**/STANDIN.txt"):
+        shutil.rmtree(marker.parent)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def fresh_stand_ins():
+    remove_stale_stand_ins()
+
+
 def execute(name: str) -> Run:
     from jupyter_client.kernelspec import KernelSpecManager, NoSuchKernel
     from nbclient import NotebookClient
