@@ -170,6 +170,8 @@ fn write_nested(
 /// The values part of the repr (`[[1., 2.], [3., 4.]]`), with `indent` columns before it.
 fn values_text(t: &Tensor, indent: usize) -> String {
     let summarise = t.numel() as i64 > THRESHOLD;
+    // Reading values must not add to an autograd graph.
+    let t = &t.detach();
     let (small, gaps) = shown(t, summarise);
     let kind = t.kind();
     let flat = small
