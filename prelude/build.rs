@@ -42,23 +42,39 @@ fn main() {
 
 fn build_shim(include: Option<PathBuf>, link_cuda: bool) {
     let mut build = cc::Build::new();
-    if link_cuda {
-        build.define("TCHBOOK_LINK_CUDA", None);
-    }
     build
         .cpp(true)
         .pic(true)
         .warnings(false)
         .file("shim/shim.cpp")
         .flag("-std=c++17");
+    if link_cuda {
+        build.define("TCHBOOK_LINK_CUDA", None);
+    }
     if let Some(include) = include {
         build.include(&include);
         build.include(include.join("torch/csrc/api/include"));
         let abi = std::env::var("LIBTORCH_CXX11_ABI").unwrap_or_else(|_| "1".into());
         build.define("_GLIBCXX_USE_CXX11_ABI", abi.as_str());
-    } else {
-        // Without headers the shim compiles to stubs that report "no CUDA allocator".
-        build.define("TCHBOOK_NO_LIBTORCH", None);
     }
-    build.compile("tchbook_shim");
+    // The shim must never be why the prelude fails to build: if the libtorch headers do not
+    // compile here (a libtorch whose allocator interface changed), fall back to stubs that
+    // report "no CUDA allocator" and say so.
+    if let Err(e) = build.try_compile("tchbook_shim") {
+        println!(
+            "cargo:warning=the CUDA memory shim did not compile against these libtorch headers \
+             ({e}); CUDA memory statistics will read as unavailable"
+        );
+        let mut stub = cc::Build::new();
+        stub.cpp(true)
+            .pic(true)
+            .warnings(false)
+            .file("shim/shim.cpp")
+            .flag("-std=c++17");
+        stub.define("TCHBOOK_SHIM_STUB", None);
+        if link_cuda {
+            stub.define("TCHBOOK_LINK_CUDA", None);
+        }
+        stub.compile("tchbook_shim");
+    }
 }

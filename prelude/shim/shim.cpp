@@ -10,14 +10,18 @@
 #include <cstring>
 #include <exception>
 
-#if defined(__has_include)
+// TCHBOOK_SHIM_STUB: build.rs's fallback when these headers do not compile here.
+#if defined(__has_include) && !defined(TCHBOOK_SHIM_STUB)
 #if __has_include(<c10/core/CachingDeviceAllocator.h>)
 #define TCHBOOK_HAVE_DEVICE_ALLOCATOR 1
 #endif
+#endif
+
+#if defined(__has_include)
 #if __has_include(<torch/headeronly/version.h>)
 #include <torch/headeronly/version.h>
-#elif __has_include(<torch/version.h>)
-#include <torch/version.h>
+#elif __has_include(<torch/csrc/api/include/torch/version.h>)
+#include <torch/csrc/api/include/torch/version.h>
 #endif
 #endif
 

@@ -312,9 +312,38 @@ fn a_network_learns_the_standin_classes() {
     assert!(acc > 0.5, "accuracy after one epoch on stand-ins: {acc}");
 }
 
+/// A one-thread HTTP server on loopback that answers every GET with `body`.
+fn serve(body: &'static [u8], requests: usize) -> String {
+    use std::io::{Read, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    std::thread::spawn(move || {
+        for stream in listener.incoming().take(requests) {
+            let mut stream = stream.unwrap();
+            let mut request = Vec::new();
+            let mut buf = [0u8; 1024];
+            while !request.windows(4).any(|w| w == b"\r\n\r\n") {
+                let n = stream.read(&mut buf).unwrap();
+                if n == 0 {
+                    break;
+                }
+                request.extend_from_slice(&buf[..n]);
+            }
+            let head = format!(
+                "HTTP/1.1 200 OK\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+                body.len()
+            );
+            let _ = stream.write_all(head.as_bytes());
+            let _ = stream.write_all(body);
+        }
+    });
+    format!("http://{addr}/")
+}
+
 #[test]
-fn fetch_fails_with_a_clear_message_when_the_server_cannot_be_reached() {
-    // A closed local port stands in for "offline": no traffic leaves the machine.
+fn fetch_fails_with_a_clear_message_when_offline_or_when_the_checksum_is_wrong() {
+    // TCHBOOK_DATA_MIRROR replaces the canonical locations: no traffic leaves the machine.
+    // (One test sets it, so parallel tests cannot race on it.)
     // SAFETY: no other test reads or writes this variable.
     unsafe { std::env::set_var("TCHBOOK_DATA_MIRROR", "http://127.0.0.1:9/") };
     let e = tchbook_prelude::data::f_fetch(DataSet::Mnist, scratch("fetch")).unwrap_err();
@@ -328,4 +357,21 @@ fn fetch_fails_with_a_clear_message_when_the_server_cannot_be_reached() {
         text.contains("locate_or_standin"),
         "says what to do next: {text}"
     );
+
+    // A server that answers with the wrong bytes: the MD5 check refuses them.
+    let mirror = serve(b"not the real MNIST", 4);
+    unsafe { std::env::set_var("TCHBOOK_DATA_MIRROR", &mirror) };
+    let root = scratch("fetch-bad");
+    let text = tchbook_prelude::data::f_fetch(DataSet::FashionMnist, &root)
+        .unwrap_err()
+        .to_string();
+    unsafe { std::env::remove_var("TCHBOOK_DATA_MIRROR") };
+    assert!(
+        text.contains("checksum mismatch") && text.contains("8d4fb7e6c68d591d4c3dfef9ec88bf0d"),
+        "{text}"
+    );
+    // Nothing half-downloaded is left where the loaders would find it.
+    let raw = root.join("FashionMNIST/raw");
+    assert!(!raw.join("train-images-idx3-ubyte.gz").exists());
+    assert!(std::fs::read_dir(&raw).map(|d| d.count()).unwrap_or(0) == 0);
 }
