@@ -100,11 +100,11 @@ def remove_stale_stand_ins() -> None:
     must be checked against what the prelude writes today. Real data (no marker) is kept."""
     import shutil
 
-    for marker in (NOTEBOOKS / "data").glob("**/STANDIN.txt"):
-        shutil.rmtree(marker.parent)
+    for folder in sorted({marker.parent for marker in (NOTEBOOKS / "data").glob("**/STANDIN.txt")}):
+        shutil.rmtree(folder, ignore_errors=True)
 
 
-@pytest.fixture(scope="session", autouse=True)
+@pytest.fixture(scope="session")
 def fresh_stand_ins():
     remove_stale_stand_ins()
 
@@ -132,7 +132,7 @@ def execute(name: str) -> Run:
 
 def _executed(name: str):
     @pytest.fixture(scope="module")
-    def fixture() -> Run:
+    def fixture(fresh_stand_ins) -> Run:
         return execute(name)
     return fixture
 
