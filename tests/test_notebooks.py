@@ -249,6 +249,62 @@ def test_first_cell_names_the_device_the_committed_outputs_show(name):
             "the first cell names a different device than the committed device card shows"
 
 
+# Each tutorial's sections (../shared/tutorials), as the notebook's headings name them, in order.
+SECTIONS = {
+    TOUR: ["The device card", "Memory", "Live plots and progress", "Interrupting a cell",
+           "`:` commands", "Completion"],
+    USING_GPU: ["Which parts go to the GPU", "Sending the model to the GPU", "Older PyTorch versions",
+                "Sending the data to the GPU", "Challenge: adapt the training loop"],
+    CPU_CUDA_MPS: ["The CPU", "CUDA", "MPS", "Moving tensors to the device", "Moving a model to the device",
+                   "Important note: cross-device calculations fail"],
+    CIFAR: ["Introduction", "Step 1: Enabling GPU acceleration", "Data", "The network",
+            "Loss function and optimiser", "Training", "Saving the trained weights", "Reloading them",
+            "Testing: overall accuracy", "Testing: accuracy per class", "Note: where is the speed-up?"],
+    DEEPLIZARD: ["Using a GPU for deep learning", "PyTorch GPU example", "General idea of using a GPU",
+                 "PyTorch tensor computations on a GPU", "PyTorch nn.Module computations on a GPU",
+                 "Passing a sample to the network", "Writing device-agnostic PyTorch code",
+                 "PyTorch GPU training performance test", "Refactoring the RunManager class",
+                 "Refactoring the training loop", "CPU vs CUDA", "Quiz notes"],
+    BOOTCAMP: ["What is CUDA?", "How do I install PyTorch for GPU?", "How do I know if I have CUDA available?",
+               "Using GPU and CUDA", "Using CUDA instead of CPU", "Sending Models to GPU",
+               "Convert Tensors to .cuda() tensors", "Training on the device"],
+}
+
+
+@pytest.mark.parametrize("name", ALL)
+def test_notebook_covers_every_tutorial_section_in_order(name):
+    nb = nbformat.read(NOTEBOOKS / name, as_version=4)
+    # Headings and bold call-outs of the markdown cells; `#` lines inside ```python quotes are not headings.
+    titles = []
+    for cell in nb.cells:
+        if cell.cell_type != "markdown":
+            continue
+        fenced = False
+        for line in cell.source.splitlines():
+            if line.startswith("```"):
+                fenced = not fenced
+            elif not fenced and re.match(r"#+ ", line):
+                titles.append(line.lstrip("#").strip())
+            elif not fenced and line.startswith("> **"):
+                titles.append(line[4:].split("**")[0].rstrip("."))
+    position = 0
+    for section in SECTIONS[name]:
+        found = [i for i, t in enumerate(titles) if i >= position and t.startswith(section)]
+        assert found, f"no section {section!r} after {titles[position - 1] if position else 'the start'!r}"
+        position = found[0] + 1
+
+
+@pytest.mark.parametrize("name", ALL)
+def test_notebook_code_cells_pair_with_the_python_they_reproduce(name):
+    """Side by side: the notebook quotes the original's Python in the markdown before its Rust."""
+    nb = nbformat.read(NOTEBOOKS / name, as_version=4)
+    quoted = sum(c.source.count("```python") for c in nb.cells if c.cell_type == "markdown")
+    code = sum(1 for c in nb.cells if c.cell_type == "code")
+    assert code >= 8
+    if name != TOUR:
+        assert quoted >= 3, "the tutorial's Python is not quoted beside the Rust"
+
+
 # --- every notebook, executed ------------------------------------------------------------------
 
 @pytest.mark.parametrize("name", ALL)
