@@ -178,11 +178,27 @@ fn live_child() {
     }
     plot.finish();
     bar.finish();
+    let ds = TensorDataset::new(
+        Tensor::zeros([4, 2], (Kind::Float, Device::Cpu)),
+        Tensor::zeros([4], (Kind::Int64, Device::Cpu)),
+    );
+    let loader = DataLoader::new(&ds, 2);
+    let mut m = RunManager::new();
+    for run in RunBuilder::get_runs(&RunParams::new().lr(&[0.1, 0.01])) {
+        m.begin_run(&run, &loader);
+        m.begin_epoch();
+        for (x, y) in &loader {
+            m.track_loss(&Tensor::from(0.25f32), 2);
+            m.track_num_correct(&x, &y);
+        }
+        m.end_epoch();
+        m.end_run();
+    }
     std::thread::sleep(std::time::Duration::from_millis(300));
 }
 
 #[test]
-fn loss_plots_and_progress_bars_update_in_place_inside_a_kernel() {
+fn plots_progress_bars_and_run_tables_update_in_place_inside_a_kernel() {
     use base64::Engine;
     let out = run_child(LIVE_CHILD);
     let messages: Vec<serde_json::Value> = out
@@ -226,6 +242,29 @@ fn loss_plots_and_progress_bars_update_in_place_inside_a_kernel() {
         .find(|m| m["op"] == "display" && m["data"]["application/json"]["total"] == 3)
         .expect("the progress bar is displayed")["display_id"]
         .clone();
+    // The run table: shown after the first epoch, updated in place after the second.
+    let table = messages
+        .iter()
+        .find(|m| m["op"] == "display" && m["data"]["application/json"]["columns"][0] == "run")
+        .expect("the run table is displayed");
+    assert_eq!(
+        table["data"]["application/json"]["rows"]
+            .as_array()
+            .unwrap()
+            .len(),
+        1
+    );
+    let update = messages
+        .iter()
+        .find(|m| m["op"] == "update" && m["display_id"] == table["display_id"])
+        .expect("the run table updates in place");
+    assert_eq!(update["data"]["application/json"]["rows"][1]["lr"], 0.01);
+    assert!(
+        update["data"]["text/html"]
+            .as_str()
+            .unwrap()
+            .contains("<td>0.01</td>")
+    );
     let final_bar = messages
         .iter()
         .rev()
