@@ -129,6 +129,7 @@ fn a_dataset_of_samples_is_batched_by_stacking() {
 const INTERRUPT_CHILD: &str = "loader::interrupt_child";
 
 #[test]
+#[ignore = "runs only as the child process of another test"]
 fn interrupt_child() {
     if std::env::var("TCHBOOK_TEST_CHILD").as_deref() != Ok(INTERRUPT_CHILD) {
         return;
@@ -172,6 +173,7 @@ fn an_interrupt_stops_the_loader_with_keyboard_interrupt_and_keeps_the_model() {
         .args([
             "--exact",
             INTERRUPT_CHILD,
+            "--ignored",
             "--nocapture",
             "--test-threads=1",
         ])

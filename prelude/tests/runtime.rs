@@ -7,7 +7,13 @@ use tchbook_prelude::runtime;
 /// pump and SIGINT handler can be observed from outside.
 fn run_child(test: &str) -> String {
     let out = Command::new(std::env::current_exe().unwrap())
-        .args(["--exact", test, "--nocapture", "--test-threads=1"])
+        .args([
+            "--exact",
+            test,
+            "--ignored",
+            "--nocapture",
+            "--test-threads=1",
+        ])
         .env("TCHBOOK_TEST_CHILD", test)
         .output()
         .unwrap();
@@ -26,6 +32,7 @@ fn is_child(test: &str) -> bool {
 const PUMP_CHILD: &str = "runtime::pump_child";
 
 #[test]
+#[ignore = "runs only as the child process of another test"]
 fn pump_child() {
     use std::io::Write;
     if !is_child(PUMP_CHILD) {
@@ -99,6 +106,7 @@ fn pump_forwards_whole_lines_and_flushes_partial_lines_as_stream_ops() {
 const SIGINT_CHILD: &str = "runtime::sigint_child";
 
 #[test]
+#[ignore = "runs only as the child process of another test"]
 fn sigint_child() {
     if !is_child(SIGINT_CHILD) {
         return;
@@ -163,6 +171,7 @@ fn tune_allocator_is_accepted_by_glibc() {
 const LIVE_CHILD: &str = "runtime::live_child";
 
 #[test]
+#[ignore = "runs only as the child process of another test"]
 fn live_child() {
     use tchbook_prelude::prelude::*;
     if !is_child(LIVE_CHILD) {
