@@ -338,7 +338,8 @@ fn gather(
     let start = b * bs;
     let end = (start + bs).min(n);
     let (x, y) = dataset.get_batch(&order[start..end]);
-    if pin {
+    // Only CPU memory can be page-locked; a data set already on the GPU is left alone.
+    if pin && x.device() == Device::Cpu {
         (x.pin_memory(Device::Cuda(0)), y.pin_memory(Device::Cuda(0)))
     } else {
         (x, y)
