@@ -36,6 +36,20 @@ void copy_message(const char* what, char* err, size_t err_len) {
   err[err_len - 1] = '\0';
 }
 
+// Runs `body`, turning any C++ exception into -1 and its message in `err`.
+template <typename Body>
+int guarded(char* err, size_t err_len, Body&& body) {
+  try {
+    return body();
+  } catch (const std::exception& e) {
+    copy_message(e.what(), err, err_len);
+    return -1;
+  } catch (...) {
+    copy_message("unknown C++ exception", err, err_len);
+    return -1;
+  }
+}
+
 #ifdef TCHBOOK_HAVE_DEVICE_ALLOCATOR
 // nullptr when no CUDA allocator is registered (CPU-only libtorch, or libtorch_cuda not loaded).
 c10::DeviceAllocator* cuda_allocator() {
@@ -85,13 +99,11 @@ int tchbook_shim_has_allocator() {
 // 2: registered and initialised; -1: error.
 int tchbook_cuda_allocator_state() {
 #ifdef TCHBOOK_HAVE_DEVICE_ALLOCATOR
-  try {
+  return guarded(nullptr, 0, [&] {
     auto* allocator = cuda_allocator();
     if (allocator == nullptr) return 0;
     return allocator->initialized() ? 2 : 1;
-  } catch (...) {
-    return -1;
-  }
+  });
 #else
   return 0;
 #endif
@@ -107,7 +119,7 @@ int tchbook_cuda_allocator_state() {
 // (nothing was ever allocated on CUDA), -1 on error (message in err).
 int tchbook_cuda_stats(int device, int64_t* out, int n, char* err, size_t err_len) {
 #ifdef TCHBOOK_HAVE_DEVICE_ALLOCATOR
-  try {
+  return guarded(err, err_len, [&] {
     auto* allocator = cuda_allocator();
     if (allocator == nullptr) return 1;
     if (!allocator->initialized()) return 2;
@@ -139,13 +151,7 @@ int tchbook_cuda_stats(int device, int64_t* out, int n, char* err, size_t err_le
     values[k++] = stats.max_split_size;
     for (int i = 0; i < n && i < k; ++i) out[i] = values[i];
     return 0;
-  } catch (const std::exception& e) {
-    copy_message(e.what(), err, err_len);
-    return -1;
-  } catch (...) {
-    copy_message("unknown C++ exception", err, err_len);
-    return -1;
-  }
+  });
 #else
   (void)device; (void)out; (void)n; (void)err; (void)err_len;
   return 1;
@@ -155,7 +161,7 @@ int tchbook_cuda_stats(int device, int64_t* out, int n, char* err, size_t err_le
 // what: 0 = reset peak stats, 1 = reset accumulated stats, 2 = empty cache (all devices).
 int tchbook_cuda_allocator_op(int device, int what, char* err, size_t err_len) {
 #ifdef TCHBOOK_HAVE_DEVICE_ALLOCATOR
-  try {
+  return guarded(err, err_len, [&] {
     auto* allocator = cuda_allocator();
     if (allocator == nullptr) return 1;
     if (!allocator->initialized()) return 2;
@@ -167,13 +173,7 @@ int tchbook_cuda_allocator_op(int device, int what, char* err, size_t err_len) {
       default: copy_message("unknown allocator operation", err, err_len); return -1;
     }
     return 0;
-  } catch (const std::exception& e) {
-    copy_message(e.what(), err, err_len);
-    return -1;
-  } catch (...) {
-    copy_message("unknown C++ exception", err, err_len);
-    return -1;
-  }
+  });
 #else
   (void)device; (void)what; (void)err; (void)err_len;
   return 1;
@@ -184,20 +184,14 @@ int tchbook_cuda_allocator_op(int device, int what, char* err, size_t err_len) {
 int tchbook_cuda_mem_info(int device, uint64_t* free_bytes, uint64_t* total_bytes, char* err,
                           size_t err_len) {
 #ifdef TCHBOOK_HAVE_DEVICE_ALLOCATOR
-  try {
+  return guarded(err, err_len, [&] {
     auto* allocator = cuda_allocator();
     if (allocator == nullptr) return 1;
     auto info = allocator->getMemoryInfo(static_cast<c10::DeviceIndex>(device));
     *free_bytes = info.first;
     *total_bytes = info.second;
     return 0;
-  } catch (const std::exception& e) {
-    copy_message(e.what(), err, err_len);
-    return -1;
-  } catch (...) {
-    copy_message("unknown C++ exception", err, err_len);
-    return -1;
-  }
+  });
 #else
   (void)device; (void)free_bytes; (void)total_bytes; (void)err; (void)err_len;
   return 1;

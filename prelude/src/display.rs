@@ -15,6 +15,7 @@ use crate::runtime;
 use base64::Engine;
 use serde_json::{Map, Value};
 use std::io::Write;
+use std::time::{Duration, Instant};
 
 /// One value's renderings, by MIME type.
 ///
@@ -296,6 +297,50 @@ pub(crate) fn show_quiet<T: Render + ?Sized>(value: &T) -> DisplayHandle {
         DisplayHandle { id: Some(id) }
     } else {
         DisplayHandle { id: None }
+    }
+}
+
+/// A live output redrawn at most once per `every` (the shared half of plots and progress bars).
+/// Outside a kernel it never draws.
+pub(crate) struct Live {
+    every: Duration,
+    handle: Option<DisplayHandle>,
+    last: Option<Instant>,
+}
+
+impl Live {
+    pub(crate) fn new(every: Duration) -> Self {
+        Live {
+            every,
+            handle: None,
+            last: None,
+        }
+    }
+
+    /// Whether to redraw now: inside a kernel, when forced or when `every` has passed.
+    pub(crate) fn due(&mut self, force: bool) -> bool {
+        if !runtime::in_kernel() {
+            return false;
+        }
+        let now = Instant::now();
+        if !force && self.last.is_some_and(|t| now - t < self.every) {
+            return false;
+        }
+        self.last = Some(now);
+        true
+    }
+
+    /// Shows the value the first time, replaces it in place afterwards.
+    pub(crate) fn draw<T: Render + ?Sized>(&mut self, value: &T) {
+        match &self.handle {
+            Some(h) => h.update_quiet(value),
+            None => self.handle = Some(show_quiet(value)),
+        }
+    }
+
+    /// Whether anything was drawn yet.
+    pub(crate) fn shown(&self) -> bool {
+        self.handle.is_some()
     }
 }
 

@@ -2,11 +2,11 @@
 //! render on a headless machine. A [`LossPlot`] redraws itself in place while a loop pushes
 //! points (at most twice a second), and renders fully when a cell ends with it.
 
-use crate::display::{Bundle, DisplayHandle, Render, rich, show_quiet};
+use crate::display::{Bundle, Live, Render, rich};
 use plotters::prelude::*;
 use serde_json::json;
 use std::sync::Once;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// DejaVu Sans (see assets/DejaVuSans-LICENSE.txt), registered with plotters as "sans-serif".
 static FONT: &[u8] = include_bytes!("../assets/DejaVuSans.ttf");
@@ -53,8 +53,7 @@ pub struct LossPlot {
     x_label: String,
     y_label: String,
     series: Vec<Series>,
-    handle: Option<DisplayHandle>,
-    last_draw: Option<Instant>,
+    live: Live,
 }
 
 impl LossPlot {
@@ -71,8 +70,7 @@ impl LossPlot {
             x_label: "epoch".into(),
             y_label: "loss".into(),
             series: Vec::new(),
-            handle: None,
-            last_draw: None,
+            live: Live::new(REDRAW),
         }
     }
 
@@ -152,18 +150,9 @@ impl LossPlot {
     }
 
     fn redraw(&mut self, force: bool) {
-        if !crate::runtime::in_kernel() {
-            return;
-        }
-        let now = Instant::now();
-        if !force && self.last_draw.is_some_and(|t| now - t < REDRAW) {
-            return;
-        }
-        self.last_draw = Some(now);
-        let live = LiveFrame(self);
-        match &self.handle {
-            Some(h) => h.update_quiet(&live),
-            None => self.handle = Some(show_quiet(&live)),
+        if self.live.due(force) {
+            let frame = LiveFrame(self).bundle();
+            self.live.draw(&frame);
         }
     }
 

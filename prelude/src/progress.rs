@@ -2,7 +2,7 @@
 //! place in the notebook at most ten times a second. Each tick checks the interrupt flag.
 //! In a plain process nothing is printed until [`Progress::finish`], which prints one line.
 
-use crate::display::{Bundle, DisplayHandle, Render, rich, show_quiet};
+use crate::display::{Bundle, Live, Render, rich};
 use crate::interrupt;
 use std::time::{Duration, Instant};
 
@@ -27,8 +27,7 @@ pub struct Progress {
     description: String,
     postfix: String,
     start: Instant,
-    last_draw: Option<Instant>,
-    handle: Option<DisplayHandle>,
+    live: Live,
     finished: bool,
 }
 
@@ -48,8 +47,7 @@ impl Progress {
             description: String::new(),
             postfix: String::new(),
             start: Instant::now(),
-            last_draw: None,
-            handle: None,
+            live: Live::new(REDRAW),
             finished: false,
         }
     }
@@ -140,23 +138,15 @@ impl Progress {
         }
         self.finished = true;
         self.redraw(true);
-        if self.handle.is_none() {
+        if !self.live.shown() {
             println!("{}", self.bundle().text);
         }
     }
 
     fn redraw(&mut self, force: bool) {
-        if !crate::runtime::in_kernel() {
-            return;
-        }
-        let now = Instant::now();
-        if !force && self.last_draw.is_some_and(|t| now - t < REDRAW) {
-            return;
-        }
-        self.last_draw = Some(now);
-        match &self.handle {
-            Some(h) => h.update_quiet(&*self),
-            None => self.handle = Some(show_quiet(&*self)),
+        if self.live.due(force) {
+            let frame = self.bundle();
+            self.live.draw(&frame);
         }
     }
 
@@ -285,7 +275,7 @@ impl<I: Iterator> Iterator for ProgressIter<I> {
     fn next(&mut self) -> Option<I::Item> {
         match self.iter.next() {
             Some(item) => {
-                if self.bar.done == 0 && self.bar.last_draw.is_none() {
+                if self.bar.done == 0 && !self.bar.live.shown() {
                     interrupt::check();
                     self.bar.redraw(true);
                 }

@@ -2,7 +2,7 @@
 //! each a sequence of 3073-byte records (a label byte, then 1024 red, 1024 green and 1024 blue
 //! pixels of a 32×32 image, row by row).
 
-use super::fetch::{DataSet, Located, locate};
+use super::fetch::DataSet;
 use super::transforms::Transform;
 use super::{DataError, TensorDataset, format_error, images_u8, is_standin_dir, labels_i64};
 use std::path::{Path, PathBuf};
@@ -34,66 +34,6 @@ impl Cifar10 {
         "plane", "car", "bird", "cat", "deer", "dog", "frog", "horse", "ship", "truck",
     ];
 
-    /// Loads the training (`train = true`, 50 000 images) or test split (10 000) from `root`
-    /// (which holds `cifar-10-batches-bin/`, or the `.bin` files themselves), applying
-    /// `transform` to all images. Panics with the file and the problem (see [`f_new`](Self::f_new)).
-    ///
-    /// ```no_run
-    /// use tchbook_prelude::prelude::*;
-    /// let testset = Cifar10::new("./data", false, &transforms::ToTensor());
-    /// println!("{} test images", testset.len());
-    /// ```
-    // `new` returns the data set, not `Self`, to read like torchvision's constructor call:
-    // `Cifar10::new("./data", true, &transform)` ≈ `CIFAR10(root='./data', train=True, ...)`.
-    #[allow(clippy::new_ret_no_self)]
-    pub fn new(root: impl AsRef<Path>, train: bool, transform: &Transform) -> TensorDataset {
-        Self::f_new(root, train, transform).unwrap_or_else(|e| panic!("{e}"))
-    }
-
-    /// The fallible twin of [`new`](Self::new).
-    ///
-    /// ```no_run
-    /// use tchbook_prelude::prelude::*;
-    /// match Cifar10::f_new("./data", true, &transforms::ToTensor()) {
-    ///     Ok(trainset) => println!("{}", trainset.name()),
-    ///     Err(e) => println!("{e}"), // names the file and what is wrong
-    /// }
-    /// ```
-    pub fn f_new(
-        root: impl AsRef<Path>,
-        train: bool,
-        transform: &Transform,
-    ) -> Result<TensorDataset, DataError> {
-        let dir = Self::dir(root.as_ref())?;
-        let names: Vec<String> = if train {
-            (1..=5).map(|i| format!("data_batch_{i}.bin")).collect()
-        } else {
-            vec!["test_batch.bin".to_string()]
-        };
-        let mut pixels = Vec::new();
-        let mut labels = Vec::new();
-        for name in &names {
-            let path = dir.join(name);
-            if !path.exists() {
-                return Err(DataError::Missing {
-                    path,
-                    hint: Self::hint(root.as_ref()),
-                });
-            }
-            let (p, l) = read_batch(&path)?;
-            pixels.extend_from_slice(&p);
-            labels.extend_from_slice(&l);
-        }
-        let n = labels.len() as i64;
-        let images = transform.apply(&images_u8(&pixels, n, 3, 32, 32));
-        let split = if train { "train" } else { "test" };
-        Ok(TensorDataset::new(images, labels_i64(&labels)).named(
-            &format!("CIFAR-10 {split}"),
-            &Self::CLASSES,
-            is_standin_dir(&dir),
-        ))
-    }
-
     fn dir(root: &Path) -> Result<PathBuf, DataError> {
         let nested = root.join("cifar-10-batches-bin");
         if nested.is_dir() {
@@ -115,24 +55,45 @@ impl Cifar10 {
             root, root
         )
     }
+}
 
-    /// Finds CIFAR-10 under `root`; if absent, writes stand-in files there (`n_train`, `n_test`
-    /// images, clearly marked) — never downloads. The handle says which it is.
-    ///
-    /// ```no_run
-    /// use tchbook_prelude::prelude::*;
-    /// let cifar = Cifar10::locate_or_standin("data", 20_000, 2_000).unwrap();
-    /// println!("{}", cifar.describe());
-    /// let trainset = cifar.train(&transforms::ToTensor()).unwrap();
-    /// # let _ = trainset;
-    /// ```
-    pub fn locate_or_standin(
-        root: impl AsRef<Path>,
-        n_train: usize,
-        n_test: usize,
-    ) -> Result<Located, DataError> {
-        locate(DataSet::Cifar10, root.as_ref(), n_train, n_test)
+dataset_entry_points!(Cifar10, DataSet::Cifar10, read);
+
+/// Reads the CIFAR-10 training or test batches under `root`.
+fn read(
+    _set: DataSet,
+    root: &Path,
+    train: bool,
+    transform: &Transform,
+) -> Result<TensorDataset, DataError> {
+    let dir = Cifar10::dir(root)?;
+    let names: Vec<String> = if train {
+        (1..=5).map(|i| format!("data_batch_{i}.bin")).collect()
+    } else {
+        vec!["test_batch.bin".to_string()]
+    };
+    let mut pixels = Vec::new();
+    let mut labels = Vec::new();
+    for name in &names {
+        let path = dir.join(name);
+        if !path.exists() {
+            return Err(DataError::Missing {
+                path,
+                hint: Cifar10::hint(root),
+            });
+        }
+        let (p, l) = read_batch(&path)?;
+        pixels.extend_from_slice(&p);
+        labels.extend_from_slice(&l);
     }
+    let n = labels.len() as i64;
+    let images = transform.apply(&images_u8(&pixels, n, 3, 32, 32));
+    let split = if train { "train" } else { "test" };
+    Ok(TensorDataset::new(images, labels_i64(&labels)).named(
+        &format!("CIFAR-10 {split}"),
+        &Cifar10::CLASSES,
+        is_standin_dir(&dir),
+    ))
 }
 
 /// Reads one binary batch: (pixels, labels). Errors name the file and the problem.

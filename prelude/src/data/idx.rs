@@ -2,7 +2,7 @@
 //! big-endian header (magic `0x00000803` for images, `0x00000801` for labels, then the
 //! dimensions) followed by unsigned bytes.
 
-use super::fetch::{DataSet, Located, locate};
+use super::fetch::DataSet;
 use super::transforms::Transform;
 use super::{
     DataError, TensorDataset, format_error, images_u8, is_standin_dir, labels_i64, read_maybe_gz,
@@ -152,6 +152,8 @@ fn load(
 /// ```
 pub struct Mnist;
 
+dataset_entry_points!(Mnist, DataSet::Mnist, load);
+
 impl Mnist {
     /// Digit names in label order.
     ///
@@ -160,51 +162,6 @@ impl Mnist {
     /// assert_eq!(Mnist::CLASSES[7], "7");
     /// ```
     pub const CLASSES: [&'static str; 10] = ["0", "1", "2", "3", "4", "5", "6", "7", "8", "9"];
-
-    /// Loads the training (60 000) or test (10 000) split. Panics with the file and the problem.
-    ///
-    /// ```no_run
-    /// use tchbook_prelude::prelude::*;
-    /// let train_set = Mnist::new("./data", true, &transforms::ToTensor());
-    /// println!("{}", train_set.len());
-    /// ```
-    // `new` returns the data set, not `Self`, to read like torchvision's constructor call:
-    // `Cifar10::new("./data", true, &transform)` ≈ `CIFAR10(root='./data', train=True, ...)`.
-    #[allow(clippy::new_ret_no_self)]
-    pub fn new(root: impl AsRef<Path>, train: bool, transform: &Transform) -> TensorDataset {
-        Self::f_new(root, train, transform).unwrap_or_else(|e| panic!("{e}"))
-    }
-
-    /// The fallible twin of [`new`](Self::new).
-    ///
-    /// ```no_run
-    /// use tchbook_prelude::prelude::*;
-    /// if let Err(e) = Mnist::f_new("./data", false, &transforms::ToTensor()) {
-    ///     println!("{e}");
-    /// }
-    /// ```
-    pub fn f_new(
-        root: impl AsRef<Path>,
-        train: bool,
-        transform: &Transform,
-    ) -> Result<TensorDataset, DataError> {
-        load(DataSet::Mnist, root.as_ref(), train, transform)
-    }
-
-    /// Finds MNIST under `root` or writes stand-in files there (never downloads).
-    ///
-    /// ```no_run
-    /// use tchbook_prelude::prelude::*;
-    /// let mnist = Mnist::locate_or_standin("data", 12_000, 2_000).unwrap();
-    /// println!("{}", mnist.describe());
-    /// ```
-    pub fn locate_or_standin(
-        root: impl AsRef<Path>,
-        n_train: usize,
-        n_test: usize,
-    ) -> Result<Located, DataError> {
-        locate(DataSet::Mnist, root.as_ref(), n_train, n_test)
-    }
 }
 
 /// Fashion-MNIST (`torchvision.datasets.FashionMNIST`), from `root/FashionMNIST/raw/` or `root`.
@@ -215,6 +172,8 @@ impl Mnist {
 /// # let _ = train_set;
 /// ```
 pub struct FashionMnist;
+
+dataset_entry_points!(FashionMnist, DataSet::FashionMnist, load);
 
 impl FashionMnist {
     /// Class names in label order.
@@ -235,49 +194,4 @@ impl FashionMnist {
         "Bag",
         "Ankle boot",
     ];
-
-    /// Loads the training (60 000) or test (10 000) split. Panics with the file and the problem.
-    ///
-    /// ```no_run
-    /// use tchbook_prelude::prelude::*;
-    /// let train_set = FashionMnist::new("./data", true, &transforms::ToTensor());
-    /// println!("{}", train_set.len());
-    /// ```
-    // `new` returns the data set, not `Self`, to read like torchvision's constructor call:
-    // `Cifar10::new("./data", true, &transform)` ≈ `CIFAR10(root='./data', train=True, ...)`.
-    #[allow(clippy::new_ret_no_self)]
-    pub fn new(root: impl AsRef<Path>, train: bool, transform: &Transform) -> TensorDataset {
-        Self::f_new(root, train, transform).unwrap_or_else(|e| panic!("{e}"))
-    }
-
-    /// The fallible twin of [`new`](Self::new).
-    ///
-    /// ```no_run
-    /// use tchbook_prelude::prelude::*;
-    /// if let Err(e) = FashionMnist::f_new("./data", false, &transforms::ToTensor()) {
-    ///     println!("{e}");
-    /// }
-    /// ```
-    pub fn f_new(
-        root: impl AsRef<Path>,
-        train: bool,
-        transform: &Transform,
-    ) -> Result<TensorDataset, DataError> {
-        load(DataSet::FashionMnist, root.as_ref(), train, transform)
-    }
-
-    /// Finds Fashion-MNIST under `root` or writes stand-in files there (never downloads).
-    ///
-    /// ```no_run
-    /// use tchbook_prelude::prelude::*;
-    /// let fashion = FashionMnist::locate_or_standin("data", 12_000, 2_000).unwrap();
-    /// println!("{}", fashion.describe());
-    /// ```
-    pub fn locate_or_standin(
-        root: impl AsRef<Path>,
-        n_train: usize,
-        n_test: usize,
-    ) -> Result<Located, DataError> {
-        locate(DataSet::FashionMnist, root.as_ref(), n_train, n_test)
-    }
 }

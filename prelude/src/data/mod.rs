@@ -13,6 +13,70 @@
 //! }
 //! ```
 
+/// `new`, `f_new` and `locate_or_standin` for a data set type (`Cifar10`, `Mnist`, ...):
+/// `$read(set, root, train, transform)` reads its files.
+macro_rules! dataset_entry_points {
+    ($t:ident, $set:expr, $read:path) => {
+        impl $t {
+            /// Loads the training (`train = true`) or the test split from `root` (torchvision's
+            /// layout under it, or the files themselves), applying `transform` to all images.
+            /// Panics naming the file and what is wrong with it (see [`f_new`](Self::f_new)).
+            ///
+            /// ```no_run
+            /// use tchbook_prelude::prelude::*;
+            #[doc = concat!("let train_set = ", stringify!($t), "::new(\"./data\", true, &transforms::ToTensor());")]
+            /// println!("{} images", train_set.len());
+            /// ```
+            // `new` returns the data set, not `Self`, to read like torchvision's constructor:
+            // `Cifar10::new("./data", true, &transform)` ≈ `CIFAR10(root='./data', train=True, ...)`.
+            #[allow(clippy::new_ret_no_self)]
+            pub fn new(
+                root: impl AsRef<std::path::Path>,
+                train: bool,
+                transform: &$crate::data::transforms::Transform,
+            ) -> $crate::data::TensorDataset {
+                Self::f_new(root, train, transform).unwrap_or_else(|e| panic!("{e}"))
+            }
+
+            /// The fallible twin of [`new`](Self::new).
+            ///
+            /// ```no_run
+            /// use tchbook_prelude::prelude::*;
+            #[doc = concat!("match ", stringify!($t), "::f_new(\"./data\", false, &transforms::ToTensor()) {")]
+            ///     Ok(test_set) => println!("{}", test_set.name()),
+            ///     Err(e) => println!("{e}"), // names the file and what is wrong
+            /// }
+            /// ```
+            pub fn f_new(
+                root: impl AsRef<std::path::Path>,
+                train: bool,
+                transform: &$crate::data::transforms::Transform,
+            ) -> Result<$crate::data::TensorDataset, $crate::data::DataError> {
+                $read($set, root.as_ref(), train, transform)
+            }
+
+            /// Finds the data set under `root`; if its files are absent, writes marked stand-in
+            /// files there (`n_train` and `n_test` images) in the real format. Never downloads
+            /// (see [`fetch`](crate::data::fetch)). The handle says which it is.
+            ///
+            /// ```no_run
+            /// use tchbook_prelude::prelude::*;
+            #[doc = concat!("let located = ", stringify!($t), "::locate_or_standin(\"data\", 12_000, 2_000).unwrap();")]
+            /// println!("{}", located.describe());
+            /// let train_set = located.train(&transforms::ToTensor()).unwrap();
+            /// # let _ = train_set;
+            /// ```
+            pub fn locate_or_standin(
+                root: impl AsRef<std::path::Path>,
+                n_train: usize,
+                n_test: usize,
+            ) -> Result<$crate::data::Located, $crate::data::DataError> {
+                $crate::data::fetch::locate($set, root.as_ref(), n_train, n_test)
+            }
+        }
+    };
+}
+
 mod cifar;
 mod csv;
 mod fetch;
