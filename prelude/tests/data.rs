@@ -177,6 +177,15 @@ fn idx_loader_rejects_truncated_wrong_magic_and_mismatched_counts() {
         "{text}"
     );
 
+    std::fs::write(raw.join("t10k-labels-idx1-ubyte"), idx_labels(&[1, 2, 12])).unwrap();
+    let text = Mnist::f_new(&root, false, &transforms::ToTensor())
+        .unwrap_err()
+        .to_string();
+    assert!(
+        text.contains("t10k-labels-idx1-ubyte") && text.contains("corrupt label 12 at index 2"),
+        "{text}"
+    );
+
     std::fs::write(raw.join("t10k-labels-idx1-ubyte.gz"), b"not gzip").unwrap();
     std::fs::remove_file(raw.join("t10k-labels-idx1-ubyte")).unwrap();
     let text = Mnist::f_new(&root, false, &transforms::ToTensor())
