@@ -26,6 +26,8 @@ use std::path::{Path, PathBuf};
 include!(concat!(env!("OUT_DIR"), "/prelude_files.rs"));
 
 /// Marker written into a build directory once the prelude has been built and loaded in it.
+/// It holds the prelude's stamp: a build directory made for other prelude sources is not
+/// ready (cargo would rebuild part of it), so it is refreshed from, or into, the template.
 const READY_MARKER: &str = ".tchbook-ready";
 
 /// `$TCHBOOK_CACHE_DIR`, else `$XDG_CACHE_HOME/tchbook`, else `~/.cache/tchbook`.
@@ -60,8 +62,14 @@ impl BuildCache {
     }
 
     /// Writes the embedded prelude (unless `TCHBOOK_PRELUDE_DIR` points at a checkout) and the
-    /// cargo config; returns the prelude crate's directory.
-    pub fn prepare(&self) -> Result<PathBuf> {
+    /// cargo config; returns the prelude crate's directory and its stamp (a hash of its files).
+    pub fn prepare(&self) -> Result<(PathBuf, String)> {
+        let dir = self.write_prelude()?;
+        let stamp = stamp(&dir);
+        Ok((dir, stamp))
+    }
+
+    fn write_prelude(&self) -> Result<PathBuf> {
         std::fs::create_dir_all(self.dir.join(".cargo"))
             .with_context(|| format!("creating the build cache {}", self.dir.display()))?;
         // Dependencies (tch, the prelude) are built once and run often: optimise them. The
@@ -119,13 +127,46 @@ pub struct Slot {
     _lock: File,
 }
 
-pub fn is_ready(build_dir: &Path) -> bool {
-    build_dir.join(READY_MARKER).exists()
+/// Whether `build_dir` has the prelude with this stamp built.
+pub fn is_ready(build_dir: &Path, stamp: &str) -> bool {
+    std::fs::read_to_string(build_dir.join(READY_MARKER)).is_ok_and(|found| found == stamp)
 }
 
-pub fn mark_ready(build_dir: &Path) -> Result<()> {
-    std::fs::write(build_dir.join(READY_MARKER), crate::VERSION)?;
+pub fn mark_ready(build_dir: &Path, stamp: &str) -> Result<()> {
+    std::fs::write(build_dir.join(READY_MARKER), stamp)?;
     Ok(())
+}
+
+/// The kernel version and a hash of every file of the prelude crate at `dir`.
+fn stamp(dir: &Path) -> String {
+    use std::hash::{Hash, Hasher};
+    fn walk(dir: &Path, files: &mut Vec<PathBuf>) {
+        let Ok(entries) = std::fs::read_dir(dir) else {
+            return;
+        };
+        for entry in entries.flatten() {
+            let path = entry.path();
+            let name = entry.file_name();
+            if name.to_string_lossy().starts_with('.') || name == "target" {
+                continue;
+            }
+            if path.is_dir() {
+                walk(&path, files);
+            } else {
+                files.push(path);
+            }
+        }
+    }
+    let mut files = Vec::new();
+    walk(dir, &mut files);
+    files.sort();
+    // SipHash with fixed keys: the same files give the same stamp in every process.
+    let mut hasher = std::collections::hash_map::DefaultHasher::new();
+    for file in files {
+        file.strip_prefix(dir).unwrap_or(&file).hash(&mut hasher);
+        std::fs::read(&file).unwrap_or_default().hash(&mut hasher);
+    }
+    format!("{}-{:016x}", crate::VERSION, hasher.finish())
 }
 
 /// Replaces `to` with a copy of `from`, keeping modification times (cargo's freshness checks

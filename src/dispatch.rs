@@ -180,6 +180,10 @@ pub struct Shell {
     warned: bool,
     execution_count: usize,
     history: History,
+    /// Requests received while a cell ran, in order, not handled yet.
+    queued: VecDeque<JupyterMessage>,
+    /// How many of `queued` arrived before a failed cell's error reply (stop_on_error).
+    abort_first: usize,
 }
 
 impl Shell {
@@ -193,37 +197,45 @@ impl Shell {
             warned: false,
             execution_count: 0,
             history: History::default(),
+            queued: VecDeque::new(),
+            abort_first: 0,
         }
     }
 
     pub async fn run(mut self) {
-        let mut queued: VecDeque<JupyterMessage> = VecDeque::new();
         loop {
-            let message = match queued.pop_front() {
+            let message = match self.queued.pop_front() {
                 Some(message) => message,
                 None => match self.shell.incoming.recv().await {
                     Some(message) => message,
                     None => return,
                 },
             };
-            let failed = self.handle(&message).await;
-            if failed {
-                // stop_on_error: abort every execute_request that arrived before the error
-                // reply went out. Let the reader task hand over what it already holds.
-                tokio::task::yield_now().await;
-                while let Ok(message) = self.shell.incoming.try_recv() {
-                    queued.push_back(message);
+            self.handle(&message).await;
+            // stop_on_error: abort the execute_requests that arrived before the error reply
+            // went out (counted by execute_request just before sending it); anything else
+            // among them is handled normally, in order.
+            let to_check: Vec<JupyterMessage> = self.queued.drain(..self.abort_first).collect();
+            self.abort_first = 0;
+            let mut kept = VecDeque::new();
+            for message in to_check {
+                if matches!(message.content, JupyterMessageContent::ExecuteRequest(_)) {
+                    self.abort(&message);
+                } else {
+                    kept.push_back(message);
                 }
-                let mut kept = VecDeque::new();
-                for message in queued.drain(..) {
-                    if matches!(message.content, JupyterMessageContent::ExecuteRequest(_)) {
-                        self.abort(&message);
-                    } else {
-                        kept.push_back(message);
-                    }
-                }
-                queued = kept;
             }
+            kept.extend(self.queued.drain(..));
+            self.queued = kept;
+        }
+    }
+
+    /// Moves every request the reader task already holds into `queued`.
+    async fn collect_queued(&mut self) {
+        // Let the reader task hand over what it has already read from the socket.
+        tokio::task::yield_now().await;
+        while let Ok(message) = self.shell.incoming.try_recv() {
+            self.queued.push_back(message);
         }
     }
 
@@ -235,14 +247,12 @@ impl Shell {
         self.shared.iopub.publish(message);
     }
 
-    /// Handles one request between `busy` and `idle`. Returns whether it was an execution
-    /// that failed with `stop_on_error`.
-    async fn handle(&mut self, message: &JupyterMessage) -> bool {
+    /// Handles one request between `busy` and `idle`.
+    async fn handle(&mut self, message: &JupyterMessage) {
         self.shared.status(message, Status::busy());
-        let mut failed = false;
         match &message.content {
             JupyterMessageContent::ExecuteRequest(request) => {
-                failed = self.execute_request(message, request).await;
+                self.execute_request(message, request).await;
             }
             JupyterMessageContent::KernelInfoRequest(_) => {
                 self.reply(self.shared.kernel_info_reply().as_child_of(message));
@@ -289,7 +299,6 @@ impl Shell {
             other => tracing::warn!("shell: ignoring {}", other.message_type()),
         }
         self.shared.status(message, Status::idle());
-        failed
     }
 
     /// An execute_request queued behind a failed cell: `busy`, an `aborted` reply, `idle`.
@@ -321,11 +330,7 @@ impl Shell {
         }
     }
 
-    async fn execute_request(
-        &mut self,
-        message: &JupyterMessage,
-        request: &ExecuteRequest,
-    ) -> bool {
+    async fn execute_request(&mut self, message: &JupyterMessage, request: &ExecuteRequest) {
         let silent = request.silent;
         if !silent {
             self.execution_count += 1;
@@ -418,10 +423,13 @@ impl Shell {
                         {
                             self.history.record_output(self.execution_count, text);
                         }
-                        self.publish(
-                            ExecuteResult::new(count, display::value_media(&value.mime))
-                                .as_child_of(message),
-                        );
+                        // `transient` must be an object when present (the message schema);
+                        // jupyter-protocol would write `null` for None.
+                        let result = ExecuteResult {
+                            transient: Some(Transient::default()),
+                            ..ExecuteResult::new(count, display::value_media(&value.mime))
+                        };
+                        self.publish(result.as_child_of(message));
                     }
                     None
                 }
@@ -461,7 +469,6 @@ impl Shell {
                     error: None,
                 };
                 self.reply(reply.as_child_of(message));
-                false
             }
             Some(ErrorReport {
                 ename,
@@ -487,8 +494,11 @@ impl Shell {
                         traceback,
                     })),
                 };
+                if request.stop_on_error {
+                    self.collect_queued().await;
+                    self.abort_first = self.queued.len();
+                }
                 self.reply(reply.as_child_of(message));
-                request.stop_on_error
             }
         }
     }
@@ -500,7 +510,7 @@ impl Shell {
         request: &ExecuteRequest,
         name: String,
         count: ExecutionCount,
-    ) -> bool {
+    ) {
         let found = self.engine.inspect(name.clone(), name.len()).await;
         let (plain, html) = found.unwrap_or_else(|| {
             let text = format!("No documentation found for `{name}`.");
@@ -517,7 +527,6 @@ impl Shell {
             error: None,
         };
         self.reply(reply.as_child_of(message));
-        false
     }
 
     /// Asks the front end for a line of input on stdin and waits for the answer (or for the

@@ -42,13 +42,14 @@ pub struct Panic {
     /// `file:line:column`.
     pub location: String,
     pub thread: String,
+    /// Whether it happened on the thread cells run on (the evaluation process's main thread).
+    pub on_main: bool,
 }
 
 impl Panic {
-    /// Cells run on the evaluation process's main thread; a panic elsewhere does not end the
-    /// cell.
+    /// A panic in a thread the cell spawned does not end the cell.
     pub fn ends_cell(&self) -> bool {
-        self.thread == "main"
+        self.on_main
     }
 }
 
@@ -72,6 +73,7 @@ pub fn parse_line(line: &str) -> Line {
                 message: text("message"),
                 location: text("location"),
                 thread: text("thread"),
+                on_main: map.get("main").and_then(Value::as_bool).unwrap_or(true),
             });
         }
         tracing::warn!("unreadable panic line: {line}");
@@ -400,7 +402,8 @@ mod tests {
         let panic = Panic {
             message: "KeyboardInterrupt: interrupted by the user".into(),
             location: "src/lib.rs:3:5".into(),
-            thread: "main".into(),
+            thread: "<unnamed>".into(),
+            on_main: true,
         };
         let report = panic_report(&panic, Some("a\nb\n    loop_body();\n"));
         assert_eq!(report.ename, "KeyboardInterrupt");

@@ -28,8 +28,8 @@ pub struct EngineOptions {
     pub build_dir: PathBuf,
     /// Where a fresh build directory is seeded from, and where the first full build is kept.
     pub cache: Option<BuildCache>,
-    /// The prelude crate's directory, or why it cannot be loaded (libtorch missing).
-    pub prelude: Result<PathBuf, String>,
+    /// The prelude crate's directory and stamp, or why it cannot be loaded (libtorch missing).
+    pub prelude: Result<(PathBuf, String), String>,
     /// libtorch's `lib/` directory, put on the evaluation process's loader path.
     pub libtorch_lib: Option<PathBuf>,
     /// How long an interrupted cell may take to end by itself before the evaluation process
@@ -336,7 +336,11 @@ fn pump(from_engine: Receiver<PumpMessage>, to_kernel: mpsc::UnboundedSender<Eve
 /// `TCHBOOK_PANIC` line, which `display` reads; it replaces the default hook, whose output
 /// (with `RUST_BACKTRACE=1`, which evcxr sets) would bury the message in a backtrace.
 const PANIC_HOOK: &str = r#"{
-    std::panic::set_hook(Box::new(|info| {
+    // The cells' libstd never saw the runtime's main thread start, so it has no name there;
+    // its id, taken now (start-up runs on that thread), tells a cell's own panic from a
+    // panic in a thread the cell spawned.
+    let main_thread = std::thread::current().id();
+    std::panic::set_hook(Box::new(move |info| {
         fn escape(text: &str) -> String {
             let mut out = String::new();
             for c in text.chars() {
@@ -362,16 +366,17 @@ const PANIC_HOOK: &str = r#"{
             .location()
             .map(|l| format!("{}:{}:{}", l.file(), l.line(), l.column()))
             .unwrap_or_default();
-        let thread = std::thread::current();
-        let thread = thread.name().unwrap_or("<unnamed>");
+        let current = std::thread::current();
+        let thread = current.name().unwrap_or("<unnamed>");
         println!(
-            "TCHBOOK_PANIC {{\"message\":\"{}\",\"location\":\"{}\",\"thread\":\"{}\"}}",
+            "TCHBOOK_PANIC {{\"message\":\"{}\",\"location\":\"{}\",\"thread\":\"{}\",\"main\":{}}}",
             escape(&message),
             escape(&location),
-            escape(thread)
+            escape(thread),
+            current.id() == main_thread
         );
     }));
-}"#;
+};"#;
 
 struct State {
     context: CommandContext,
@@ -460,11 +465,16 @@ fn start(
     // Holding the template lock while the first full build runs makes kernels started at the
     // same time wait for it instead of each compiling tch.
     let mut template_lock = None;
+    let stamp = options
+        .prelude
+        .as_ref()
+        .map(|(_, stamp)| stamp.as_str())
+        .unwrap_or("");
     if let (Some(cache), true) = (&options.cache, options.prelude.is_ok()) {
-        if !cache::is_ready(&options.build_dir) {
+        if !cache::is_ready(&options.build_dir, stamp) {
             let lock = cache.lock_template()?;
             let template = cache.template_dir();
-            if cache::is_ready(&template) {
+            if cache::is_ready(&template, stamp) {
                 tracing::info!("seeding {} from the template", options.build_dir.display());
                 cache::copy_build_dir(&template, &options.build_dir)?;
             } else {
@@ -472,7 +482,7 @@ fn start(
             }
         }
     }
-    let seeded = cache::is_ready(&options.build_dir);
+    let seeded = cache::is_ready(&options.build_dir, stamp);
 
     let mut command = std::process::Command::new(std::env::current_exe()?);
     // Its own process group: the SIGINT Jupyter sends to the kernel's group must not reach
@@ -529,7 +539,7 @@ fn start(
         elapsed: Duration::ZERO,
     };
     match &options.prelude {
-        Ok(dir) => {
+        Ok((dir, _)) => {
             if seeded {
                 // Everything is in the local registry cache already; skip the index.
                 let _ = state.context.execute(":offline 1");
@@ -551,7 +561,7 @@ fn start(
                     startup.cuda_devices = outputs
                         .get("text/plain")
                         .and_then(|text| text.trim().parse().ok());
-                    cache::mark_ready(&options.build_dir)?;
+                    cache::mark_ready(&options.build_dir, stamp)?;
                     if let (Some(cache), Some(_lock)) = (&options.cache, &template_lock) {
                         // The first full build: keep it for every later kernel.
                         let template = cache.template_dir();
@@ -577,7 +587,18 @@ fn start(
         }
     }
     drop(template_lock);
+    release_freed_memory();
     Ok((state, startup))
+}
+
+/// rust-analyzer (inside evcxr) allocates hundreds of MB while analysing a cell and frees
+/// most of it; glibc keeps freed pages mapped unless asked. Returning them keeps the idle
+/// kernel small.
+fn release_freed_memory() {
+    // SAFETY: malloc_trim only releases free heap memory.
+    unsafe {
+        libc::malloc_trim(0);
+    }
 }
 
 /// The toolchain's library directory (where `libstd-*.so` lives).
@@ -639,10 +660,25 @@ impl State {
         };
         let code = rewrite_commands(code);
         self.interrupter.begin(self.cells);
+        let started = Instant::now();
         let result = self
             .context
             .execute_with_callbacks(&code.code, &mut callbacks);
         let interrupted = self.interrupter.end();
+        if let Ok(outputs) = &result {
+            let phases: Vec<String> = outputs
+                .phases
+                .iter()
+                .map(|p| format!("{} {:.0?}", p.name, p.duration))
+                .collect();
+            tracing::debug!(
+                "cell {} took {:.0?}: {}",
+                self.cells,
+                started.elapsed(),
+                phases.join(", ")
+            );
+        }
+        release_freed_memory();
         let source = self.context.last_source().ok();
         let outcome = match result {
             Ok(outputs) => {

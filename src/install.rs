@@ -199,7 +199,7 @@ pub fn prebuild_prelude(libtorch: &Libtorch) -> Result<()> {
     let prelude = cache.prepare()?;
     let _lock = cache.lock_template()?;
     let template = cache.template_dir();
-    if cache::is_ready(&template) {
+    if cache::is_ready(&template, &prelude.1) {
         println!(
             "tch and the prelude are already built ({}).",
             template.display()

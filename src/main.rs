@@ -115,7 +115,9 @@ fn doctor() -> Result<()> {
                 libtorch.version.as_deref().unwrap_or("version unknown")
             );
             let cache = BuildCache::new(libtorch.version.as_deref());
-            let ready = tchbook::cache::is_ready(&cache.template_dir());
+            let ready = cache
+                .prepare()
+                .is_ok_and(|(_, stamp)| tchbook::cache::is_ready(&cache.template_dir(), &stamp));
             println!(
                 "build cache: {} ({})",
                 cache.dir.display(),

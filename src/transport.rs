@@ -8,12 +8,15 @@
 
 use anyhow::{Context, Result};
 use bytes::Bytes;
-use jupyter_protocol::{ConnectionInfo, IoPubWelcome, JupyterMessage};
+use jupyter_protocol::{
+    ConnectionInfo, Header, IoPubWelcome, JupyterMessage, JupyterMessageContent, UnknownMessage,
+};
 use jupyter_zmq_client::{
     create_kernel_control_connection, create_kernel_heartbeat_connection,
     create_kernel_iopub_xpub_connection, create_kernel_shell_connection,
-    create_kernel_stdin_connection, Connection, RuntimeError, SubscriptionEvent,
+    create_kernel_stdin_connection, Connection, RawMessage, RuntimeError, SubscriptionEvent,
 };
+use serde_json::Value;
 use tokio::sync::mpsc::{unbounded_channel, UnboundedReceiver, UnboundedSender};
 use zeromq::{SocketRecv, SocketSend};
 
@@ -101,7 +104,11 @@ fn router(name: &'static str, connection: Connection<zeromq::RouterSocket>) -> R
     let (out_tx, mut out_rx) = unbounded_channel::<JupyterMessage>();
     tokio::spawn(async move {
         loop {
-            match recv.read().await {
+            let parsed = match recv.socket.recv().await {
+                Ok(frames) => RawMessage::from_multipart(frames, &recv.mac).and_then(parse),
+                Err(error) => Err(RuntimeError::ZmqError(error)),
+            };
+            match parsed {
                 Ok(message) => {
                     tracing::debug!("{name} <- {}", message.header.msg_type);
                     if in_tx.send(message).is_err() {
@@ -134,6 +141,65 @@ fn router(name: &'static str, connection: Connection<zeromq::RouterSocket>) -> R
         incoming: in_rx,
         outgoing: out_tx,
     }
+}
+
+/// A verified message's frames as a typed message. Unlike jupyter-zmq-client's own `read`,
+/// content that omits optional fields jupyter-protocol declares as required (e.g. a search
+/// `history_request` without `unique`, which jupyter_client sends) gets the protocol's
+/// defaults, and a request whose content still does not fit its type arrives as an
+/// `UnknownMessage`, so it is answered with an error instead of being lost.
+fn parse(raw: RawMessage) -> Result<JupyterMessage, RuntimeError> {
+    if raw.jparts.len() < 4 {
+        return Err(RuntimeError::InsufficientMessageParts(raw.jparts.len()));
+    }
+    let header: Header = serde_json::from_slice(&raw.jparts[0])?;
+    let mut content: Value = serde_json::from_slice(&raw.jparts[3])?;
+    if header.msg_type == "history_request" {
+        if let Value::Object(map) = &mut content {
+            for (key, default) in [
+                ("output", Value::Bool(false)),
+                ("raw", Value::Bool(true)),
+                ("unique", Value::Bool(false)),
+                ("n", Value::from(0)),
+                ("start", Value::from(0)),
+                ("stop", Value::from(0)),
+                ("pattern", Value::from("*")),
+            ] {
+                if map.get(key).is_none_or(Value::is_null) {
+                    map.insert(key.to_owned(), default);
+                }
+            }
+        }
+    }
+    let content =
+        match JupyterMessageContent::from_type_and_content(&header.msg_type, content.clone()) {
+            Ok(content) => content,
+            Err(error) if header.msg_type.ends_with("_request") => {
+                tracing::warn!(
+                    "{}: content does not fit its type: {error}",
+                    header.msg_type
+                );
+                JupyterMessageContent::UnknownMessage(UnknownMessage {
+                    msg_type: header.msg_type.clone(),
+                    content,
+                })
+            }
+            Err(error) => {
+                return Err(RuntimeError::ParseError {
+                    msg_type: header.msg_type,
+                    source: error,
+                })
+            }
+        };
+    Ok(JupyterMessage {
+        zmq_identities: raw.zmq_identities,
+        parent_header: serde_json::from_slice(&raw.jparts[1]).ok(),
+        metadata: serde_json::from_slice(&raw.jparts[2])?,
+        header,
+        content,
+        buffers: raw.jparts[4..].to_vec(),
+        channel: None,
+    })
 }
 
 /// The only owner of the iopub socket. It must keep reading: the XPUB socket learns about

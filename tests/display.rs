@@ -29,7 +29,7 @@ async fn display_update_and_clear_arrive_live_and_in_order_while_the_cell_runs()
     let mut kernel = Kernel::start().await;
     kernel.run_ok("1").await;
     let code = r#"
-let pause = || std::thread::sleep(std::time::Duration::from_millis(700));
+fn pause() { std::thread::sleep(std::time::Duration::from_millis(700)); }
 println!("TCHBOOK_DISPLAY {{\"op\":\"display\",\"data\":{{\"text/html\":\"<b>epoch 1</b>\",\"text/plain\":\"epoch 1\"}},\"metadata\":{{}},\"display_id\":\"progress\"}}");
 pause();
 println!("TCHBOOK_DISPLAY {{\"op\":\"update\",\"data\":{{\"text/html\":\"<b>epoch 2</b>\"}},\"metadata\":{{}},\"display_id\":\"progress\"}}");

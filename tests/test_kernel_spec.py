@@ -48,6 +48,15 @@ def display_line(payload: dict) -> str:
 
 class TchbookKernelTests(jupyter_kernel_test.KernelTests):
     kernel_name = KERNEL_NAME
+
+    @classmethod
+    def setUpClass(cls) -> None:
+        super().setUpClass()
+        # kernel_info is answered at once, but the first cell waits until the evaluation
+        # process has loaded the prelude (seconds from a warm build cache; the tch build
+        # itself on a cold one). The suite gives every request 15 s, so wait here first.
+        reply = cls.kc.execute_interactive("1", timeout=900, output_hook=lambda msg: None)
+        assert reply["content"]["status"] == "ok", reply["content"]
     language_name = "rust"
     file_extension = ".rs"
 
