@@ -71,6 +71,13 @@ def fmt_s(x):
     return f"{x:.2f} s"
 
 
+def fmt_side(x):
+    """min / median of one side, marking runs that hit train.py's time limit."""
+    mark = "≥ " if x.get("timed_out") else ""
+    return f"{mark}{fmt_s(x['min'])} / {mark}{fmt_s(x['median'])}" + (
+        f" ({x['timed_out']} of {len(x['all'])} runs hit the limit)" if x.get("timed_out") else "")
+
+
 def load_range(row):
     loads = [v for s in row["sides"].values() for v in s["load1"]]
     return min(loads), max(loads)
@@ -95,15 +102,15 @@ def train_section(train):
         ratio, ratio_min = b["median"] / a["median"], b["min"] / a["min"]
         goal = GOALS.get(w)
         met = "met" if goal and ratio >= goal else "**missed**"
-        out.append(f"| {TITLES[w]} | {row['threads']} | {fmt_s(a['min'])} / {fmt_s(a['median'])} | "
-                   f"{fmt_s(b['min'])} / {fmt_s(b['median'])} | **{ratio:.2f}×** ({ratio_min:.2f}×) | "
+        out.append(f"| {TITLES[w]} | {row['threads']} | {fmt_side(a)} | "
+                   f"{fmt_side(b)} | **{ratio:.2f}×** ({ratio_min:.2f}×) | "
                    f"≥ {goal}× | {met} | {(b['median'] - a['median']) / row['steps'] * 1e6:.0f} µs | " + (
-                       f"{fmt_s(s['tch']['min'])} / {fmt_s(s['tch']['median'])} | {s['tch']['median'] / a['median']:.2f}× |"
+                       f"{fmt_side(s['tch'])} | {s['tch']['median'] / a['median']:.2f}× |"
                        if "tch" in s else "– | – |"))
         if "pytorch-tuned-malloc" in s:
             c = s["pytorch-tuned-malloc"]
-            extra.append(f"| {TITLES[w]} | {row['threads']} | {fmt_s(a['min'])} / {fmt_s(a['median'])} | "
-                         f"{fmt_s(c['min'])} / {fmt_s(c['median'])} | {c['median'] / a['median']:.2f}× "
+            extra.append(f"| {TITLES[w]} | {row['threads']} | {fmt_side(a)} | "
+                         f"{fmt_side(c)} | {c['median'] / a['median']:.2f}× "
                          f"({c['min'] / a['min']:.2f}×) |")
     if extra:
         out.append("\nThe same, with PyTorch given the malloc settings the prelude applies at start-up "

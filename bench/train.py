@@ -39,7 +39,7 @@ def log(*args):
     print("[train]", *args, file=sys.stderr, flush=True)
 
 
-def run_one(cmd, threads, extra_env=None):
+def run_one(cmd, threads, extra_env=None, timeout=None):
     env = dict(os.environ)
     # Both sides get the same OpenMP/MKL pool size as well as set_num_threads, so neither starts
     # spare pools the other does not.
@@ -47,7 +47,12 @@ def run_one(cmd, threads, extra_env=None):
     env["MKL_NUM_THREADS"] = str(threads)
     env.update(extra_env or {})
     load = os.getloadavg()[0]
-    p = subprocess.run(cmd, env=env, capture_output=True, text=True)
+    try:
+        p = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        # A loaded 2-core machine can make 2-thread runs 20x slower (OpenMP threads waiting for
+        # a core at every parallel region); record the limit rather than wait for ever.
+        return {"seconds": timeout, "timed_out": True, "load1": load}
     if p.returncode != 0:
         raise RuntimeError(f"{' '.join(cmd)} failed ({p.returncode}):\n{p.stderr[-3000:]}")
     line = [ln for ln in p.stdout.splitlines() if ln.startswith("{")][-1]
@@ -64,6 +69,8 @@ def main():
     p.add_argument("--threads", default="1,2")
     p.add_argument("--device", default="cpu")
     p.add_argument("--workloads", default=",".join(WORKLOADS))
+    p.add_argument("--timeout", type=float, default=300,
+                   help="seconds one run may take; a run that takes longer is recorded at this value")
     p.add_argument("--tuned-malloc", default="fashion",
                    help="workloads that also get a PyTorch run with the prelude's malloc settings")
     args = p.parse_args()
@@ -86,19 +93,20 @@ def main():
             runs = {name: [] for name in sides}
             for r in range(args.runs):
                 for name, (cmd, extra) in sides.items():
-                    rec = run_one(cmd, t, extra)
+                    rec = run_one(cmd, t, extra, args.timeout)
                     runs[name].append(rec)
                 log(f"{w} {t}t run {r + 1}/{args.runs}: " + ", ".join(
                     f"{name} {runs[name][-1]['seconds']:.3f} s" for name in sides))
-            steps = {name: runs[name][0]["steps"] for name in sides}
+            steps = {name: r["steps"] for name in sides for r in runs[name][:1] if "steps" in r}
             if len(set(steps.values())) != 1:
                 raise RuntimeError(f"{w}: the sides ran different step counts: {steps}")
-            row = {"workload": w, "threads": t, "steps": steps["prelude"], "sides": {}}
+            row = {"workload": w, "threads": t, "steps": next(iter(steps.values()), 0), "sides": {}}
             for name, rs in runs.items():
                 secs = [x["seconds"] for x in rs]
                 row["sides"][name] = {
                     "min": min(secs), "median": statistics.median(secs), "all": secs,
                     "load1": [x["load1"] for x in rs], "last": rs[-1].get("last"),
+                    "timed_out": sum(1 for x in rs if x.get("timed_out")),
                 }
             results["rows"].append(row)
     args.out.parent.mkdir(parents=True, exist_ok=True)
