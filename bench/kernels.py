@@ -470,7 +470,9 @@ def main():
         raise SystemExit("evcxr_jupyter not found: pass --evcxr or put it on PATH (scripts/bench installs it)")
     args.evcxr_tmpdir.mkdir(parents=True, exist_ok=True)
 
-    results = {"reps": args.reps, "starts": args.starts, "kernels": {}}
+    results = {"reps": args.reps, "starts": args.starts, "kernels": {},
+               "started": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+               "load_before": os.getloadavg()}
     with tempfile.TemporaryDirectory(prefix="tchbook-bench-") as tmpname:
         tmp = Path(tmpname)
         runtime = tmp / "runtime"
@@ -481,6 +483,8 @@ def main():
             prewarm_evcxr(ksm, kernels, runtime, args)
         for name in args.kernels:
             results["kernels"][name] = bench_kernel(ksm, kernels[name], runtime, args)
+    results["ended"] = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
+    results["load_after"] = os.getloadavg()
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(results, indent=1))
     log(f"wrote {args.out}")

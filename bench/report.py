@@ -87,6 +87,8 @@ def train_section(train):
     out = []
     dev = train["device"]
     out.append(f"## Training loops ({dev}): the prelude vs PyTorch eager\n")
+    if "started" in train:
+        out.append(f"Measured {train['started']} – {train.get('ended', '?')[-9:]}.\n")
     out.append(f"Each cell: min / median of {train['runs']} runs per side, the sides alternated run by "
                "run (A B A B …), each run a fresh process timing the whole loop after a 5-step warm-up "
                "on throwaway state. Ratio = PyTorch time ÷ prelude time (above 1: the prelude is faster), "
@@ -129,6 +131,10 @@ def kernel_section(k):
     names = [n for n in ("tchbook", "evcxr", "ipykernel") if n in k["kernels"]]
     ks = k["kernels"]
     out = [f"## Kernels, through jupyter_client (medians of {k['reps']}, fresh kernels: {k['starts']})\n"]
+    if "started" in k:
+        lb, la = k["load_before"], k["load_after"]
+        out.append(f"Measured {k['started']} – {k['ended'][-9:]}; 1-minute load average {lb[0]:.2f} before, "
+                   f"{la[0]:.2f} after.\n")
     out.append("A cell's time runs from sending `execute_request` to the iopub `status: idle` that ends "
                "it (everything shown). Min in brackets.\n")
     out.append("| measure | " + " | ".join(KERNEL_NAMES[n] for n in names) + " |")

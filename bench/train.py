@@ -17,6 +17,7 @@ import os
 import statistics
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
@@ -78,7 +79,8 @@ def main():
     workloads = [w for w in args.workloads.split(",") if w]
     tuned = {w for w in args.tuned_malloc.split(",") if w}
 
-    results = {"device": args.device, "runs": args.runs, "rows": []}
+    results = {"device": args.device, "runs": args.runs, "rows": [],
+               "started": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}
     for t in threads:
         for w in workloads:
             sides = {
@@ -109,6 +111,7 @@ def main():
                     "timed_out": sum(1 for x in rs if x.get("timed_out")),
                 }
             results["rows"].append(row)
+    results["ended"] = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(results, indent=1))
     log(f"wrote {args.out}")
