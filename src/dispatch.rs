@@ -410,7 +410,11 @@ impl Shell {
         });
         let error = match finished.outcome {
             Ok(value) => match output.panic.take() {
-                Some(panic) => Some(display::panic_report(&panic, finished.source.as_deref())),
+                Some(panic) => Some(display::panic_report(
+                    &panic,
+                    &request.code,
+                    finished.source.as_deref(),
+                )),
                 None => {
                     if let Some(timing) = value.timing {
                         self.publish(

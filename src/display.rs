@@ -148,8 +148,9 @@ const BLUE: &str = "\x1b[1;34m";
 const BOLD: &str = "\x1b[1m";
 const RESET: &str = "\x1b[0m";
 
-/// A panic: the message, where it happened and, when the location is in the cell, that line.
-pub fn panic_report(panic: &Panic, generated_source: Option<&str>) -> ErrorReport {
+/// A panic: the message, where it happened and, when the location is in the cell, that line
+/// (numbered as in the cell when the line can be found there).
+pub fn panic_report(panic: &Panic, cell: &str, generated_source: Option<&str>) -> ErrorReport {
     const INTERRUPT: &str = "KeyboardInterrupt";
     let (ename, evalue) = match panic.message.strip_prefix(INTERRUPT) {
         Some(rest) => (
@@ -169,7 +170,13 @@ pub fn panic_report(panic: &Panic, generated_source: Option<&str>) -> ErrorRepor
     if !panic.location.is_empty() {
         let mut at = format!("  at {}", panic.location);
         if let Some(line) = cell_line(&panic.location, generated_source) {
-            at.push_str(&format!("\n{BLUE}   |{RESET} {}", line.trim()));
+            // evcxr wraps the cell in generated code; its lines keep their text, so the
+            // cell's own line number is where that text is.
+            let wanted = line.trim();
+            if let Some(number) = cell.lines().position(|l| l.trim() == wanted) {
+                at = format!("  at cell line {}", number + 1);
+            }
+            at.push_str(&format!("\n{BLUE}   |{RESET} {wanted}"));
         }
         traceback.push(at);
     }
@@ -405,9 +412,14 @@ mod tests {
             thread: "<unnamed>".into(),
             on_main: true,
         };
-        let report = panic_report(&panic, Some("a\nb\n    loop_body();\n"));
+        let report = panic_report(
+            &panic,
+            "let x = 1;\nloop_body();",
+            Some("a\nb\n    loop_body();\n"),
+        );
         assert_eq!(report.ename, "KeyboardInterrupt");
         assert_eq!(report.evalue, "interrupted by the user");
+        assert!(report.traceback[1].contains("at cell line 2"), "{report:?}");
         assert!(report.traceback[1].contains("loop_body();"));
     }
 

@@ -182,7 +182,7 @@ async fn panic_is_an_error_with_message_and_location_and_the_kernel_keeps_earlie
     assert_eq!(ename, "panic");
     assert!(evalue.contains("index out of bounds"), "{evalue}");
     let text = traceback.join("\n");
-    assert!(text.contains("src/lib.rs:"), "location: {text}");
+    assert!(text.contains("at cell line 2"), "location: {text}");
     assert!(text.contains("v[3]"), "the panicking line: {text}");
     assert!(
         !execution.stderr().contains("stack backtrace"),

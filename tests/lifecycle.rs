@@ -71,3 +71,17 @@ async fn shutdown_request_on_shell_is_answered_too() {
     assert!(!content.restart);
     wait_for_exit(&mut kernel).await;
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn without_libtorch_the_kernel_starts_and_the_first_cell_says_how_to_fix_it() {
+    let mut kernel = Kernel::start_with_env(&[("LIBTORCH", "/nonexistent/libtorch")]).await;
+    kernel.kernel_info().await;
+    let first = kernel.run_ok("1 + 1").await;
+    let warning = first.stderr();
+    assert!(warning.contains("LIBTORCH"), "{warning}");
+    assert!(warning.contains("pip install torch==2.11.0"), "{warning}");
+    assert_eq!(first.result().as_deref(), Some("2"));
+    // Said once, not on every cell.
+    let second = kernel.run_ok("2 + 2").await;
+    assert!(second.stderr().is_empty(), "{}", second.stderr());
+}
