@@ -422,7 +422,7 @@ impl Shell {
                                 .as_child_of(message),
                         );
                     }
-                    if !value.mime.is_empty() && !silent {
+                    if !value.mime.is_empty() && !display::is_unit(&value.mime) && !silent {
                         if let Some((_, text)) = value.mime.iter().find(|(k, _)| k == "text/plain")
                         {
                             self.history.record_output(self.execution_count, text);

@@ -135,6 +135,12 @@ pub fn value_media(mime: &[(String, String)]) -> Media {
     media(data)
 }
 
+/// A cell whose final expression is `()` (a `for`, an `if` that prints): evcxr sends its Debug
+/// form, but like Python's `None` it is not a value worth showing.
+pub fn is_unit(mime: &[(String, String)]) -> bool {
+    matches!(mime, [(kind, text)] if kind == "text/plain" && text.trim() == "()")
+}
+
 /// What an `error` message and an error reply carry.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ErrorReport {

@@ -921,7 +921,7 @@ fn timeit_code(args: &str) -> String {
         tchbook_loops,
         if tchbook_loops == 1 {{ "" }} else {{ "s" }},
     );
-}}"#
+}};"#
     )
 }
 

@@ -249,10 +249,27 @@ async fn timeit_reports_mean_and_deviation_per_loop() {
     let execution = kernel
         .run_ok(":timeit -n 10 -r 3 (0..1000u64).sum::<u64>()")
         .await;
+    assert!(
+        execution.result().is_none(),
+        "no value after the timing line"
+    );
     let out = execution.stdout();
     assert!(
         out.contains("per loop (mean ± std. dev. of 3 runs, 10 loops each)"),
         "{out}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_cell_ending_in_unit_shows_no_value() {
+    let mut kernel = Kernel::start().await;
+    let execution = kernel
+        .run_ok("let n = 3;\nif n > 2 { println!(\"big\") } else { println!(\"small\") }")
+        .await;
+    assert_eq!(execution.stdout(), "big\n");
+    assert_eq!(
+        execution.types(),
+        ["status", "execute_input", "stream", "status"]
     );
 }
 
