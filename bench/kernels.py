@@ -483,10 +483,11 @@ def main():
             prewarm_evcxr(ksm, kernels, runtime, args)
         for name in args.kernels:
             results["kernels"][name] = bench_kernel(ksm, kernels[name], runtime, args)
-    results["ended"] = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
-    results["load_after"] = os.getloadavg()
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(results, indent=1))
+            # Written after each kernel, so a run cut short keeps what it measured.
+            results["ended"] = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
+            results["load_after"] = os.getloadavg()
+            args.out.parent.mkdir(parents=True, exist_ok=True)
+            args.out.write_text(json.dumps(results, indent=1))
     log(f"wrote {args.out}")
 
 

@@ -78,11 +78,6 @@ def fmt_side(x):
         f" ({x['timed_out']} of {len(x['all'])} runs hit the limit)" if x.get("timed_out") else "")
 
 
-def load_range(row):
-    loads = [v for s in row["sides"].values() for v in s["load1"]]
-    return min(loads), max(loads)
-
-
 def train_section(train):
     out = []
     dev = train["device"]
@@ -121,9 +116,11 @@ def train_section(train):
         out.append("| workload | threads | prelude min / median | PyTorch (tuned malloc) min / median | ratio (min) |")
         out.append("| --- | ---: | ---: | ---: | ---: |")
         out.extend(extra)
-    lo = min(load_range(r)[0] for r in train["rows"])
-    hi = max(load_range(r)[1] for r in train["rows"])
-    out.append(f"\n1-minute load average at the start of the runs: {lo:.2f}–{hi:.2f}.")
+    loads = [v for r in train["rows"] for s in r["sides"].values() for v in s["load1"]]
+    if loads:
+        out.append(f"\n1-minute load average at the start of the runs: {min(loads):.2f}–{max(loads):.2f}.")
+    if train.get("note"):
+        out.append(f"\n{train['note']}")
     return out
 
 

@@ -111,6 +111,9 @@ def main():
                     "timed_out": sum(1 for x in rs if x.get("timed_out")),
                 }
             results["rows"].append(row)
+            # Written after each row, so a run cut short keeps what it measured.
+            args.out.parent.mkdir(parents=True, exist_ok=True)
+            args.out.write_text(json.dumps(results, indent=1))
     results["ended"] = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(results, indent=1))
