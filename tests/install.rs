@@ -21,13 +21,22 @@ fn jupyter_lists(data_dir: &Path) -> Option<bool> {
     let output = Command::new("jupyter")
         .args(["kernelspec", "list", "--json"])
         .env("JUPYTER_DATA_DIR", data_dir)
+        // In a venv, jupyter_core puts the venv's own share/jupyter first; the user's data
+        // directory, where `install --user` writes, must come first for this check.
+        .env("JUPYTER_PREFER_ENV_PATH", "0")
         .output()
         .ok()?;
     if !output.status.success() {
         return None;
     }
     let listed: serde_json::Value = serde_json::from_slice(&output.stdout).ok()?;
-    Some(listed["kernelspecs"].get("tchbook").is_some())
+    // Another `tchbook` spec (a --sys-prefix install in the venv, say) may outlive ours: only
+    // the one under `data_dir` counts.
+    Some(
+        listed["kernelspecs"]["tchbook"]["resource_dir"]
+            .as_str()
+            .is_some_and(|dir| Path::new(dir).starts_with(data_dir)),
+    )
 }
 
 #[test]
