@@ -433,10 +433,13 @@ def _loop_seconds(out):
 
 
 def evcxr_version(path):
+    """evcxr_jupyter has no --version: read what `cargo install --root` recorded beside it."""
     try:
-        return subprocess.run([str(path), "--version"], capture_output=True, text=True).stdout.strip()
+        text = (Path(path).resolve().parent.parent / ".crates.toml").read_text()
     except OSError:
         return None
+    m = re.search(r'"evcxr_jupyter (\S+) ', text)
+    return f"evcxr_jupyter {m.group(1)}" if m else None
 
 
 def prewarm_evcxr(ksm, kernels, runtime, args):
