@@ -383,6 +383,8 @@ struct State {
     pump: Sender<PumpMessage>,
     interrupter: Interrupter,
     prelude_loaded: bool,
+    /// How std values are shown (`:fmt`, `:types`); the prelude's `PlainDisplay` follows it.
+    plain_format: PlainFormat,
     cells: u64,
     child_pid: u32,
 }
@@ -514,8 +516,10 @@ fn start(
             Ok(())
         });
     }
+    let begun = Instant::now();
     let (eval_context, outputs) =
         EvalContext::with_subprocess_command(command).map_err(|e| anyhow::anyhow!("{e}"))?;
+    tracing::debug!("evcxr's context took {:.0?}", begun.elapsed());
     let _ = pump.send(PumpMessage::Attach(outputs));
     let mut context = CommandContext::with_eval_context(eval_context);
     *interrupter.inner.child.lock().unwrap() = Some(context.process_handle());
@@ -529,6 +533,7 @@ fn start(
         pump: pump.clone(),
         interrupter: interrupter.clone(),
         prelude_loaded: false,
+        plain_format: PlainFormat::default(),
         cells: 0,
         child_pid,
     };
@@ -554,6 +559,17 @@ fn start(
             ));
             if seeded {
                 let _ = state.context.execute(":offline 0");
+            }
+            if let Ok(outputs) = &loaded {
+                tracing::debug!(
+                    "the start-up cell took {}",
+                    outputs
+                        .phases
+                        .iter()
+                        .map(|p| format!("{} {:.0?}", p.name, p.duration))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                );
             }
             match loaded {
                 Ok(outputs) => {
@@ -622,7 +638,10 @@ impl State {
     /// process needs the prelude's runtime and the panic hook again.
     fn reattach(&mut self) {
         let code = if self.prelude_loaded {
-            format!("{PANIC_HOOK}\ntchbook_prelude::runtime::attach();")
+            format!(
+                "{PANIC_HOOK}\ntchbook_prelude::runtime::attach();\n{}",
+                self.plain_format.prelude_call()
+            )
         } else {
             PANIC_HOOK.to_owned()
         };
@@ -707,12 +726,53 @@ impl State {
             }
             Err(error) => Err(CellError::Failed(describe_evcxr_error(&error))),
         };
+        let outcome = match outcome {
+            Ok(mut value) => {
+                if let Some(note) = self.follow_format_commands(&code.code) {
+                    for (kind, text) in value.mime.iter_mut() {
+                        if kind == "text/plain" {
+                            text.push_str(&note);
+                        }
+                    }
+                }
+                Ok(value)
+            }
+            error => error,
+        };
         let pid = self.context.process_handle().lock().unwrap().id();
         if pid != self.child_pid {
             self.child_pid = pid;
             self.reattach();
         }
         Finished { outcome, source }
+    }
+
+    /// After a cell with `:fmt` or `:types` ran: tells the prelude, whose `PlainDisplay` shows
+    /// std values in place of evcxr's fallback. Returns a note for formats it cannot follow.
+    fn follow_format_commands(&mut self, code: &str) -> Option<String> {
+        let mut format = self.plain_format.clone();
+        for line in code.lines().map(str::trim) {
+            if let Some(rest) = command_argument(line, ":fmt") {
+                format.format = if rest.is_empty() { "{:?}" } else { rest }.to_owned();
+            } else if command_argument(line, ":types").is_some() {
+                format.types = !format.types;
+            }
+        }
+        if format == self.plain_format {
+            return None;
+        }
+        self.plain_format = format;
+        if self.prelude_loaded {
+            if let Err(error) = self.context.execute(&self.plain_format.prelude_call()) {
+                tracing::warn!("passing the output format to the prelude failed: {error}");
+            }
+        }
+        (!self.plain_format.followed()).then(|| {
+            format!(
+                "(std values such as numbers, strings and Vec keep {{:?}}; {} applies to your own types)\n",
+                self.plain_format.format
+            )
+        })
     }
 
     fn complete(&mut self, code: &str, position: usize) -> Completions {
@@ -754,6 +814,46 @@ impl State {
             }
         }
     }
+}
+
+/// evcxr's output format for a cell's final value, as far as the prelude's `PlainDisplay`
+/// (std values) must follow it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct PlainFormat {
+    /// `:fmt`'s argument.
+    format: String,
+    /// `:types` on.
+    types: bool,
+}
+
+impl Default for PlainFormat {
+    fn default() -> Self {
+        PlainFormat {
+            format: "{:?}".to_owned(),
+            types: false,
+        }
+    }
+}
+
+impl PlainFormat {
+    /// Whether the prelude can show std values this way (`{:?}` and `{:#?}`).
+    fn followed(&self) -> bool {
+        self.format == "{:?}" || self.format == "{:#?}"
+    }
+
+    fn prelude_call(&self) -> String {
+        format!(
+            "tchbook_prelude::display::set_plain_format({}, {});",
+            self.format == "{:#?}",
+            self.types
+        )
+    }
+}
+
+/// `:name args` → `Some(args)` (trimmed); `None` for any other line.
+fn command_argument<'a>(line: &'a str, name: &str) -> Option<&'a str> {
+    let rest = line.strip_prefix(name)?;
+    (rest.is_empty() || rest.starts_with(char::is_whitespace)).then(|| rest.trim())
 }
 
 /// `push(value)` → `push`: Jupyter front ends insert matches verbatim, and a placeholder
@@ -928,6 +1028,29 @@ fn timeit_code(args: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn format_commands_are_read_as_evcxr_reads_them() {
+        assert_eq!(command_argument(":fmt {:#?}", ":fmt"), Some("{:#?}"));
+        assert_eq!(command_argument(":fmt", ":fmt"), Some(""));
+        assert_eq!(command_argument(":types", ":types"), Some(""));
+        assert_eq!(command_argument(":fmtx", ":fmt"), None);
+        assert_eq!(command_argument("let fmt = 1;", ":fmt"), None);
+        let pretty = PlainFormat {
+            format: "{:#?}".to_owned(),
+            types: true,
+        };
+        assert_eq!(
+            pretty.prelude_call(),
+            "tchbook_prelude::display::set_plain_format(true, true);"
+        );
+        assert!(pretty.followed());
+        let display = PlainFormat {
+            format: "{}".to_owned(),
+            types: false,
+        };
+        assert!(!display.followed());
+    }
 
     #[test]
     fn bare_name_drops_argument_placeholders() {

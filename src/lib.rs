@@ -13,6 +13,7 @@
 //! - [`syntax`]: `is_complete` and the code point ↔ byte offset conversions.
 //! - [`history`]: this session's cells for `history_request`.
 //! - [`cache`]: the persistent per-user build cache and the embedded prelude sources.
+//! - [`cargo_front`]: what evcxr runs as cargo: replays the cell crate's rustc command.
 //! - [`install`]: kernelspec install/uninstall, libtorch detection, the up-front build.
 //!
 //! How an `execute_request` flows: transport's shell reader task verifies and parses it →
@@ -25,6 +26,7 @@
 //! publishes the result or error, sends `execute_reply` on shell, then `idle`.
 
 pub mod cache;
+pub mod cargo_front;
 pub mod dispatch;
 pub mod display;
 pub mod engine;

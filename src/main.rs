@@ -73,6 +73,10 @@ impl LocationArgs {
 fn main() -> ExitCode {
     // The evaluation process is this binary re-executed by evcxr; this must run first.
     evcxr::runtime_hook();
+    // So is evcxr's cargo, when evcxr runs this binary in cargo's place.
+    if let Some(code) = tchbook::cargo_front::dispatch() {
+        return ExitCode::from(u8::try_from(code).unwrap_or(101));
+    }
     tracing_subscriber::fmt()
         .with_writer(std::io::stderr)
         .with_env_filter(
@@ -81,6 +85,13 @@ fn main() -> ExitCode {
         )
         .init();
     let cli = Cli::parse();
+    if matches!(
+        cli.command,
+        Some(Command::Kernel { .. } | Command::Install { .. }) | None
+    ) {
+        // Before any thread starts: it sets environment variables evcxr reads.
+        tchbook::cargo_front::install();
+    }
     let result = match (cli.command, cli.connection_file) {
         (Some(Command::Kernel { connection_file }), _) | (None, Some(connection_file)) => {
             run_kernel(&connection_file)

@@ -1,0 +1,426 @@
+//! The cargo front end: what evcxr runs in cargo's place to build a cell.
+//!
+//! evcxr builds every cell with `cargo build`. With the prelude's ~150 dependency crates, cargo
+//! spends 0.5–1 s checking that every one of them is fresh before it runs rustc once, on the cell
+//! crate: most of a trivial cell's time. The kernel points evcxr at this binary instead
+//! (`EVCXR_CARGO`, a one-line patch in vendor/evcxr) and names the real cargo in
+//! [`REAL_CARGO_ENV`]. Then, for `build` and `check`:
+//!
+//! - The first time for a given manifest, lock file, cargo config and environment, the real
+//!   cargo runs with this binary as its `RUSTC_WORKSPACE_WRAPPER`. Cargo applies that wrapper to
+//!   the cell crate only (the one workspace member), so the dependencies' fingerprints are
+//!   untouched; the wrapper writes down the exact rustc command and environment cargo chose for
+//!   the cell, then runs it.
+//! - Every later build with the same inputs runs that recorded rustc command directly: same
+//!   arguments, same environment, the cell's new `src/lib.rs`. rustc's JSON diagnostics go to
+//!   stderr as cargo would relay them, and the library's path goes to stdout as cargo's
+//!   `compiler-artifact` message, which is what evcxr reads.
+//!
+//! A record is only replayed while everything it names still exists, and all records are
+//! dropped when a real cargo run rebuilds any dependency (a `:dep` that changes features, a
+//! toolchain update). Paths inside the build directory are stored relative to it, so records
+//! travel with the build template into every kernel's slot (`cache.rs`). Anything else
+//! (`clean`, `metadata`, a `RUSTC_WRAPPER` such as evcxr's `:cache`) goes to the real cargo
+//! untouched.
+
+use anyhow::{Context, Result};
+use serde::{Deserialize, Serialize};
+use std::ffi::OsString;
+use std::io::{BufRead, BufReader, Write};
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+/// Names the real cargo; set by the kernel for evcxr's cargo runs.
+pub const REAL_CARGO_ENV: &str = "TCHBOOK_REAL_CARGO";
+/// What evcxr runs as cargo (the vendored patch reads it).
+pub const EVCXR_CARGO_ENV: &str = "EVCXR_CARGO";
+/// Set by the front end for the real cargo's wrapper: where to write the rustc command.
+const RECORD_ENV: &str = "TCHBOOK_RECORD_RUSTC";
+/// Stands for the build directory in stored records.
+const DIR_PLACEHOLDER: &str = "{tchbook-build-dir}";
+/// Records kept per build directory (start-up alone uses two manifests).
+const MAX_RECORDS: usize = 8;
+/// The cell crate's name in evcxr's manifest.
+const CELL_CRATE: &str = "ctx";
+
+/// The cargo subcommands evcxr runs. A `tchbook` invocation with one of these first, while
+/// [`REAL_CARGO_ENV`] is set, is a cargo invocation.
+const CARGO_WORDS: &[&str] = &["build", "check", "clean", "metadata", "--offline"];
+
+/// Makes this process's evcxr use the front end. Call from `main` before any thread starts
+/// (it sets environment variables). Does nothing where cargo cannot be found: evcxr then
+/// reports that itself.
+pub fn install() {
+    let Some(real) = real_cargo() else {
+        return;
+    };
+    let Ok(me) = std::env::current_exe() else {
+        return;
+    };
+    // Called from `main` before the async runtime and the engine start any thread.
+    std::env::set_var(REAL_CARGO_ENV, real);
+    std::env::set_var(EVCXR_CARGO_ENV, me);
+}
+
+/// If this process was started as the front end or as its rustc wrapper, does that job and
+/// returns the exit code. Call first thing in `main` (after `evcxr::runtime_hook`).
+pub fn dispatch() -> Option<i32> {
+    let mut args = std::env::args_os().skip(1);
+    if let Some(record) = std::env::var_os(RECORD_ENV) {
+        let rustc: Vec<OsString> = args.collect();
+        return Some(run_wrapper(Path::new(&record), rustc));
+    }
+    let real = std::env::var_os(REAL_CARGO_ENV)?;
+    let first = args.next()?;
+    if !CARGO_WORDS.iter().any(|word| first == *word) {
+        return None;
+    }
+    let args: Vec<OsString> = std::iter::once(first).chain(args).collect();
+    Some(match run_front(Path::new(&real), &args) {
+        Ok(code) => code,
+        Err(error) => {
+            eprintln!("tchbook (cargo front end): {error:#}");
+            101
+        }
+    })
+}
+
+/// `rustup which cargo`, else `cargo` on PATH: what evcxr itself would run.
+fn real_cargo() -> Option<PathBuf> {
+    if let Ok(output) = Command::new("rustup").args(["which", "cargo"]).output() {
+        let path = String::from_utf8_lossy(&output.stdout).trim().to_owned();
+        if output.status.success() && !path.is_empty() {
+            return Some(PathBuf::from(path));
+        }
+    }
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path)
+        .map(|dir| dir.join("cargo"))
+        .find(|candidate| candidate.is_file())
+}
+
+/// A recorded rustc command for the cell crate.
+#[derive(Debug, Serialize, Deserialize)]
+struct Record {
+    /// rustc and its arguments, build-directory paths as [`DIR_PLACEHOLDER`].
+    args: Vec<String>,
+    /// The variables cargo set for rustc (`CARGO_*`, `OUT_DIR`, the library path).
+    env: Vec<(String, String)>,
+}
+
+fn run_front(real: &Path, args: &[OsString]) -> Result<i32> {
+    let dir = std::env::current_dir().context("reading the build directory")?;
+    let subcommand = args.iter().find(|arg| *arg != "--offline");
+    let replayable = matches!(subcommand, Some(s) if s == "build" || s == "check")
+        && args.iter().any(|arg| arg == "--message-format=json")
+        && std::env::var_os("RUSTC_WRAPPER").is_none()
+        && dir.join("Cargo.toml").is_file();
+    if !replayable {
+        // Not ours to speed up: become the real cargo.
+        let error = Command::new(real).args(args).exec();
+        return Err(error).with_context(|| format!("running {}", real.display()));
+    }
+    let records = dir.join("target").join("tchbook-replay");
+    let key = inputs_key(&dir, args);
+    let path = records.join(format!("{key:016x}.json"));
+    if let Some(record) = load(&path, &dir) {
+        return replay(&record, &dir);
+    }
+    record_with_real_cargo(real, args, &dir, &records, key)
+}
+
+/// Runs the real cargo with the recording wrapper and keeps the record if it built.
+fn record_with_real_cargo(
+    real: &Path,
+    args: &[OsString],
+    dir: &Path,
+    records: &Path,
+    key_before: u64,
+) -> Result<i32> {
+    std::fs::create_dir_all(records).with_context(|| format!("creating {}", records.display()))?;
+    let pending = records.join(format!("pending-{}.json", std::process::id()));
+    let _ = std::fs::remove_file(&pending);
+    let mut child = Command::new(real)
+        .args(args)
+        .env("RUSTC_WORKSPACE_WRAPPER", std::env::current_exe()?)
+        .env(RECORD_ENV, &pending)
+        .stdout(Stdio::piped())
+        .spawn()
+        .with_context(|| format!("running {}", real.display()))?;
+    let mut rebuilt_dependency = false;
+    let mut out = std::io::stdout().lock();
+    for line in BufReader::new(child.stdout.take().expect("piped stdout")).lines() {
+        let line = line?;
+        if let Ok(message) = serde_json::from_str::<serde_json::Value>(&line) {
+            if message["reason"] == "compiler-artifact"
+                && message["fresh"] == false
+                && message["target"]["name"] != CELL_CRATE
+            {
+                rebuilt_dependency = true;
+            }
+        }
+        writeln!(out, "{line}")?;
+    }
+    out.flush()?;
+    let status = child.wait()?;
+    if rebuilt_dependency {
+        clear_records(records, &pending);
+    }
+    if status.success() {
+        let after = records.join(format!("{:016x}.json", inputs_key(dir, args)));
+        if pending.is_file() {
+            let _ = std::fs::rename(&pending, &after);
+        }
+        // Stored under the key before the build too: cargo rewrites the lock file of a
+        // manifest that lost its dependencies (evcxr's first, empty cell), and the next kernel
+        // starts from that same state again. (When the cell crate was fresh, rustc did not run
+        // and only an earlier record for the state after the build can say what it would be.)
+        let before = records.join(format!("{key_before:016x}.json"));
+        if before != after && after.is_file() {
+            let _ = std::fs::copy(&after, &before);
+        }
+        prune(records);
+    }
+    let _ = std::fs::remove_file(&pending);
+    Ok(status.code().unwrap_or(101))
+}
+
+/// The wrapper cargo runs in rustc's place for the cell crate: write the command down, then
+/// become rustc (keeping cargo's jobserver descriptors).
+fn run_wrapper(record_path: &Path, rustc: Vec<OsString>) -> i32 {
+    let Some((program, args)) = rustc.split_first() else {
+        eprintln!("tchbook (rustc wrapper): cargo gave no rustc to run");
+        return 101;
+    };
+    // Only real compilations of the crate (cargo also asks rustc for its version and cfgs).
+    let cell_compile = std::env::var_os("CARGO_CRATE_NAME").is_some_and(|name| name == CELL_CRATE);
+    if let (true, Ok(dir)) = (cell_compile, std::env::current_dir()) {
+        let record = Record {
+            args: rustc
+                .iter()
+                .map(|arg| relative(&arg.to_string_lossy(), &dir))
+                .collect(),
+            env: std::env::vars()
+                .filter(|(name, _)| recorded_variable(name))
+                .map(|(name, value)| (name, relative(&value, &dir)))
+                .collect(),
+        };
+        if let Ok(json) = serde_json::to_vec(&record) {
+            let _ = std::fs::write(record_path, json);
+        }
+    }
+    let error = Command::new(program).args(args).exec();
+    eprintln!(
+        "tchbook (rustc wrapper): running {}: {error}",
+        program.to_string_lossy()
+    );
+    101
+}
+
+/// The variables cargo sets for a rustc run that the replay must set too. The jobserver's
+/// descriptors are cargo's own and die with it.
+fn recorded_variable(name: &str) -> bool {
+    (name.starts_with("CARGO") && name != "CARGO_MAKEFLAGS")
+        || name == "OUT_DIR"
+        || name == "LD_LIBRARY_PATH"
+}
+
+fn relative(text: &str, dir: &Path) -> String {
+    text.replace(&*dir.to_string_lossy(), DIR_PLACEHOLDER)
+}
+
+fn absolute(text: &str, dir: &Path) -> String {
+    text.replace(DIR_PLACEHOLDER, &dir.to_string_lossy())
+}
+
+/// The record at `path`, if there is one and everything it links still exists.
+fn load(path: &Path, dir: &Path) -> Option<Record> {
+    let record: Record = serde_json::from_slice(&std::fs::read(path).ok()?).ok()?;
+    let mut args = record.args.iter().map(|arg| absolute(arg, dir));
+    let rustc = args.next()?;
+    if !Path::new(&rustc).is_file() {
+        return None;
+    }
+    let mut args = args.peekable();
+    while let Some(arg) = args.next() {
+        if arg != "--extern" {
+            continue;
+        }
+        if let Some((_, file)) = args.peek().and_then(|value| value.split_once('=')) {
+            if !Path::new(file).is_file() {
+                return None;
+            }
+        }
+    }
+    Some(record)
+}
+
+/// Runs the recorded rustc on the current cell; speaks cargo's JSON to evcxr.
+fn replay(record: &Record, dir: &Path) -> Result<i32> {
+    let args: Vec<String> = record.args.iter().map(|arg| absolute(arg, dir)).collect();
+    let mut command = Command::new(&args[0]);
+    command
+        .args(&args[1..])
+        .current_dir(dir)
+        .env_remove("CARGO_MAKEFLAGS")
+        .env_remove("MAKEFLAGS")
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped());
+    for (name, value) in &record.env {
+        command.env(name, absolute(value, dir));
+    }
+    let mut child = command
+        .spawn()
+        .with_context(|| format!("running {}", args[0]))?;
+    let mut artifacts = Vec::new();
+    let mut err = std::io::stderr().lock();
+    for line in BufReader::new(child.stderr.take().expect("piped stderr")).lines() {
+        let line = line?;
+        if let Ok(message) = serde_json::from_str::<serde_json::Value>(&line) {
+            if message["$message_type"] == "artifact" && message["emit"] == "link" {
+                if let Some(file) = message["artifact"].as_str() {
+                    artifacts.push(file.to_owned());
+                }
+                continue;
+            }
+        }
+        writeln!(err, "{line}")?;
+    }
+    err.flush()?;
+    let status = child.wait()?;
+    if !status.success() {
+        return Ok(101);
+    }
+    let mut out = std::io::stdout().lock();
+    let artifact = serde_json::json!({
+        "reason": "compiler-artifact",
+        "manifest_path": dir.join("Cargo.toml"),
+        "target": {"name": CELL_CRATE, "kind": ["cdylib"], "crate_types": ["cdylib"]},
+        "filenames": artifacts,
+        "fresh": false,
+    });
+    writeln!(out, "{artifact}")?;
+    writeln!(
+        out,
+        "{}",
+        serde_json::json!({"reason": "build-finished", "success": true})
+    )?;
+    Ok(0)
+}
+
+/// A hash of everything that decides the rustc command cargo would run for the cell crate:
+/// the arguments, the manifest, the lock file, every cargo config file that applies, the
+/// environment cargo and rustc read, and the compiler itself.
+fn inputs_key(dir: &Path, args: &[OsString]) -> u64 {
+    use std::hash::{Hash, Hasher};
+    // SipHash with fixed keys: the same inputs give the same key in every process.
+    let mut hasher = std::collections::hash_map::DefaultHasher::new();
+    args.hash(&mut hasher);
+    for file in ["Cargo.toml", "Cargo.lock"] {
+        std::fs::read(dir.join(file)).ok().hash(&mut hasher);
+    }
+    for ancestor in dir.ancestors() {
+        for name in ["config.toml", "config"] {
+            let config = ancestor.join(".cargo").join(name);
+            if let Ok(contents) = std::fs::read(&config) {
+                relative(&config.to_string_lossy(), dir).hash(&mut hasher);
+                contents.hash(&mut hasher);
+            }
+        }
+    }
+    let mut variables: Vec<(String, String)> = std::env::vars()
+        .filter(|(name, _)| {
+            (name.starts_with("CARGO") || name.starts_with("RUST") || name.starts_with("EVCXR"))
+                && name != "CARGO_MAKEFLAGS"
+        })
+        .map(|(name, value)| (name, relative(&value, dir)))
+        .collect();
+    variables.sort();
+    variables.hash(&mut hasher);
+    if let Some(meta) = std::env::var_os("RUSTC").and_then(|rustc| std::fs::metadata(rustc).ok()) {
+        meta.len().hash(&mut hasher);
+        meta.modified().ok().hash(&mut hasher);
+    }
+    hasher.finish()
+}
+
+fn clear_records(records: &Path, keep: &Path) {
+    if let Ok(entries) = std::fs::read_dir(records) {
+        for entry in entries.flatten() {
+            if entry.path() != keep {
+                let _ = std::fs::remove_file(entry.path());
+            }
+        }
+    }
+}
+
+/// Keeps the newest [`MAX_RECORDS`] records.
+fn prune(records: &Path) {
+    let Ok(entries) = std::fs::read_dir(records) else {
+        return;
+    };
+    let mut files: Vec<(std::time::SystemTime, PathBuf)> = entries
+        .flatten()
+        .filter_map(|entry| Some((entry.metadata().ok()?.modified().ok()?, entry.path())))
+        .collect();
+    if files.len() <= MAX_RECORDS {
+        return;
+    }
+    files.sort();
+    for (_, path) in &files[..files.len() - MAX_RECORDS] {
+        let _ = std::fs::remove_file(path);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn build_directory_paths_travel_with_the_directory() {
+        let from = Path::new("/cache/slots/0");
+        let to = Path::new("/cache/slots/3");
+        let arg = "--out-dir=/cache/slots/0/target/debug/deps";
+        let stored = relative(arg, from);
+        assert_eq!(stored, "--out-dir={tchbook-build-dir}/target/debug/deps");
+        assert_eq!(
+            absolute(&stored, to),
+            "--out-dir=/cache/slots/3/target/debug/deps"
+        );
+    }
+
+    #[test]
+    fn cargo_and_its_jobserver() {
+        assert!(recorded_variable("CARGO_MANIFEST_DIR"));
+        assert!(recorded_variable("CARGO_PKG_NAME"));
+        assert!(recorded_variable("OUT_DIR"));
+        assert!(!recorded_variable("CARGO_MAKEFLAGS"));
+        assert!(!recorded_variable("HOME"));
+    }
+
+    #[test]
+    fn a_record_whose_dependency_is_gone_is_not_replayed() {
+        let dir = std::env::temp_dir().join(format!("tchbook-front-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let rustc = std::env::current_exe().unwrap();
+        let present = dir.join("libpresent.rlib");
+        std::fs::write(&present, b"").unwrap();
+        let write = |extern_file: &str| {
+            let record = Record {
+                args: vec![
+                    rustc.to_string_lossy().into_owned(),
+                    "--extern".into(),
+                    format!("dep={DIR_PLACEHOLDER}/{extern_file}"),
+                ],
+                env: vec![],
+            };
+            let path = dir.join("record.json");
+            std::fs::write(&path, serde_json::to_vec(&record).unwrap()).unwrap();
+            path
+        };
+        assert!(load(&write("libpresent.rlib"), &dir).is_some());
+        assert!(load(&write("libmissing.rlib"), &dir).is_none());
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}
