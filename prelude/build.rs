@@ -1,5 +1,6 @@
 //! Compiles the allocator shim (shim/shim.cpp) against the libtorch headers torch-sys found, and
-//! links libtorch_cuda with `--as-needed` turned off when this libtorch has it.
+//! links this package's tests with libtorch_cuda (`--as-needed` turned off) when this libtorch
+//! has it.
 
 use std::path::PathBuf;
 
@@ -15,32 +16,30 @@ fn main() {
         .or_else(|| std::env::var_os("LIBTORCH").map(|l| PathBuf::from(l).join("lib")));
     let Some(lib_dir) = lib_dir else {
         println!("cargo:warning=libtorch not found: the CUDA memory shim is built without it");
-        build_shim(None, false);
+        build_shim(None);
         return;
     };
     let root = lib_dir
         .parent()
         .map(PathBuf::from)
         .unwrap_or_else(|| lib_dir.clone());
-    build_shim(
-        Some(root.join("include")),
-        lib_dir.join("libtorch_cuda.so").exists(),
-    );
+    build_shim(Some(root.join("include")));
 
     // Rust passes --as-needed to the linker, which drops libtorch_cuda.so from every binary
     // because no Rust code calls into it; CUDA then looks absent on a GPU machine (tch-rs
-    // #980). The `-as-needed` link modifier that would fix it for dependents is unstable, and
-    // rustc-link-arg reaches only this package's own tests and examples. So: (1) the shim
-    // references a C symbol of libtorch_cuda (TCHBOOK_LINK_CUDA), which keeps the library in
-    // every binary or cdylib that links the shim; (2) this package's tests and examples link it
-    // with --no-as-needed; (3) device::load_cuda() dlopens it at run time (runtime::attach and
-    // every CUDA query call it). A CPU-only libtorch has no libtorch_cuda.so and gets none of it.
+    // #980). The prelude does not force it in at link time: a needed library loads in every
+    // process, and with it ~230 MB of CUDA libraries even where no GPU exists (a notebook
+    // kernel on a CPU machine). Instead device::load_cuda() dlopens it at run time when an
+    // NVIDIA driver is present (runtime::attach and every CUDA query call it). Only this
+    // package's tests link it --no-as-needed, so that they also cover tch's own CUDA calls on a
+    // GPU machine; its examples load CUDA the way notebooks and other programs do. A CPU-only
+    // libtorch has no libtorch_cuda.so and gets none of it.
     if lib_dir.join("libtorch_cuda.so").exists() {
-        println!("cargo:rustc-link-arg=-Wl,--no-as-needed,-ltorch_cuda,--as-needed");
+        println!("cargo:rustc-link-arg-tests=-Wl,--no-as-needed,-ltorch_cuda,--as-needed");
     }
 }
 
-fn build_shim(include: Option<PathBuf>, link_cuda: bool) {
+fn build_shim(include: Option<PathBuf>) {
     let mut build = cc::Build::new();
     build
         .cpp(true)
@@ -48,9 +47,6 @@ fn build_shim(include: Option<PathBuf>, link_cuda: bool) {
         .warnings(false)
         .file("shim/shim.cpp")
         .flag("-std=c++17");
-    if link_cuda {
-        build.define("TCHBOOK_LINK_CUDA", None);
-    }
     if let Some(include) = include {
         build.include(&include);
         build.include(include.join("torch/csrc/api/include"));
@@ -72,9 +68,6 @@ fn build_shim(include: Option<PathBuf>, link_cuda: bool) {
             .file("shim/shim.cpp")
             .flag("-std=c++17");
         stub.define("TCHBOOK_SHIM_STUB", None);
-        if link_cuda {
-            stub.define("TCHBOOK_LINK_CUDA", None);
-        }
         stub.compile("tchbook_shim");
     }
 }

@@ -70,21 +70,6 @@ const char* tchbook_torch_version() {
 #endif
 }
 
-#ifdef TCHBOOK_LINK_CUDA
-// A C symbol of libtorch_cuda.so (AOTInductor's stable C shim). Referencing it makes the linker
-// keep libtorch_cuda.so as a needed library despite --as-needed; it is never called.
-int aoti_torch_create_cuda_guard(int32_t device_index, void** ret_guard);
-#endif
-
-// Non-null when the shim was built to keep libtorch_cuda.so linked (see build.rs).
-void* tchbook_cuda_anchor() {
-#ifdef TCHBOOK_LINK_CUDA
-  return reinterpret_cast<void*>(&aoti_torch_create_cuda_guard);
-#else
-  return nullptr;
-#endif
-}
-
 // 1 if the shim was built with the device-allocator interface.
 int tchbook_shim_has_allocator() {
 #ifdef TCHBOOK_HAVE_DEVICE_ALLOCATOR

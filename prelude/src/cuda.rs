@@ -357,7 +357,8 @@ pub fn versions() -> Versions {
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum AllocatorState {
-    /// No CUDA allocator: libtorch without CUDA (or its CUDA library could not load).
+    /// No CUDA allocator: libtorch without CUDA, a machine without an NVIDIA driver (where the
+    /// prelude does not load libtorch's CUDA library), or that library could not load.
     Absent,
     /// Registered (libtorch_cuda is loaded) but nothing was allocated on a GPU yet.
     Registered,

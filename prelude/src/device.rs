@@ -4,19 +4,20 @@ use crate::cuda::{self, DeviceProperties, Versions};
 use crate::display::{Bundle, Render, html_table, rich, text_table};
 use crate::sys;
 use crate::tensor_fmt::kind_name;
-use std::sync::Once;
+use std::sync::{Once, OnceLock};
 use tch::{Device, TchError, Tensor, nn::VarStore};
 
-unsafe extern "C" {
-    fn tchbook_cuda_anchor() -> *const std::ffi::c_void;
-}
-
 /// Loads `libtorch_cuda.so` into the process (RTLD_GLOBAL) so that libtorch registers its CUDA
-/// backend. Rust links with `--as-needed`, which drops the library from a binary that calls none
-/// of its symbols; CUDA then looks absent on a GPU machine (tch-rs issue #980). The shim keeps it
-/// linked where the build found it (see build.rs); this call covers everything else, e.g. a
-/// notebook cell's library. [`crate::runtime::attach`] and every CUDA query call it.
-/// Runs once; harmless on a CPU-only libtorch.
+/// backend — on a machine with an NVIDIA driver ([`nvidia_driver_present`]). Rust links with
+/// `--as-needed`, which drops the library from a binary that calls none of its symbols; CUDA then
+/// looks absent on a GPU machine (tch-rs issue #980). [`crate::runtime::attach`] and every CUDA
+/// query call this, so a notebook needs nothing more; a program that asks tch itself
+/// (`Device::cuda_if_available()`) must call it first: libtorch settles once, at its first CUDA
+/// question, whether it has a CUDA backend.
+///
+/// Without a driver CUDA cannot work anyway, and loading the library would map libtorch's CUDA
+/// kernels and the CUDA runtime, cuBLAS and cuDNN (≈230 MB resident) for nothing. Runs once per
+/// copy of the prelude; harmless on a CPU-only libtorch.
 ///
 /// ```
 /// tchbook_prelude::device::load_cuda();
@@ -24,11 +25,9 @@ unsafe extern "C" {
 pub fn load_cuda() {
     static ONCE: Once = Once::new();
     ONCE.call_once(|| {
-        // Referencing the anchor pulls the shim's object (and its libtorch_cuda reference) into
-        // every binary that can reach this function.
-        // SAFETY: returns a function address or null; nothing is called through it.
-        let linked = unsafe { tchbook_cuda_anchor() };
-        let _ = std::hint::black_box(linked);
+        if !nvidia_driver_present() {
+            return;
+        }
         for candidate in cuda_library_candidates() {
             let Ok(path) = std::ffi::CString::new(candidate) else {
                 continue;
@@ -40,6 +39,42 @@ pub fn load_cuda() {
             }
         }
     });
+}
+
+/// Whether this machine has an NVIDIA driver, the condition for [`load_cuda`] to load
+/// libtorch's CUDA backend: the driver's control device `/dev/nvidiactl` exists (Linux hosts,
+/// containers given a GPU), or its library `libcuda.so.1` loads (WSL2 has no `/dev/nvidia*`).
+///
+/// ```
+/// use tchbook_prelude::{cuda, device};
+/// if !device::nvidia_driver_present() {
+///     assert!(!cuda::is_available());
+/// }
+/// ```
+pub fn nvidia_driver_present() -> bool {
+    static PRESENT: OnceLock<bool> = OnceLock::new();
+    *PRESENT.get_or_init(|| {
+        if std::path::Path::new("/dev/nvidiactl").exists() {
+            return true;
+        }
+        // SAFETY: dlopen with a valid C string. Lazy and local: nothing is bound or exported.
+        // A handle found is kept, as the CUDA runtime will open the library again anyway.
+        let handle =
+            unsafe { libc::dlopen(c"libcuda.so.1".as_ptr(), libc::RTLD_LAZY | libc::RTLD_LOCAL) };
+        !handle.is_null()
+    })
+}
+
+/// What libtorch says when asked for CUDA on a machine without a driver (its CUDA backend's
+/// message, and what notebooks showed when the prelude still loaded that backend everywhere).
+const NO_NVIDIA_DRIVER: &str = "Found no NVIDIA driver on your system. Please check that you have \
+     an NVIDIA GPU and installed a driver from http://www.nvidia.com/Download/index.aspx";
+
+/// Whether `message` is libtorch failing because its CUDA backend is not loaded: a CUDA tensor
+/// meets an operator registry without CUDA kernels, or a CUDA hook finds no ATen_cuda.
+fn cuda_backend_missing(message: &str) -> bool {
+    (message.starts_with("Could not run '") && message.contains("CUDA' backend"))
+        || message.contains("without ATen_cuda library")
 }
 
 fn cuda_library_candidates() -> Vec<String> {
@@ -200,6 +235,12 @@ pub(crate) fn brief(message: &str) -> String {
     }
     let text = text.trim();
     let text = text.strip_prefix("Internal torch error: ").unwrap_or(text);
+    // Without a driver the prelude leaves libtorch's CUDA backend unloaded (load_cuda), and
+    // libtorch then answers a CUDA request with a page-long list of dispatch keys, or with advice
+    // about linker flags; the backend itself would have said there is no driver.
+    if cuda_backend_missing(text) && !nvidia_driver_present() {
+        return NO_NVIDIA_DRIVER.to_string();
+    }
     text.lines()
         .map(str::trim)
         .filter(|l| !l.is_empty())

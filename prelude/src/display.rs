@@ -10,6 +10,13 @@
 //!   plots, progress bars and run tables use it.
 //!
 //! Outside a kernel, [`show`] and updates print the text form instead and never fail.
+//!
+//! Std values (numbers, strings, `Vec`, ...) get evcxr's own `{:?}` text through
+//! [`PlainDisplay`], which spares evcxr a second compilation of the cell.
+
+mod plain;
+
+pub use plain::{PlainDisplay, set_plain_format};
 
 use crate::runtime;
 use base64::Engine;

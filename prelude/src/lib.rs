@@ -11,7 +11,8 @@
 //! - [`models`] — the tutorials' models with PyTorch's parameter names, safetensors state dicts;
 //! - [`train`] — batch accuracy, timers, RunBuilder/RunManager; [`plot`] — live loss plots;
 //!   [`progress`] — progress bars;
-//! - [`display`] — rich output for every prelude value and live, in-place updates;
+//! - [`display`] — rich output for every prelude value, evcxr's plain text for std values in
+//!   one compilation, and live, in-place updates;
 //! - [`runtime`] and [`interrupt`] — the kernel contract (live display protocol, stdout pump,
 //!   SIGINT flag), see DEVELOPERS.md.
 
@@ -45,7 +46,7 @@ pub mod prelude {
         DeviceCard, TensorDevice, TorchError, VarStoreExt, best_device, catch_torch_error, device,
         device_card, device_name, f_device, named_parameters, short_error,
     };
-    pub use crate::display::{Render, TensorDisplay, clear_output, show};
+    pub use crate::display::{PlainDisplay, Render, TensorDisplay, clear_output, show};
     pub use crate::interrupt;
     pub use crate::models::{
         ClassifierMlp, IrisModel, Net, Network, TestModel, load_state_dict, save_state_dict,

@@ -32,7 +32,9 @@ const MARKER: u8 = 0x1e;
 /// How long a partial line waits for more bytes before the pump flushes it as a `stream` op.
 const PARTIAL_LINE_IDLE: Duration = Duration::from_millis(50);
 
-const MAGIC: u64 = 0x7463_6862_6f6f_6b31; // "tchbook1"
+// Names the layout of `Shared`: a process whose cells were built against a prelude with another
+// layout (its sources changed under a running kernel) must not read this one.
+const MAGIC: u64 = 0x7463_6862_6f6f_6b32; // "tchbook2"
 
 /// Process-wide state.
 ///
@@ -47,6 +49,10 @@ pub(crate) struct Shared {
     attached: AtomicBool,
     pumping: AtomicBool,
     display_ids: AtomicU64,
+    /// evcxr's `:fmt {:#?}` for std values ([`crate::display::set_plain_format`]).
+    pub(crate) plain_pretty: AtomicBool,
+    /// evcxr's `:types` for std values.
+    pub(crate) plain_types: AtomicBool,
 }
 
 const STATE_VAR: &str = "TCHBOOK_PRELUDE_STATE";
@@ -63,6 +69,8 @@ pub(crate) fn shared() -> &'static Shared {
             attached: AtomicBool::new(false),
             pumping: AtomicBool::new(false),
             display_ids: AtomicU64::new(0),
+            plain_pretty: AtomicBool::new(false),
+            plain_types: AtomicBool::new(false),
         }));
         let value = format!("{}:{:p}", std::process::id(), state as *const Shared);
         // SAFETY: set once, early (attach or the first display/interrupt call), before cells
@@ -99,8 +107,10 @@ pub fn in_kernel() -> bool {
 }
 
 /// Connects the prelude to the kernel: installs the SIGINT handler, starts the stdout/stderr
-/// pump, tunes the allocator ([`tune_allocator`]), makes CUDA loadable, and marks the process as
-/// inside a kernel so display calls emit protocol lines. Idempotent; the kernel calls it once.
+/// pump, tunes the allocator ([`tune_allocator`]), loads libtorch's CUDA backend where an NVIDIA
+/// driver is ([`crate::device::load_cuda`]; call this before any CUDA question to tch), and marks
+/// the process as inside a kernel so display calls emit protocol lines. Idempotent; the kernel
+/// calls it once.
 ///
 /// ```no_run
 /// tchbook_prelude::runtime::attach();

@@ -44,6 +44,33 @@ fn moving_to_cuda_without_cuda_is_an_error_not_an_abort() {
 }
 
 #[test]
+fn a_cuda_request_without_a_driver_says_there_is_no_driver() {
+    // What libtorch answers when its CUDA backend is not loaded, as the prelude leaves it on a
+    // machine without a driver (shortened; the real one lists every dispatch key).
+    let unloaded = tch::TchError::Torch(
+        "Could not run 'aten::empty_strided' with arguments from the 'CUDA' backend. This could \
+         be because the operator doesn't exist for this backend.\n\nCPU: registered at \
+         RegisterCPU_2.cpp:2480 [kernel]\nException raised from reportError at \
+         OperatorEntry.cpp:640"
+            .into(),
+    );
+    let text = short_error(&unloaded);
+    if tchbook_prelude::device::nvidia_driver_present() {
+        // With a driver the backend is loaded, and such a message is about a real operator.
+        assert!(
+            text.starts_with("Could not run 'aten::empty_strided'"),
+            "{text}"
+        );
+    } else {
+        assert_eq!(
+            text,
+            "Found no NVIDIA driver on your system. Please check that you have an NVIDIA GPU and \
+             installed a driver from http://www.nvidia.com/Download/index.aspx"
+        );
+    }
+}
+
+#[test]
 fn libtorch_errors_are_one_line_through_the_fallible_twins() {
     let a = Tensor::ones([2], (Kind::Float, Device::Cpu));
     let b = Tensor::ones([3], (Kind::Float, Device::Cpu));

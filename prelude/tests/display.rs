@@ -1,3 +1,4 @@
+use crate::{is_child, run_child};
 use tchbook_prelude::display::{Bundle, Render};
 use tchbook_prelude::prelude::*;
 
@@ -149,4 +150,209 @@ fn datasets_and_tables_render_with_their_numbers() {
             .text
             .contains("(fc2): Linear(in_features=8, out_features=9, bias=True)")
     );
+}
+
+// ---------------------------------------------------------------------------------------------
+// Plain display of std values: one compilation where evcxr needed two
+
+const PLAIN_CHILD: &str = "display::plain_display_child";
+
+/// evcxr's output format settings: (name, `:fmt {:#?}`, `:types`).
+const PLAIN_MODES: [(&str, bool, bool); 4] = [
+    ("debug", false, false),
+    ("pretty", true, false),
+    ("types", false, true),
+    ("pretty types", true, true),
+];
+
+/// Values a cell may end with. Every one must have `evcxr_display` through the prelude alone:
+/// the child below would not compile otherwise.
+macro_rules! each_value {
+    ($show:ident) => {{
+        use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet, VecDeque};
+        use std::path::{Path, PathBuf};
+        use std::rc::Rc;
+        use std::sync::Arc;
+        use std::time::Duration;
+        $show!(1 + 1);
+        $show!(-7i8);
+        $show!(u128::MAX);
+        $show!(usize::MIN);
+        $show!(2.5);
+        $show!(1.0f32 / 3.0);
+        $show!(f64::NAN);
+        $show!(1e21);
+        $show!(true);
+        $show!('\n');
+        $show!("tab\there \"quoted\"\n");
+        $show!(String::from("owned"));
+        $show!(&String::from("sliced")[1..]);
+        $show!(vec![1, 2, 3]);
+        $show!(Vec::<String>::new());
+        $show!(VecDeque::from([1u8, 2]));
+        $show!(&[1.5f32, 2.0][..]);
+        $show!([[1, 2], [3, 4]]);
+        $show!([0u8; 0]);
+        $show!(Some("x"));
+        $show!(None::<i32>);
+        $show!(Ok::<i32, String>(3));
+        $show!(Err::<(), String>("bad".into()));
+        $show!(Box::new(5u16));
+        $show!(Rc::new(vec!['a']));
+        $show!(Arc::new(String::from("shared")));
+        $show!((1,));
+        $show!((1, "two"));
+        $show!((1, "two", 3.0, '4', [5], (6, 7)));
+        $show!(BTreeMap::from([(1, "a"), (2, "b")]));
+        $show!(HashMap::from([("k", vec![1])]));
+        $show!(HashSet::from([3]));
+        $show!(BTreeSet::from([2, 1]));
+        $show!(Duration::from_millis(1500));
+        $show!(PathBuf::from("data/cifar-10"));
+        $show!(Path::new("a b"));
+        $show!(0..3);
+        $show!(1..=3);
+        $show!(vec![Tensor::from(1.0)]);
+        $show!(Some(Device::Cpu));
+        $show!((Kind::Float, Device::Cpu));
+    }};
+}
+
+/// Type names shortened as evcxr 0.22 does it (`evcxr_shorten_type` in its eval_context.rs,
+/// copied unchanged): the reference the prelude's own copy is checked against.
+fn evcxr_shorten_type(t: &str) -> String {
+    let mut r = String::with_capacity(t.len());
+    let mut is_skipping = false;
+    for c in t.chars().rev() {
+        if !is_skipping {
+            if c == ':' {
+                is_skipping = true;
+            } else {
+                r.push(c);
+            }
+        } else if !c.is_alphanumeric() && c != '_' && c != ':' {
+            is_skipping = false;
+            r.push(c);
+        }
+    }
+    r.chars().rev().collect()
+}
+
+fn evcxr_get_type_name<T>(_: &T) -> String {
+    evcxr_shorten_type(std::any::type_name::<T>())
+}
+
+/// What evcxr 0.22's fallback prints for each value of `each_value!`: its generated code is
+/// `evcxr_send_text_plain(&format!("{:?}", &(value)))`, or under `:types`
+/// `{ let r = &(value); evcxr_send_text_plain(&format!(": {} = {:?}", evcxr_get_type_name(r), r)) }`,
+/// with `{:#?}` after `:fmt {:#?}`.
+fn evcxr_fallback(pretty: bool, types: bool) -> String {
+    let mut out = String::new();
+    macro_rules! fallback {
+        ($e:expr) => {{
+            let r = &($e);
+            let text = match (types, pretty) {
+                (false, false) => format!("{:?}", r),
+                (false, true) => format!("{:#?}", r),
+                (true, false) => format!(": {} = {:?}", evcxr_get_type_name(r), r),
+                (true, true) => format!(": {} = {:#?}", evcxr_get_type_name(r), r),
+            };
+            out.push_str("EVCXR_BEGIN_CONTENT text/plain\n");
+            out.push_str(&text);
+            out.push_str("\nEVCXR_END_CONTENT\n");
+        }};
+    }
+    each_value!(fallback);
+    out
+}
+
+#[test]
+#[ignore = "runs only as the child process of another test"]
+// The calls are written as evcxr generates them, unit values and borrows included.
+#[allow(clippy::unit_arg, clippy::needless_borrow, clippy::double_parens)]
+fn plain_display_child() {
+    use tchbook_prelude::display::set_plain_format;
+    if !is_child(PLAIN_CHILD) {
+        return;
+    }
+    // Each call as evcxr writes it for a cell's final expression: `(value).evcxr_display();`.
+    macro_rules! cell_ends_with {
+        ($e:expr) => {
+            ($e).evcxr_display();
+        };
+    }
+    for (name, pretty, types) in PLAIN_MODES {
+        set_plain_format(pretty, types);
+        println!("== {name}");
+        each_value!(cell_ends_with);
+    }
+    set_plain_format(false, false);
+    println!("== unit");
+    (()).evcxr_display();
+    (println!("printed")).evcxr_display();
+    (for _ in 0..2 {}).evcxr_display();
+    println!("== rich");
+    let t = Tensor::from(1.0);
+    t.evcxr_display();
+    let boxed = Box::new(Tensor::from(2.0));
+    boxed.evcxr_display();
+    let shared = std::rc::Rc::new(Tensor::from(3.0));
+    shared.evcxr_display();
+    (&t).evcxr_display();
+    println!("== end");
+}
+
+/// The child's output between `== name` and the next `== ` line.
+fn section<'a>(out: &'a str, name: &str) -> &'a str {
+    let marker = format!("== {name}\n");
+    let start = out
+        .find(&marker)
+        .unwrap_or_else(|| panic!("no {marker:?} in {out}"))
+        + marker.len();
+    let rest = &out[start..];
+    if rest.starts_with("== ") {
+        return "";
+    }
+    rest.find("\n== ").map_or(rest, |end| &rest[..end + 1])
+}
+
+#[test]
+fn std_values_print_exactly_what_evcxrs_fallback_prints_in_every_format() {
+    let out = run_child(PLAIN_CHILD);
+    for (name, pretty, types) in PLAIN_MODES {
+        let expected = evcxr_fallback(pretty, types);
+        let got = section(&out, name);
+        if got != expected {
+            // The first differing block, not two pages of text.
+            let (g, e) = got
+                .split_inclusive("EVCXR_END_CONTENT\n")
+                .zip(expected.split_inclusive("EVCXR_END_CONTENT\n"))
+                .find(|(g, e)| g != e)
+                .unwrap_or((got, &expected));
+            panic!("{name}: the prelude printed\n{g}\nwhere evcxr prints\n{e}");
+        }
+    }
+    // Spot checks of the reference itself.
+    assert!(out.contains("EVCXR_BEGIN_CONTENT text/plain\n2\nEVCXR_END_CONTENT\n"));
+    assert!(out.contains("\n: Option<&str> = Some(\"x\")\n"));
+    assert!(out.contains("\n: &[f32] = [1.5, 2.0]\n"));
+    assert!(out.contains("\n: &str = \"liced\"\n"));
+    assert!(out.contains("\n: Vec<Tensor> = ["));
+    assert!(out.contains("\n[\n    1,\n    2,\n    3,\n]\n"));
+}
+
+#[test]
+fn a_cell_ending_in_unit_shows_nothing_and_tensors_stay_rich() {
+    let out = run_child(PLAIN_CHILD);
+    assert_eq!(section(&out, "unit"), "printed\n");
+    let rich = section(&out, "rich");
+    // Tensor, Box<Tensor>, Rc<Tensor> and &Tensor all reach TensorDisplay, not plain Debug.
+    assert_eq!(
+        rich.matches("EVCXR_BEGIN_CONTENT text/html\n").count(),
+        4,
+        "{rich}"
+    );
+    for value in ["tensor(1., dtype=torch.float64)", "tensor(2.", "tensor(3."] {
+        assert!(rich.contains(value), "{value} missing from {rich}");
+    }
 }

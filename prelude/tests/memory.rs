@@ -62,9 +62,46 @@ fn the_shim_finds_the_cuda_allocator_exactly_when_libtorch_has_cuda() {
         std::path::PathBuf::from(std::env::var("LIBTORCH").expect("LIBTORCH is set for the tests"));
     let has_cuda = lib.join("lib/libc10_cuda.so").exists();
     let state = cuda::allocator_state();
-    // The pip torch is a CUDA build: its allocator registers even without a GPU.
+    // The pip torch is a CUDA build, and this test binary links libtorch_cuda (build.rs): its
+    // allocator registers even without a GPU.
     assert_eq!(state != cuda::AllocatorState::Absent, has_cuda, "{state:?}");
     if !cuda::is_available() {
         assert_ne!(state, cuda::AllocatorState::Initialized);
+    }
+}
+
+#[test]
+fn without_an_nvidia_driver_a_kernel_process_maps_no_libtorch_cuda() {
+    // This test binary links libtorch_cuda itself (build.rs), so it asks the startup_rss example,
+    // which starts the way a kernel's evaluation process does (attach, best_device, one op).
+    // `cargo test` builds the examples next to the test binaries.
+    let exe = std::env::current_exe().unwrap();
+    let example = exe
+        .parent()
+        .and_then(|deps| deps.parent())
+        .map(|profile| profile.join("examples/startup_rss"))
+        .unwrap();
+    assert!(
+        example.exists(),
+        "{} is missing: run the tests with `cargo test`, which builds the examples",
+        example.display()
+    );
+    let out = std::process::Command::new(&example).output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let out = String::from_utf8(out.stdout).unwrap();
+    println!("{out}");
+    let mapped = out
+        .lines()
+        .find_map(|l| l.strip_prefix("CUDA libraries mapped: "))
+        .expect("the example lists the CUDA libraries it maps");
+    if tchbook_prelude::device::nvidia_driver_present() {
+        assert!(mapped.contains("libtorch_cuda.so"), "{out}");
+    } else {
+        assert!(!mapped.contains("libtorch_cuda.so"), "{out}");
+        assert!(out.contains("best_device: cpu"), "{out}");
     }
 }

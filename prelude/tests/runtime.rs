@@ -1,33 +1,7 @@
-use std::process::Command;
+use crate::{is_child, run_child};
 use tchbook_prelude::display::{Bundle, show};
 use tchbook_prelude::interrupt;
 use tchbook_prelude::runtime;
-
-/// Re-runs this test binary as a child that attaches to a (pretend) kernel, so the real
-/// pump and SIGINT handler can be observed from outside.
-fn run_child(test: &str) -> String {
-    let out = Command::new(std::env::current_exe().unwrap())
-        .args([
-            "--exact",
-            test,
-            "--ignored",
-            "--nocapture",
-            "--test-threads=1",
-        ])
-        .env("TCHBOOK_TEST_CHILD", test)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "child failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout).unwrap()
-}
-
-fn is_child(test: &str) -> bool {
-    std::env::var("TCHBOOK_TEST_CHILD").as_deref() == Ok(test)
-}
 
 const PUMP_CHILD: &str = "runtime::pump_child";
 
