@@ -385,11 +385,16 @@ def bench_kernel(ksm, kernel, runtime, args):
             idle, reply, _, _ = s.execute(kernel.tch_cell, args.timeout)
             tch.append(idle)
             tch_reply.append(reply)
+        # Idle memory before anything asks for completions: tchbook starts rust-analyzer only
+        # for completions and hover (its type probe is rustc), so it is sampled on both sides.
+        time.sleep(2)
+        main_before, _, _ = tree_memory(s.pid)
         code, cursor = kernel.complete
         matches = []
         for _ in range(args.reps):
             t, matches = s.complete(code, cursor, args.timeout)
             comp.append(t)
+        res["complete_first"] = comp[0]
         res["trivial"] = summary(trivial)
         res["trivial_reply"] = summary(trivial_reply)
         res["tch_cell"] = summary(tch)
@@ -402,7 +407,8 @@ def bench_kernel(ksm, kernel, runtime, args):
 
         time.sleep(2)  # let allocations from the cells above settle before the idle sample
         main, comp_mib, procs = tree_memory(s.pid)
-        res["mem_idle"] = {"main_mib": main, "compiler_mib": comp_mib, "processes": procs}
+        res["mem_idle"] = {"main_mib": main, "compiler_mib": comp_mib, "processes": procs,
+                           "before_completions_mib": main_before}
         sampler = Sampler(s.pid)
         sampler.start()
         t_idle, _, _, out = s.execute(kernel.cifar, args.timeout * 4)

@@ -149,12 +149,17 @@ def kernel_section(k):
     row("trivial cell `1 + 1`", "trivial")
     row("small tch cell (64×64 randn, matmul, sum)", "tch_cell")
     row("completion request", "complete")
+    out.append("| … the kernel's first completion request | " + " | ".join(
+        fmt_s(ks[n]["complete_first"]) if "complete_first" in ks[n] else "–" for n in names) + " |")
     out.append("| completion matches | " + " | ".join(str(ks[n].get("complete_matches", "–")) for n in names) + " |")
 
     def mem(label, f):
         out.append(f"| {label} | " + " | ".join(f(ks[n]) for n in names) + " |")
 
     mem("memory idle, tch/torch loaded (kernel + evaluation process)",
+        lambda r: f"{r['mem_idle']['before_completions_mib']:.0f} MiB"
+        if "before_completions_mib" in r.get("mem_idle", {}) else "–")
+    mem("… after the completion requests (tchbook: rust-analyzer started)",
         lambda r: f"{r['mem_idle']['main_mib']:.0f} MiB" if "mem_idle" in r else "–")
     mem("memory peak during the CIFAR cell (kernel + evaluation process)",
         lambda r: f"{r['mem_cifar']['peak_main_mib']:.0f} MiB" if "mem_cifar" in r else "–")
@@ -168,6 +173,18 @@ def kernel_section(k):
         a, b = ks["tchbook"]["trivial"]["median"], ks["evcxr"]["trivial"]["median"]
         out.append(f"\nGoal, trivial cell ≤ ½ evcxr's: tchbook {fmt_s(a)} vs evcxr {fmt_s(b)} = "
                    f"{a / b:.2f} of evcxr's — {'met' if a <= b / 2 else '**missed**'}.")
+    if "tchbook" in ks:
+        t = ks["tchbook"]
+        targets = [("trivial cell", t["trivial"]["median"], 0.10, "s"),
+                   ("small tch cell", t["tch_cell"]["median"], 0.25, "s"),
+                   ("first tch result, fresh kernel", t["first_tch"]["median"], 3.0, "s")]
+        if "before_completions_mib" in t.get("mem_idle", {}):
+            targets.append(("idle memory", t["mem_idle"]["before_completions_mib"], 400, "MiB"))
+        out.append("\nThe kernel issue's absolute targets for tchbook: " + "; ".join(
+            f"{label} {value:.2f} {unit} (target ≤ {goal:g} {unit}: {'met' if value <= goal else '**missed**'})"
+            if unit == "s" else
+            f"{label} {value:.0f} {unit} (target ≤ {goal:g} {unit}: {'met' if value <= goal else '**missed**'})"
+            for label, value, goal, unit in targets) + ".")
     return out
 
 

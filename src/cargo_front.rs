@@ -15,6 +15,10 @@
 //!   arguments, same environment, the cell's new `src/lib.rs`. rustc's JSON diagnostics go to
 //!   stderr as cargo would relay them, and the library's path goes to stdout as cargo's
 //!   `compiler-artifact` message, which is what evcxr reads.
+//! - A `check` is that same command emitting metadata only. evcxr's checks are the kernel's
+//!   type probes (vendor/README.md), so they also ask rustc for full type paths. cargo's own
+//!   `check` would type-check every dependency again first (minutes), and never runs here while
+//!   a build record exists.
 //!
 //! A record is only replayed while everything it names still exists, and all records are
 //! dropped when a real cargo run rebuilds any dependency (a `:dep` that changes features, a
@@ -41,6 +45,9 @@ const RECORD_ENV: &str = "TCHBOOK_RECORD_RUSTC";
 const DIR_PLACEHOLDER: &str = "{tchbook-build-dir}";
 /// Records kept per build directory (start-up alone uses two manifests).
 const MAX_RECORDS: usize = 8;
+/// Variables that do not change what rustc is asked to do: cargo's jobserver, and the file
+/// evcxr's own rustc wrapper would report the library in (set for builds, not checks).
+const KEY_IGNORES: &[&str] = &["CARGO_MAKEFLAGS", "EVCXR_EXECUTION_SO_PATH"];
 /// The cell crate's name in evcxr's manifest.
 const CELL_CRATE: &str = "ctx";
 
@@ -122,10 +129,27 @@ fn run_front(real: &Path, args: &[OsString]) -> Result<i32> {
         return Err(error).with_context(|| format!("running {}", real.display()));
     }
     let records = dir.join("target").join("tchbook-replay");
-    let key = inputs_key(&dir, args);
+    // A `check` is the build's rustc command with metadata for output: cargo's own `check`
+    // would first type-check every dependency again (its check units are not its build units).
+    let check = subcommand.is_some_and(|s| s == "check");
+    let build_args: Vec<OsString> = args
+        .iter()
+        .map(|arg| {
+            if arg == "check" {
+                "build".into()
+            } else {
+                arg.clone()
+            }
+        })
+        .collect();
+    let key = inputs_key(&dir, &build_args);
     let path = records.join(format!("{key:016x}.json"));
     if let Some(record) = load(&path, &dir) {
-        return replay(&record, &dir);
+        return replay(&record, &dir, check);
+    }
+    if check {
+        let error = Command::new(real).args(args).exec();
+        return Err(error).with_context(|| format!("running {}", real.display()));
     }
     record_with_real_cargo(real, args, &dir, &records, key)
 }
@@ -256,9 +280,13 @@ fn load(path: &Path, dir: &Path) -> Option<Record> {
     Some(record)
 }
 
-/// Runs the recorded rustc on the current cell; speaks cargo's JSON to evcxr.
-fn replay(record: &Record, dir: &Path) -> Result<i32> {
-    let args: Vec<String> = record.args.iter().map(|arg| absolute(arg, dir)).collect();
+/// Runs the recorded rustc on the current cell (only type-checking it for `check`); speaks
+/// cargo's JSON to evcxr.
+fn replay(record: &Record, dir: &Path, check: bool) -> Result<i32> {
+    let mut args: Vec<String> = record.args.iter().map(|arg| absolute(arg, dir)).collect();
+    if check {
+        args = check_arguments(args);
+    }
     let mut command = Command::new(&args[0]);
     command
         .args(&args[1..])
@@ -269,6 +297,15 @@ fn replay(record: &Record, dir: &Path) -> Result<i32> {
         .stderr(Stdio::piped());
     for (name, value) in &record.env {
         command.env(name, absolute(value, dir));
+    }
+    if check {
+        // evcxr's checks are the kernel's type probes (vendor/README.md): types in their
+        // messages by full path, so that a cell can name them. Unstable, hence the bootstrap
+        // switch, as rust-analyzer uses it for its own queries; a rustc without the flag
+        // fails the check and the kernel asks rust-analyzer instead.
+        command
+            .arg("-Ztrim-diagnostic-paths=false")
+            .env("RUSTC_BOOTSTRAP", "1");
     }
     let mut child = command
         .spawn()
@@ -309,6 +346,33 @@ fn replay(record: &Record, dir: &Path) -> Result<i32> {
     Ok(0)
 }
 
+/// A build's rustc arguments turned into a type check: metadata instead of the library, and
+/// no incremental session (it would be the build's, and a check would overwrite it).
+fn check_arguments(build: Vec<String>) -> Vec<String> {
+    let mut out = Vec::with_capacity(build.len());
+    let mut args = build.into_iter().peekable();
+    while let Some(arg) = args.next() {
+        if arg == "-C"
+            && args
+                .peek()
+                .is_some_and(|next| next.starts_with("incremental="))
+        {
+            args.next();
+            continue;
+        }
+        if let Some(emit) = arg.strip_prefix("--emit=") {
+            let kinds: Vec<&str> = emit
+                .split(',')
+                .map(|kind| if kind == "link" { "metadata" } else { kind })
+                .collect();
+            out.push(format!("--emit={}", kinds.join(",")));
+            continue;
+        }
+        out.push(arg);
+    }
+    out
+}
+
 /// A hash of everything that decides the rustc command cargo would run for the cell crate:
 /// the arguments, the manifest, the lock file, every cargo config file that applies, the
 /// environment cargo and rustc read, and the compiler itself.
@@ -332,7 +396,7 @@ fn inputs_key(dir: &Path, args: &[OsString]) -> u64 {
     let mut variables: Vec<(String, String)> = std::env::vars()
         .filter(|(name, _)| {
             (name.starts_with("CARGO") || name.starts_with("RUST") || name.starts_with("EVCXR"))
-                && name != "CARGO_MAKEFLAGS"
+                && !KEY_IGNORES.contains(&name.as_str())
         })
         .map(|(name, value)| (name, relative(&value, dir)))
         .collect();
@@ -387,6 +451,35 @@ mod tests {
         assert_eq!(
             absolute(&stored, to),
             "--out-dir=/cache/slots/3/target/debug/deps"
+        );
+    }
+
+    #[test]
+    fn a_check_is_the_build_without_its_library() {
+        let build: Vec<String> = [
+            "rustc",
+            "--crate-name",
+            "ctx",
+            "--emit=dep-info,link",
+            "-C",
+            "opt-level=1",
+            "-C",
+            "incremental=/b/target/incremental",
+            "src/lib.rs",
+        ]
+        .map(String::from)
+        .to_vec();
+        assert_eq!(
+            check_arguments(build),
+            [
+                "rustc",
+                "--crate-name",
+                "ctx",
+                "--emit=dep-info,metadata",
+                "-C",
+                "opt-level=1",
+                "src/lib.rs"
+            ]
         );
     }
 

@@ -29,6 +29,9 @@ pub struct CompilationError {
     message: String,
     pub json: Value,
     pub(crate) code_origins: Vec<CodeKind>,
+    /// tchbook patch: the error code and code origins of rustc's top-level message, kept when a
+    /// child message pointing at user code is shown in its place.
+    pub(crate) top_level: (Option<String>, Vec<CodeKind>),
     spanned_messages: Vec<SpannedMessage>,
     spanned_helps: Vec<SpannedMessage>,
     level: String,
@@ -178,6 +181,10 @@ impl CompilationError {
             json = json["message"].clone();
         }
         let mut code_origins = get_code_origins(&json, code_block);
+        let top_level = (
+            json["code"]["code"].as_str().map(str::to_owned),
+            code_origins.iter().map(|origin| (*origin).clone()).collect(),
+        );
         let mut user_error_json = None;
         if let Value::Array(children) = &json["children"] {
             for child in children {
@@ -223,6 +230,7 @@ impl CompilationError {
             level: json["level"].as_str().unwrap_or("").to_owned(),
             json,
             code_origins: code_origins.into_iter().cloned().collect(),
+            top_level,
         })
     }
 
@@ -250,6 +258,7 @@ impl CompilationError {
             message,
             json: Value::Null,
             code_origins: vec![segment.kind.clone()],
+            top_level: (None, vec![segment.kind.clone()]),
             level: "error".to_owned(),
         }
     }

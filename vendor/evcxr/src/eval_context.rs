@@ -707,7 +707,19 @@ impl EvalContext {
     ) -> Result<EvalOutputs, Error> {
         self.write_cargo_toml(state)?;
         let analysis_code = state.analysis_code(user_code.clone());
-        if let Err(errors) = self.fix_variable_types(state, analysis_code) {
+        // tchbook patch: rust-analyzer is asked only for the types of the variables a cell
+        // defines, that is of its top-level `let`s; a cell without one skips the analysis.
+        let defines_variables = code_info
+            .nodes
+            .iter()
+            .any(|node| ast::LetStmt::can_cast(node.kind()));
+        // tchbook patch: rustc is asked first (see `probe_variable_types`); rust-analyzer only
+        // when rustc's answer cannot be used, or turns out not to compile.
+        let mut probed = false;
+        if !defines_variables {
+        } else if self.probe_variable_types(state, &user_code)? {
+            probed = true;
+        } else if let Err(errors) = self.fix_variable_types(state, analysis_code) {
             let mut check_res = self.check(user_code.clone(), state.clone(), code_info)?;
             if !check_res.is_empty() {
                 // Do one round of trying to fix errors, otherwise code like the following can end
@@ -749,6 +761,16 @@ impl EvalContext {
                 }
 
                 Err(Error::CompilationErrors(errors)) => {
+                    // tchbook patch: a type rustc named may not be nameable where the variable
+                    // is stored (a path the cell does not import, a private module): ask
+                    // rust-analyzer, which names types as they are visible from the cell.
+                    if probed && errors.iter().any(probed_type_failed) {
+                        probed = false;
+                        let analysis_code = state.analysis_code(user_code.clone());
+                        self.fix_variable_types(state, analysis_code)?;
+                        phases.phase_complete("Variable types from rust-analyzer");
+                        continue;
+                    }
                     // If we failed to compile, attempt to deal with the first
                     // round of compilation errors by adjusting variable types,
                     // whether they've been moved into the catch_unwind block
@@ -823,6 +845,79 @@ impl EvalContext {
         self.module.write_cargo_toml(state)?;
         self.module.write_config_toml(state)?;
         Ok(())
+    }
+
+    /// tchbook patch: the types of the variables a cell defines, read from rustc instead of
+    /// rust-analyzer, whose first analysis of the standard library and of large dependencies
+    /// (tch) takes many seconds and hundreds of MB. The cell is type-checked once with every new
+    /// variable compared to `&()`; each mismatch names the variable's type. Returns false when a
+    /// type cannot be used as written (a closure, `impl Trait`, an unresolved `_`, a shortened
+    /// name) or the cell has errors of its own: the caller then asks rust-analyzer as before.
+    fn probe_variable_types(
+        &mut self,
+        state: &mut ContextState,
+        user_code: &CodeBlock,
+    ) -> Result<bool, Error> {
+        let new_variables: Vec<String> = state
+            .variable_states
+            .iter()
+            .filter(|(_, variable)| variable.move_state == VariableMoveState::New)
+            .map(|(name, _)| name.clone())
+            .collect();
+        if new_variables.is_empty() {
+            return Ok(true);
+        }
+        let code = state.probe_code(user_code.clone(), &new_variables);
+        let errors = self.module.check(&code, &state.config)?;
+        let mut found: HashMap<String, String> = HashMap::new();
+        for error in &errors {
+            let variable = error.code_origins.iter().find_map(|origin| match origin {
+                CodeKind::PackVariable { variable_name } => Some(variable_name.clone()),
+                _ => None,
+            });
+            match (variable, error.code()) {
+                (Some(variable), Some("E0308")) => {
+                    let Some(type_name) = probed_type_name(error) else {
+                        return Ok(false);
+                    };
+                    if type_name.contains("{closure") {
+                        bail!(
+                            "The variable `{}` is a closure, which cannot be persisted.\n\
+                             You can however persist closures if you box them. e.g.:\n\
+                             let f: Box<dyn Fn()> = Box::new(|| {{println!(\"foo\")}});\n\
+                             Alternatively, you can prevent evcxr from attempting to persist\n\
+                             the variable by wrapping your code in braces.",
+                            variable
+                        );
+                    }
+                    if !probed_type_is_usable(&type_name) {
+                        return Ok(false);
+                    }
+                    found.insert(variable, type_name);
+                }
+                // A variable the cell moves away: the build reports it as evcxr expects.
+                (Some(_), Some("E0382")) => {}
+                (Some(_), _) if error.level() == "error" => return Ok(false),
+                // Warnings; the cell's own errors, which the build reports (the variables'
+                // types do not matter then); a final value without `evcxr_display`, which the
+                // build handles with its fallback.
+                _ if error.level() != "error"
+                    || error.is_from_user_code()
+                    || error
+                        .code_origins
+                        .iter()
+                        .any(|origin| matches!(origin, CodeKind::WithFallback(_))) => {}
+                _ => return Ok(false),
+            }
+        }
+        for name in new_variables {
+            // No mismatch: the variable is `()`.
+            let type_name = found.remove(&name).unwrap_or_else(|| "()".to_owned());
+            if let Some(variable) = state.variable_states.get_mut(&name) {
+                variable.type_name = type_name;
+            }
+        }
+        Ok(true)
     }
 
     fn fix_variable_types(
@@ -1558,6 +1653,33 @@ impl ContextState {
         code
     }
 
+    /// tchbook patch: the cell as `analysis_code` writes it, with each new variable compared to
+    /// `&()` where analysis code stores it, so that rustc's mismatch names its type.
+    fn probe_code(&self, user_code: CodeBlock, new_variables: &[String]) -> CodeBlock {
+        let mut code = CodeBlock::new()
+            .generated("#![allow(unused_imports, unused_mut, dead_code)]")
+            .add_all(self.attributes_code())
+            .add_all(self.items_code())
+            .add_all(self.error_trait_code(true))
+            .generated("#[allow(unused_variables)]")
+            .generated("async fn evcxr_analysis_wrapper(");
+        for (var_name, state) in &self.stored_variable_states {
+            code = code.generated(format!(
+                "{}{}: {},",
+                if state.is_mut { "mut " } else { "" },
+                var_name,
+                state.type_name
+            ));
+        }
+        code = code
+            .generated(") -> Result<(), EvcxrUserCodeError> {")
+            .add_all(user_code);
+        for var_name in new_variables {
+            code.pack_variable(var_name.clone(), format!("let _: &() = &{var_name};"));
+        }
+        code.generated("Ok(())").generated("}")
+    }
+
     fn code_to_compile(
         &self,
         user_code: CodeBlock,
@@ -2031,6 +2153,62 @@ impl ContextState {
             );
         }
     }
+}
+
+/// tchbook patch: the type a probe mismatch found, `&T` → `T`, with unsuffixed literals given
+/// the types rustc gives them when nothing else decides (`i32`, `f64`).
+/// rustc's note (`found reference `&std::num::NonZero<u8>``) is read first: with the
+/// host's `-Ztrim-diagnostic-paths=false` it names types by their full public path, which works
+/// in any cell; the label names them as briefly as rustc can.
+fn probed_type_name(error: &CompilationError) -> Option<String> {
+    let note = error.json["children"].as_array().and_then(|children| {
+        children
+            .iter()
+            .filter_map(|child| child["message"].as_str())
+            .find_map(|message| message.split_once("found reference `").map(|(_, found)| found))
+    });
+    let label = || {
+        error.json["spans"]
+            .as_array()?
+            .iter()
+            .find(|span| span["is_primary"].as_bool() == Some(true))?["label"]
+            .as_str()?
+            .split_once(", found `")
+            .map(|(_, found)| found)
+    };
+    let found = note.or_else(label)?;
+    let found = found.strip_suffix('`')?;
+    let found = found.strip_prefix('&')?;
+    Some(
+        found
+            .replace("{integer}", "i32")
+            .replace("{float}", "f64"),
+    )
+}
+
+/// tchbook patch: whether a type rustc printed can be written in code as it stands.
+fn probed_type_is_usable(type_name: &str) -> bool {
+    let words = type_name
+        .split(|c: char| !(c.is_alphanumeric() || c == '_' || c == '\''))
+        .filter(|word| !word.is_empty());
+    !type_name.contains('{')
+        && !type_name.contains("...")
+        && !type_name.contains("impl ")
+        && !type_name.is_empty()
+        && words.into_iter().all(|word| word != "_" && word != "'_")
+}
+
+/// tchbook patch: a build error that says a type taken from rustc does not work where the
+/// variable is stored.
+fn probed_type_failed(error: &CompilationError) -> bool {
+    let (code, origins) = &error.top_level;
+    origins
+        .iter()
+        .any(|origin| matches!(origin, CodeKind::PackVariable { .. }))
+        && matches!(
+            code.as_deref(),
+            Some("E0412" | "E0422" | "E0433" | "E0603" | "E0308" | "E0107")
+        )
 }
 
 // Returns the path to `tool` (rustc or cargo) that rustup will use, or None if anything goes wrong
