@@ -393,6 +393,12 @@ fn inputs_key(dir: &Path, args: &[OsString]) -> u64 {
             }
         }
     }
+    // Path dependencies (the prelude) are sources cargo would check for changes: so does the
+    // key, by every file's size and modification time, as cargo's own freshness check does.
+    for source in path_dependencies(dir) {
+        source.hash(&mut hasher);
+        hash_tree(&source, &mut hasher);
+    }
     let mut variables: Vec<(String, String)> = std::env::vars()
         .filter(|(name, _)| {
             (name.starts_with("CARGO") || name.starts_with("RUST") || name.starts_with("EVCXR"))
@@ -407,6 +413,54 @@ fn inputs_key(dir: &Path, args: &[OsString]) -> u64 {
         meta.modified().ok().hash(&mut hasher);
     }
     hasher.finish()
+}
+
+/// The directories of the manifest's `path` dependencies.
+fn path_dependencies(dir: &Path) -> Vec<PathBuf> {
+    let Ok(text) = std::fs::read_to_string(dir.join("Cargo.toml")) else {
+        return Vec::new();
+    };
+    let Ok(manifest) = text.parse::<toml::Table>() else {
+        return Vec::new();
+    };
+    let mut found = Vec::new();
+    for table in ["dependencies", "build-dependencies"] {
+        if let Some(deps) = manifest.get(table).and_then(toml::Value::as_table) {
+            for spec in deps.values() {
+                if let Some(path) = spec.get("path").and_then(toml::Value::as_str) {
+                    found.push(dir.join(path));
+                }
+            }
+        }
+    }
+    found
+}
+
+/// Hashes every file under `dir` (but `target/` and hidden entries) by relative path, size
+/// and modification time.
+fn hash_tree(dir: &Path, hasher: &mut impl std::hash::Hasher) {
+    use std::hash::Hash;
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    let mut entries: Vec<_> = entries.flatten().collect();
+    entries.sort_by_key(|entry| entry.file_name());
+    for entry in entries {
+        let name = entry.file_name();
+        if name.to_string_lossy().starts_with('.') || name == "target" {
+            continue;
+        }
+        let Ok(meta) = entry.metadata() else {
+            continue;
+        };
+        name.hash(hasher);
+        if meta.is_dir() {
+            hash_tree(&entry.path(), hasher);
+        } else {
+            meta.len().hash(hasher);
+            meta.modified().ok().hash(hasher);
+        }
+    }
 }
 
 fn clear_records(records: &Path, keep: &Path) {
@@ -481,6 +535,25 @@ mod tests {
                 "src/lib.rs"
             ]
         );
+    }
+
+    #[test]
+    fn a_change_in_a_path_dependency_changes_the_key() {
+        let dir = std::env::temp_dir().join(format!("tchbook-front-key-{}", std::process::id()));
+        let dep = dir.join("dep");
+        std::fs::create_dir_all(dep.join("src")).unwrap();
+        std::fs::write(
+            dir.join("Cargo.toml"),
+            "[package]\nname = \"ctx\"\n[dependencies]\ndep = { path = \"dep\" }\n",
+        )
+        .unwrap();
+        std::fs::write(dep.join("src").join("lib.rs"), "pub fn f() {}").unwrap();
+        let args = [OsString::from("build")];
+        let before = inputs_key(&dir, &args);
+        assert_eq!(inputs_key(&dir, &args), before);
+        std::fs::write(dep.join("src").join("lib.rs"), "pub fn f() { let _ = 1; }").unwrap();
+        assert_ne!(inputs_key(&dir, &args), before);
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]
