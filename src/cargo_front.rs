@@ -148,19 +148,27 @@ fn run_front(real: &Path, args: &[OsString]) -> Result<i32> {
         return replay(&record, &dir, check);
     }
     if check {
+        // Record the build's command first (the build of a probe fails by design, but rustc
+        // has been asked, so the command is known), then check with it.
+        record_with_real_cargo(real, &build_args, &dir, &records, key, false)?;
+        if let Some(record) = load(&path, &dir) {
+            return replay(&record, &dir, check);
+        }
         let error = Command::new(real).args(args).exec();
         return Err(error).with_context(|| format!("running {}", real.display()));
     }
-    record_with_real_cargo(real, args, &dir, &records, key)
+    record_with_real_cargo(real, args, &dir, &records, key, true)
 }
 
-/// Runs the real cargo with the recording wrapper and keeps the record if it built.
+/// Runs the real cargo with the recording wrapper and keeps the record if rustc ran for the
+/// cell crate. `relay`: pass cargo's output on (otherwise only its exit code counts).
 fn record_with_real_cargo(
     real: &Path,
     args: &[OsString],
     dir: &Path,
     records: &Path,
     key_before: u64,
+    relay: bool,
 ) -> Result<i32> {
     std::fs::create_dir_all(records).with_context(|| format!("creating {}", records.display()))?;
     let pending = records.join(format!("pending-{}.json", std::process::id()));
@@ -170,6 +178,11 @@ fn record_with_real_cargo(
         .env("RUSTC_WORKSPACE_WRAPPER", std::env::current_exe()?)
         .env(RECORD_ENV, &pending)
         .stdout(Stdio::piped())
+        .stderr(if relay {
+            Stdio::inherit()
+        } else {
+            Stdio::null()
+        })
         .spawn()
         .with_context(|| format!("running {}", real.display()))?;
     let mut rebuilt_dependency = false;
@@ -184,14 +197,18 @@ fn record_with_real_cargo(
                 rebuilt_dependency = true;
             }
         }
-        writeln!(out, "{line}")?;
+        if relay {
+            writeln!(out, "{line}")?;
+        }
     }
     out.flush()?;
     let status = child.wait()?;
     if rebuilt_dependency {
         clear_records(records, &pending);
     }
-    if status.success() {
+    // A failed build still recorded the command when rustc ran for the cell crate (the cell's
+    // own error); when a dependency failed, rustc never ran for it and nothing was recorded.
+    if status.success() || pending.is_file() {
         let after = records.join(format!("{:016x}.json", inputs_key(dir, args)));
         if pending.is_file() {
             let _ = std::fs::rename(&pending, &after);
@@ -380,7 +397,11 @@ fn inputs_key(dir: &Path, args: &[OsString]) -> u64 {
     use std::hash::{Hash, Hasher};
     // SipHash with fixed keys: the same inputs give the same key in every process.
     let mut hasher = std::collections::hash_map::DefaultHasher::new();
-    args.hash(&mut hasher);
+    // `--offline` changes how cargo may fetch, never the rustc command (evcxr's start-up cell
+    // is built offline, later cells not).
+    for arg in args.iter().filter(|arg| *arg != "--offline") {
+        arg.hash(&mut hasher);
+    }
     for file in ["Cargo.toml", "Cargo.lock"] {
         std::fs::read(dir.join(file)).ok().hash(&mut hasher);
     }

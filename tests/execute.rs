@@ -288,3 +288,41 @@ async fn help_documents_evcxr_commands_and_timeit() {
     let vars = kernel.run_ok(":vars").await;
     assert!(vars.result().unwrap().contains("listed"));
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn variables_keep_types_the_cell_never_imported_and_closures_are_refused_by_name() {
+    let mut kernel = Kernel::start().await;
+    // rustc names these `NonZero<u8>` and `Result<String, VarError>` unless asked for full
+    // paths; stored under those names, the next cell could not load them.
+    kernel
+        .run_ok(
+            "let n = std::num::NonZeroU8::new(3).unwrap();\nlet home = std::env::var(\"PATH\");",
+        )
+        .await;
+    assert_eq!(kernel.run_ok("n").await.result().as_deref(), Some("3"));
+    assert_eq!(
+        kernel.run_ok("home.is_ok()").await.result().as_deref(),
+        Some("true")
+    );
+    // A tuple pattern, a tensor and an integer literal's default type.
+    kernel
+        .run_ok("let (t, k) = (Tensor::ones(&[2], (Kind::Float, Device::Cpu)), 7);")
+        .await;
+    assert_eq!(
+        kernel
+            .run_ok("t.sum(Kind::Float).double_value(&[]) + f64::from(k)")
+            .await
+            .result()
+            .as_deref(),
+        Some("9.0")
+    );
+    let closure = kernel.execute("let f = |x: i32| x + 1;").await;
+    assert_eq!(closure.reply_status(), ReplyStatus::Error);
+    let (_, evalue, _) = closure.error().unwrap();
+    assert!(evalue.contains("`f` is a closure"), "{evalue}");
+    // The kernel goes on, with its variables.
+    assert_eq!(
+        kernel.run_ok("n.get() + 1").await.result().as_deref(),
+        Some("4")
+    );
+}
