@@ -36,9 +36,9 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
 /// Names the real cargo; set by the kernel for evcxr's cargo runs.
-pub const REAL_CARGO_ENV: &str = "TCHBOOK_REAL_CARGO";
+const REAL_CARGO_ENV: &str = "TCHBOOK_REAL_CARGO";
 /// What evcxr runs as cargo (the vendored patch reads it).
-pub const EVCXR_CARGO_ENV: &str = "EVCXR_CARGO";
+const EVCXR_CARGO_ENV: &str = "EVCXR_CARGO";
 /// Set by the front end for the real cargo's wrapper: where to write the rustc command.
 const RECORD_ENV: &str = "TCHBOOK_RECORD_RUSTC";
 /// Stands for the build directory in stored records.
