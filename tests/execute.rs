@@ -326,3 +326,32 @@ async fn variables_keep_types_the_cell_never_imported_and_closures_are_refused_b
         Some("4")
     );
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn fmt_and_types_commands_shape_how_std_values_are_shown() {
+    let mut kernel = Kernel::start().await;
+    assert_eq!(
+        kernel.run_ok("vec![1, 2]").await.result().as_deref(),
+        Some("[1, 2]")
+    );
+    kernel.run_ok(":fmt {:#?}").await;
+    assert_eq!(
+        kernel.run_ok("vec![1, 2]").await.result().as_deref(),
+        Some("[\n    1,\n    2,\n]")
+    );
+    kernel.run_ok(":fmt {:?}").await;
+    kernel.run_ok(":types").await;
+    assert_eq!(
+        kernel.run_ok("5u8").await.result().as_deref(),
+        Some(": u8 = 5")
+    );
+    kernel.run_ok(":types").await;
+    assert_eq!(kernel.run_ok("5u8").await.result().as_deref(), Some("5"));
+    // A format the prelude cannot follow for std values says so.
+    let note = kernel.run_ok(":fmt {}").await;
+    assert!(
+        note.result().unwrap_or_default().contains("keep {:?}"),
+        "{:?}",
+        note.result()
+    );
+}
