@@ -926,13 +926,11 @@ const OWN_COMMANDS: &[(&str, &str)] = &[(
 
 fn rewrite_commands(code: &str) -> Rewritten {
     let trimmed = code.trim_start();
-    if let Some(rest) = trimmed.strip_prefix(":timeit") {
-        if rest.is_empty() || rest.starts_with(char::is_whitespace) {
-            return Rewritten {
-                code: timeit_code(rest),
-                append_help: false,
-            };
-        }
+    if let Some(rest) = command_argument(trimmed, ":timeit") {
+        return Rewritten {
+            code: timeit_code(rest),
+            append_help: false,
+        };
     }
     let append_help = trimmed.lines().any(|line| line.trim() == ":help");
     Rewritten {

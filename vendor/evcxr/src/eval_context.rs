@@ -867,7 +867,7 @@ impl EvalContext {
         if new_variables.is_empty() {
             return Ok(true);
         }
-        let code = state.probe_code(user_code.clone(), &new_variables);
+        let code = state.probe_code(user_code.clone());
         let errors = self.module.check(&code, &state.config)?;
         let mut found: HashMap<String, String> = HashMap::new();
         for error in &errors {
@@ -1619,6 +1619,30 @@ impl ContextState {
 
     /// Returns code suitable for analysis purposes. Doesn't attempt to preserve runtime behaviour.
     fn analysis_code(&self, user_code: CodeBlock) -> CodeBlock {
+        // Pack variable statements in analysis mode are a lot simpler than in compiled mode. We
+        // just call a function that enforces that the variable doesn't contain any non-static
+        // lifetimes.
+        self.analysis_code_packing(user_code, |var_name, _| {
+            Some(format!("evcxr_variable_store({var_name});"))
+        })
+    }
+
+    /// tchbook patch: the cell as `analysis_code` writes it, with each new variable compared to
+    /// `&()` where analysis code stores it, so that rustc's mismatch names its type.
+    fn probe_code(&self, user_code: CodeBlock) -> CodeBlock {
+        self.analysis_code_packing(user_code, |var_name, state| {
+            (state.move_state == VariableMoveState::New)
+                .then(|| format!("let _: &() = &{var_name};"))
+        })
+    }
+
+    /// tchbook patch: `analysis_code`'s wrapper, with `pack` giving the statement (if any) that
+    /// ends each variable's life in it.
+    fn analysis_code_packing(
+        &self,
+        user_code: CodeBlock,
+        pack: impl Fn(&str, &VariableState) -> Option<String>,
+    ) -> CodeBlock {
         let mut code = CodeBlock::new()
             .generated("#![allow(unused_imports, unused_mut, dead_code)]")
             .add_all(self.attributes_code())
@@ -1638,46 +1662,13 @@ impl ContextState {
         code = code
             .generated(") -> Result<(), EvcxrUserCodeError> {")
             .add_all(user_code);
-
-        // Pack variable statements in analysis mode are a lot simpler than in compiled mode. We
-        // just call a function that enforces that the variable doesn't contain any non-static
-        // lifetimes.
-        for var_name in self.variable_states.keys() {
-            code.pack_variable(
-                var_name.clone(),
-                format!("evcxr_variable_store({var_name});"),
-            );
+        for (var_name, state) in &self.variable_states {
+            if let Some(statement) = pack(var_name, state) {
+                code.pack_variable(var_name.clone(), statement);
+            }
         }
-
         code = code.generated("Ok(())").generated("}");
         code
-    }
-
-    /// tchbook patch: the cell as `analysis_code` writes it, with each new variable compared to
-    /// `&()` where analysis code stores it, so that rustc's mismatch names its type.
-    fn probe_code(&self, user_code: CodeBlock, new_variables: &[String]) -> CodeBlock {
-        let mut code = CodeBlock::new()
-            .generated("#![allow(unused_imports, unused_mut, dead_code)]")
-            .add_all(self.attributes_code())
-            .add_all(self.items_code())
-            .add_all(self.error_trait_code(true))
-            .generated("#[allow(unused_variables)]")
-            .generated("async fn evcxr_analysis_wrapper(");
-        for (var_name, state) in &self.stored_variable_states {
-            code = code.generated(format!(
-                "{}{}: {},",
-                if state.is_mut { "mut " } else { "" },
-                var_name,
-                state.type_name
-            ));
-        }
-        code = code
-            .generated(") -> Result<(), EvcxrUserCodeError> {")
-            .add_all(user_code);
-        for var_name in new_variables {
-            code.pack_variable(var_name.clone(), format!("let _: &() = &{var_name};"));
-        }
-        code.generated("Ok(())").generated("}")
     }
 
     fn code_to_compile(
