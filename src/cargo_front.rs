@@ -35,6 +35,9 @@ use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
+mod link;
+use link::LinkPlan;
+
 /// Names the real cargo; set by the kernel for evcxr's cargo runs.
 const REAL_CARGO_ENV: &str = "TCHBOOK_REAL_CARGO";
 /// What evcxr runs as cargo (the vendored patch reads it).
@@ -114,6 +117,10 @@ struct Record {
     args: Vec<String>,
     /// The variables cargo set for rustc (`CARGO_*`, `OUT_DIR`, the library path).
     env: Vec<(String, String)>,
+    /// How builds link the cell's native libraries (`link.rs`); none yet until the first
+    /// replayed build has printed its linker command.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    link_plan: Option<LinkPlan>,
 }
 
 fn run_front(real: &Path, args: &[OsString]) -> Result<i32> {
@@ -145,14 +152,14 @@ fn run_front(real: &Path, args: &[OsString]) -> Result<i32> {
     let key = inputs_key(&dir, &build_args);
     let path = records.join(format!("{key:016x}.json"));
     if let Some(record) = load(&path, &dir) {
-        return replay(&record, &dir, check);
+        return replay(record, &path, &dir, check);
     }
     if check {
         // Record the build's command first (the build of a probe fails by design, but rustc
         // has been asked, so the command is known), then check with it.
         record_with_real_cargo(real, &build_args, &dir, &records, key, false)?;
         if let Some(record) = load(&path, &dir) {
-            return replay(&record, &dir, check);
+            return replay(record, &path, &dir, check);
         }
         let error = Command::new(real).args(args).exec();
         return Err(error).with_context(|| format!("running {}", real.display()));
@@ -236,27 +243,51 @@ fn run_wrapper(record_path: &Path, rustc: Vec<OsString>) -> i32 {
     };
     // Only real compilations of the crate (cargo also asks rustc for its version and cfgs).
     let cell_compile = std::env::var_os("CARGO_CRATE_NAME").is_some_and(|name| name == CELL_CRATE);
-    if let (true, Ok(dir)) = (cell_compile, std::env::current_dir()) {
-        let record = Record {
-            args: rustc
-                .iter()
-                .map(|arg| relative(&arg.to_string_lossy(), &dir))
-                .collect(),
-            env: std::env::vars()
-                .filter(|(name, _)| recorded_variable(name))
-                .map(|(name, value)| (name, relative(&value, &dir)))
-                .collect(),
-        };
-        if let Ok(json) = serde_json::to_vec(&record) {
-            let _ = std::fs::write(record_path, json);
+    let (true, Ok(dir)) = (cell_compile, std::env::current_dir()) else {
+        let error = Command::new(program).args(args).exec();
+        eprintln!(
+            "tchbook (rustc wrapper): running {}: {error}",
+            program.to_string_lossy()
+        );
+        return 101;
+    };
+    let mut record = Record {
+        args: rustc
+            .iter()
+            .map(|arg| relative(&arg.to_string_lossy(), &dir))
+            .collect(),
+        env: std::env::vars()
+            .filter(|(name, _)| recorded_variable(name))
+            .map(|(name, value)| (name, relative(&value, &dir)))
+            .collect(),
+        link_plan: None,
+    };
+    // rustc also prints its linker command, from which the record's link plan is made, so that
+    // the first replayed build already links the fast way (`link.rs`). cargo reads only
+    // rustc's stderr; its stdout carries nothing else.
+    let output = Command::new(program)
+        .args(args)
+        .args(link::PRINT_LINK_ARGS)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .output();
+    let output = match output {
+        Ok(output) => output,
+        Err(error) => {
+            eprintln!(
+                "tchbook (rustc wrapper): running {}: {error}",
+                program.to_string_lossy()
+            );
+            return 101;
         }
+    };
+    if output.status.success() {
+        let printed = String::from_utf8_lossy(&output.stdout);
+        record.link_plan = link::plan(&printed, &dir).ok();
     }
-    let error = Command::new(program).args(args).exec();
-    eprintln!(
-        "tchbook (rustc wrapper): running {}: {error}",
-        program.to_string_lossy()
-    );
-    101
+    save(&record, record_path);
+    output.status.code().unwrap_or(101)
 }
 
 /// The variables cargo sets for a rustc run that the replay must set too. The jobserver's
@@ -298,19 +329,32 @@ fn load(path: &Path, dir: &Path) -> Option<Record> {
 }
 
 /// Runs the recorded rustc on the current cell (only type-checking it for `check`); speaks
-/// cargo's JSON to evcxr.
-fn replay(record: &Record, dir: &Path, check: bool) -> Result<i32> {
+/// cargo's JSON to evcxr. `path` is the record's file, rewritten when a build learns or drops
+/// its link plan.
+fn replay(mut record: Record, path: &Path, dir: &Path, check: bool) -> Result<i32> {
     let mut args: Vec<String> = record.args.iter().map(|arg| absolute(arg, dir)).collect();
-    if check {
+    let planned = if check {
         args = check_arguments(args);
-    }
+        None
+    } else {
+        record
+            .link_plan
+            .as_ref()
+            .and_then(|plan| plan.arguments(dir))
+    };
+    // A build without a usable plan prints its linker command, so that the next one has one.
+    let learning = !check && planned.is_none() && record.link_plan != Some(LinkPlan::Full);
     let mut command = Command::new(&args[0]);
     command
         .args(&args[1..])
         .current_dir(dir)
         .env_remove("CARGO_MAKEFLAGS")
         .env_remove("MAKEFLAGS")
-        .stdout(Stdio::null())
+        .stdout(if learning {
+            Stdio::piped()
+        } else {
+            Stdio::null()
+        })
         .stderr(Stdio::piped());
     for (name, value) in &record.env {
         command.env(name, absolute(value, dir));
@@ -324,11 +368,26 @@ fn replay(record: &Record, dir: &Path, check: bool) -> Result<i32> {
             .arg("-Ztrim-diagnostic-paths=false")
             .env("RUSTC_BOOTSTRAP", "1");
     }
+    if let Some(plan) = &planned {
+        command.args(plan).env("RUSTC_BOOTSTRAP", "1");
+    }
+    if learning {
+        command.args(link::PRINT_LINK_ARGS);
+    }
     let mut child = command
         .spawn()
         .with_context(|| format!("running {}", args[0]))?;
+    // The linker command is one line, but a long one: read it beside stderr so that neither
+    // pipe can fill up and stall rustc.
+    let printed = child.stdout.take().map(|mut stdout| {
+        std::thread::spawn(move || {
+            let mut text = String::new();
+            std::io::Read::read_to_string(&mut stdout, &mut text).map(|_| text)
+        })
+    });
     let mut artifacts = Vec::new();
-    let mut err = std::io::stderr().lock();
+    let mut diagnostics = Vec::new();
+    let mut plan_failed = false;
     for line in BufReader::new(child.stderr.take().expect("piped stderr")).lines() {
         let line = line?;
         if let Ok(message) = serde_json::from_str::<serde_json::Value>(&line) {
@@ -338,13 +397,40 @@ fn replay(record: &Record, dir: &Path, check: bool) -> Result<i32> {
                 }
                 continue;
             }
+            if planned.is_some() && message["level"] == "error" {
+                plan_failed |= message["message"]
+                    .as_str()
+                    .is_some_and(link::blames_the_plan);
+            }
         }
+        diagnostics.push(line);
+    }
+    let status = child.wait()?;
+    let printed = printed.and_then(|reader| reader.join().ok()?.ok());
+    if !status.success() && plan_failed {
+        // Not the cell's fault: link it as rustc would, from now on.
+        note(&format!(
+            "linking with the recorded plan failed; linking as rustc does from now on ({})",
+            path.display()
+        ));
+        record.link_plan = Some(LinkPlan::Full);
+        save(&record, path);
+        return replay(record, path, dir, check);
+    }
+    let mut err = std::io::stderr().lock();
+    for line in &diagnostics {
         writeln!(err, "{line}")?;
     }
     err.flush()?;
-    let status = child.wait()?;
     if !status.success() {
         return Ok(101);
+    }
+    if let Some(printed) = printed {
+        record.link_plan = Some(link::plan(&printed, dir).unwrap_or_else(|error| {
+            note(&format!("no link plan: {error:#}"));
+            LinkPlan::Full
+        }));
+        save(&record, path);
     }
     let mut out = std::io::stdout().lock();
     let artifact = serde_json::json!({
@@ -361,6 +447,24 @@ fn replay(record: &Record, dir: &Path, check: bool) -> Result<i32> {
         serde_json::json!({"reason": "build-finished", "success": true})
     )?;
     Ok(0)
+}
+
+/// Writes a record whole or not at all (another kernel's slot never shares it, but a crash
+/// mid-write must not leave half a record to be replayed).
+fn save(record: &Record, path: &Path) {
+    let Ok(json) = serde_json::to_vec(record) else {
+        return;
+    };
+    let temporary = path.with_extension(format!("tmp-{}", std::process::id()));
+    if std::fs::write(&temporary, json).is_ok() {
+        let _ = std::fs::rename(&temporary, path);
+    }
+}
+
+/// A line on stderr, which evcxr reads as cargo's: it shows lines that are not JSON only when
+/// a build fails, beside the errors.
+fn note(text: &str) {
+    eprintln!("tchbook (cargo front end): {text}");
 }
 
 /// A build's rustc arguments turned into a type check: metadata instead of the library, and
@@ -601,6 +705,7 @@ mod tests {
                     format!("dep={DIR_PLACEHOLDER}/{extern_file}"),
                 ],
                 env: vec![],
+                link_plan: None,
             };
             let path = dir.join("record.json");
             std::fs::write(&path, serde_json::to_vec(&record).unwrap()).unwrap();

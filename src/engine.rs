@@ -579,7 +579,11 @@ fn start(
                         .and_then(|text| text.trim().parse().ok());
                     cache::mark_ready(&options.build_dir, stamp)?;
                     if let (Some(cache), Some(_lock)) = (&options.cache, &template_lock) {
-                        // The first full build: keep it for every later kernel.
+                        // The first full build: keep it for every later kernel. The real
+                        // cargo built it; one replayed build first leaves the incremental
+                        // cache as replays, with their link plan, want it (cargo_front/link.rs),
+                        // or each kernel's first cell would pay for the switch.
+                        let _ = state.context.execute("()");
                         let template = cache.template_dir();
                         if let Err(error) = cache::copy_build_dir(&options.build_dir, &template) {
                             tracing::warn!("could not keep the build as the template: {error:#}");
