@@ -50,7 +50,19 @@ const DIR_PLACEHOLDER: &str = "{tchbook-build-dir}";
 const MAX_RECORDS: usize = 8;
 /// Variables that do not change what rustc is asked to do: cargo's jobserver, and the file
 /// evcxr's own rustc wrapper would report the library in (set for builds, not checks).
-const KEY_IGNORES: &[&str] = &["CARGO_MAKEFLAGS", "EVCXR_EXECUTION_SO_PATH"];
+/// Nor does the file a check is asked to check, nor evcxr being told that it may ask.
+const KEY_IGNORES: &[&str] = &[
+    "CARGO_MAKEFLAGS",
+    "EVCXR_EXECUTION_SO_PATH",
+    CHECK_SOURCE_ENV,
+    CHECK_SOURCE_SUPPORTED_ENV,
+];
+/// Set by evcxr (vendored patch) for a `check` of a file other than `src/lib.rs`.
+const CHECK_SOURCE_ENV: &str = "EVCXR_CHECK_SOURCE";
+/// Tells evcxr that this front end honours [`CHECK_SOURCE_ENV`].
+const CHECK_SOURCE_SUPPORTED_ENV: &str = "EVCXR_CHECK_SOURCE_SUPPORTED";
+/// Where checks write, under the build directory.
+const CHECK_DIR: &str = "target/tchbook-check";
 /// The cell crate's name in evcxr's manifest.
 const CELL_CRATE: &str = "ctx";
 
@@ -71,6 +83,7 @@ pub fn install() {
     // Called from `main` before the async runtime and the engine start any thread.
     std::env::set_var(REAL_CARGO_ENV, real);
     std::env::set_var(EVCXR_CARGO_ENV, me);
+    std::env::set_var(CHECK_SOURCE_SUPPORTED_ENV, "1");
 }
 
 /// If this process was started as the front end or as its rustc wrapper, does that job and
@@ -334,7 +347,10 @@ fn load(path: &Path, dir: &Path) -> Option<Record> {
 fn replay(mut record: Record, path: &Path, dir: &Path, check: bool) -> Result<i32> {
     let mut args: Vec<String> = record.args.iter().map(|arg| absolute(arg, dir)).collect();
     let planned = if check {
-        args = check_arguments(args);
+        let source = std::env::var_os(CHECK_SOURCE_ENV).map(PathBuf::from);
+        args = check_arguments(args, dir, source.as_deref());
+        std::fs::create_dir_all(dir.join(CHECK_DIR))
+            .with_context(|| format!("creating {}", dir.join(CHECK_DIR).display()))?;
         None
     } else {
         record
@@ -467,9 +483,13 @@ fn note(text: &str) {
     eprintln!("tchbook (cargo front end): {text}");
 }
 
-/// A build's rustc arguments turned into a type check: metadata instead of the library, and
-/// no incremental session (it would be the build's, and a check would overwrite it).
-fn check_arguments(build: Vec<String>) -> Vec<String> {
+/// A build's rustc arguments turned into a type check: metadata instead of the library, into
+/// a directory of its own, and no incremental session (it would be the build's, and a check
+/// would overwrite it). A check may run while the cell is built (evcxr's type probe, beside
+/// the build: vendor/README.md), so nothing it writes may be the build's; `source` is the
+/// file it checks in place of `src/lib.rs`, if evcxr named one.
+fn check_arguments(build: Vec<String>, dir: &Path, source: Option<&Path>) -> Vec<String> {
+    let lib = dir.join("src").join("lib.rs");
     let mut out = Vec::with_capacity(build.len());
     let mut args = build.into_iter().peekable();
     while let Some(arg) = args.next() {
@@ -481,12 +501,24 @@ fn check_arguments(build: Vec<String>) -> Vec<String> {
             args.next();
             continue;
         }
+        if arg == "--out-dir" || arg.starts_with("--out-dir=") {
+            if arg == "--out-dir" {
+                args.next();
+            }
+            out.push("--out-dir".to_owned());
+            out.push(dir.join(CHECK_DIR).to_string_lossy().into_owned());
+            continue;
+        }
         if let Some(emit) = arg.strip_prefix("--emit=") {
             let kinds: Vec<&str> = emit
                 .split(',')
                 .map(|kind| if kind == "link" { "metadata" } else { kind })
                 .collect();
             out.push(format!("--emit={}", kinds.join(",")));
+            continue;
+        }
+        if let Some(source) = source.filter(|_| dir.join(&arg) == lib) {
+            out.push(source.to_string_lossy().into_owned());
             continue;
         }
         out.push(arg);
@@ -634,7 +666,7 @@ mod tests {
     }
 
     #[test]
-    fn a_check_is_the_build_without_its_library() {
+    fn a_check_is_the_build_without_its_library_beside_the_build() {
         let build: Vec<String> = [
             "rustc",
             "--crate-name",
@@ -644,12 +676,14 @@ mod tests {
             "opt-level=1",
             "-C",
             "incremental=/b/target/incremental",
+            "--out-dir",
+            "/b/target/debug/deps",
             "src/lib.rs",
         ]
         .map(String::from)
         .to_vec();
-        assert_eq!(
-            check_arguments(build),
+        let dir = Path::new("/b");
+        let expected = |source: &'static str| {
             [
                 "rustc",
                 "--crate-name",
@@ -657,8 +691,18 @@ mod tests {
                 "--emit=dep-info,metadata",
                 "-C",
                 "opt-level=1",
-                "src/lib.rs"
+                "--out-dir",
+                "/b/target/tchbook-check",
+                source,
             ]
+        };
+        assert_eq!(
+            check_arguments(build.clone(), dir, None),
+            expected("src/lib.rs")
+        );
+        assert_eq!(
+            check_arguments(build, dir, Some(Path::new("/b/src/check.rs"))),
+            expected("/b/src/check.rs")
         );
     }
 

@@ -327,6 +327,43 @@ async fn variables_keep_types_the_cell_never_imported_and_closures_are_refused_b
     );
 }
 
+/// A cell that defines variables is built while rustc probes their types (vendor/README.md):
+/// the build stores each under its inferred type, and later cells load it by the probe's name.
+#[tokio::test(flavor = "multi_thread")]
+async fn variables_built_beside_their_type_probe_load_in_later_cells() {
+    let mut kernel = Kernel::start().await;
+    // A literal whose type a later line decides; a variable moved away inside the cell.
+    let cell = kernel
+        .run_ok("let n = 5;\nlet wide: i64 = n;\nlet v = vec![1, 2];\nlet total: i32 = v.into_iter().sum();\ntotal")
+        .await;
+    assert_eq!(cell.result().as_deref(), Some("3"));
+    assert_eq!(
+        kernel
+            .run_ok("n * wide + i64::from(total)")
+            .await
+            .result()
+            .as_deref(),
+        Some("28")
+    );
+    let moved = kernel.execute("v.len()").await;
+    assert_eq!(moved.reply_status(), ReplyStatus::Error, "`v` was moved");
+    // Redefined with another type.
+    kernel.run_ok("let n = String::from(\"five\");").await;
+    assert_eq!(
+        kernel.run_ok("n.len()").await.result().as_deref(),
+        Some("4")
+    );
+    // A cell with an error of its own reports it, and keeps what the kernel had.
+    let failed = kernel.execute("let k = 1;\nlet j: u8 = k + \"x\";").await;
+    assert_eq!(failed.reply_status(), ReplyStatus::Error);
+    let (ename, _, _) = failed.error().unwrap();
+    assert_eq!(ename, "CompilationError");
+    assert_eq!(
+        kernel.run_ok("wide + 1").await.result().as_deref(),
+        Some("6")
+    );
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn fmt_and_types_commands_shape_how_std_values_are_shown() {
     let mut kernel = Kernel::start().await;

@@ -716,7 +716,19 @@ impl EvalContext {
         // tchbook patch: rustc is asked first (see `probe_variable_types`); rust-analyzer only
         // when rustc's answer cannot be used, or turns out not to compile.
         let mut probed = false;
-        if !defines_variables {
+        // tchbook patch: the build's first result when `run_while_probing` built the cell.
+        let mut first_result = None;
+        let while_probing = if defines_variables {
+            self.run_while_probing(&user_code, state, phases, callbacks)?
+        } else {
+            WhileProbing::NotTried
+        };
+        if let WhileProbing::Ran(outputs) = while_probing {
+            return Ok(outputs);
+        } else if let WhileProbing::BuildFailed(error) = while_probing {
+            probed = true;
+            first_result = Some(Err(error));
+        } else if !defines_variables {
         } else if self.probe_variable_types(state, &user_code)? {
             probed = true;
         } else if let Err(errors) = self.fix_variable_types(state, analysis_code) {
@@ -748,13 +760,15 @@ impl EvalContext {
         // information we need without relying on compilation errors. See if we can get rid of this.
         loop {
             // Try to compile and run the code.
-            let result = self.try_run_statements(
-                user_code.clone(),
-                state,
-                state.compilation_mode(),
-                phases,
-                callbacks,
-            );
+            let result = first_result.take().unwrap_or_else(|| {
+                self.try_run_statements(
+                    user_code.clone(),
+                    state,
+                    state.compilation_mode(),
+                    phases,
+                    callbacks,
+                )
+            });
             match result {
                 Ok(execution_artifacts) => {
                     return Ok(execution_artifacts.output);
@@ -858,66 +872,123 @@ impl EvalContext {
         state: &mut ContextState,
         user_code: &CodeBlock,
     ) -> Result<bool, Error> {
-        let new_variables: Vec<String> = state
-            .variable_states
-            .iter()
-            .filter(|(_, variable)| variable.move_state == VariableMoveState::New)
-            .map(|(name, _)| name.clone())
-            .collect();
+        let new_variables = new_variable_names(state);
         if new_variables.is_empty() {
             return Ok(true);
         }
         let code = state.probe_code(user_code.clone());
         let errors = self.module.check(&code, &state.config)?;
-        let mut found: HashMap<String, String> = HashMap::new();
-        for error in &errors {
-            let variable = error.code_origins.iter().find_map(|origin| match origin {
-                CodeKind::PackVariable { variable_name } => Some(variable_name.clone()),
-                _ => None,
-            });
-            match (variable, error.code()) {
-                (Some(variable), Some("E0308")) => {
-                    let Some(type_name) = probed_type_name(error) else {
-                        return Ok(false);
-                    };
-                    if type_name.contains("{closure") {
-                        bail!(
-                            "The variable `{}` is a closure, which cannot be persisted.\n\
-                             You can however persist closures if you box them. e.g.:\n\
-                             let f: Box<dyn Fn()> = Box::new(|| {{println!(\"foo\")}});\n\
-                             Alternatively, you can prevent evcxr from attempting to persist\n\
-                             the variable by wrapping your code in braces.",
-                            variable
-                        );
-                    }
-                    if !probed_type_is_usable(&type_name) {
-                        return Ok(false);
-                    }
-                    found.insert(variable, type_name);
-                }
-                // A variable the cell moves away: the build reports it as evcxr expects.
-                (Some(_), Some("E0382")) => {}
-                (Some(_), _) if error.level() == "error" => return Ok(false),
-                // Warnings; the cell's own errors, which the build reports (the variables'
-                // types do not matter then); a final value without `evcxr_display`, which the
-                // build handles with its fallback.
-                _ if error.level() != "error"
-                    || error.is_from_user_code()
-                    || error
-                        .code_origins
-                        .iter()
-                        .any(|origin| matches!(origin, CodeKind::WithFallback(_))) => {}
-                _ => return Ok(false),
-            }
-        }
-        for name in new_variables {
-            // No mismatch: the variable is `()`.
-            let type_name = found.remove(&name).unwrap_or_else(|| "()".to_owned());
-            if let Some(variable) = state.variable_states.get_mut(&name) {
-                variable.type_name = type_name;
-            }
-        }
+        let Some(types) = probe_outcome(&errors, &new_variables)? else {
+            return Ok(false);
+        };
+        apply_variable_types(state, types);
         Ok(true)
+    }
+
+    /// tchbook patch: a cell that defines variables, built and run while its type probe runs
+    /// on another thread (on a second core, the probe's rustc costs the cell nothing). The
+    /// build stores each new variable under the type rustc infers for it
+    /// (`put_variable::<_>`), which needs no name for it; the names, for the cells that load
+    /// the variables later, come from the probe, and are then checked in the cell's typed
+    /// build code (as the sequential path's build would), still beside the build. Where the
+    /// probe's names do not work, rust-analyzer is asked after the cell ran, as before. A
+    /// build that fails hands its errors to the sequential loop, with the probe's types.
+    fn run_while_probing(
+        &mut self,
+        user_code: &CodeBlock,
+        state: &mut ContextState,
+        phases: &mut PhaseDetailsBuilder,
+        callbacks: &mut EvalCallbacks,
+    ) -> Result<WhileProbing, Error> {
+        let new_variables = new_variable_names(state);
+        let Some(checker) = self.module.parallel_checker(&state.config) else {
+            return Ok(WhileProbing::NotTried);
+        };
+        if new_variables.is_empty() {
+            return Ok(WhileProbing::NotTried);
+        }
+        let probe_code = state.probe_code(user_code.clone());
+        let mut typed_state = state.clone();
+        let typed_user_code = user_code.clone();
+        let probe_variables = new_variables.clone();
+        let probe = std::thread::spawn(move || -> Result<ProbeOutcome, Error> {
+            let errors = checker.check(&probe_code)?;
+            let types = match probe_outcome(&errors, &probe_variables) {
+                Ok(Some(types)) => types,
+                Ok(None) => return Ok(ProbeOutcome::NeedsAnalyzer),
+                Err(error) => return Ok(ProbeOutcome::Refused(error)),
+            };
+            apply_variable_types(&mut typed_state, types.clone());
+            let mode = typed_state.compilation_mode();
+            let code = typed_state.code_to_compile(typed_user_code, mode);
+            if checker.check(&code)?.iter().any(probed_type_failed) {
+                return Ok(ProbeOutcome::NeedsAnalyzer);
+            }
+            Ok(ProbeOutcome::Typed(types))
+        });
+
+        let mut inferred = state.clone();
+        for name in &new_variables {
+            if let Some(variable) = inferred.variable_states.get_mut(name) {
+                variable.type_name = "_".to_owned();
+            }
+        }
+        let mode = inferred.compilation_mode();
+        let result = self.try_run_statements(user_code.clone(), &mut inferred, mode, phases, callbacks);
+        let outcome = probe
+            .join()
+            .unwrap_or_else(|_| Ok(ProbeOutcome::NeedsAnalyzer))?;
+        phases.phase_complete("Variable types from rustc, beside the build");
+
+        match result {
+            Ok(artifacts) => {
+                // The cell ran: its state (build number, variables a panic or `?` dropped) is
+                // `inferred`'s, with the variables' names for later cells.
+                let kept: Vec<(String, String)> = inferred
+                    .variable_states
+                    .iter()
+                    .map(|(name, variable)| (name.clone(), variable.type_name.clone()))
+                    .collect();
+                *state = inferred;
+                for (name, type_name) in kept {
+                    if let Some(variable) = state.variable_states.get_mut(&name) {
+                        variable.type_name = type_name;
+                    }
+                }
+                match outcome {
+                    ProbeOutcome::Typed(types) => apply_variable_types(state, types),
+                    ProbeOutcome::Refused(error) => return Err(error),
+                    ProbeOutcome::NeedsAnalyzer => {
+                        let analysis_code = state.analysis_code(user_code.clone());
+                        self.fix_variable_types(state, analysis_code)?;
+                        phases.phase_complete("Variable types from rust-analyzer");
+                    }
+                }
+                if state
+                    .variable_states
+                    .values()
+                    .any(|variable| variable.type_name == "_")
+                {
+                    bail!("A variable's type could not be determined. Please give it an explicit type.");
+                }
+                Ok(WhileProbing::Ran(artifacts.output))
+            }
+            // Errors for the sequential loop to fix or report, with the probe's types (its own
+            // first build would have to wait for them).
+            Err(error @ (Error::CompilationErrors(_) | Error::TypeRedefinedVariablesLost(_))) => {
+                state.build_num = inferred.build_num;
+                match outcome {
+                    ProbeOutcome::Typed(types) => {
+                        apply_variable_types(state, types);
+                        Ok(WhileProbing::BuildFailed(error))
+                    }
+                    ProbeOutcome::NeedsAnalyzer | ProbeOutcome::Refused(_) => {
+                        Ok(WhileProbing::NotTried)
+                    }
+                }
+            }
+            Err(error) => Err(error),
+        }
     }
 
     fn fix_variable_types(
@@ -2142,6 +2213,105 @@ impl ContextState {
                     }),
                 },
             );
+        }
+    }
+}
+
+/// tchbook patch: what `run_while_probing` did.
+enum WhileProbing {
+    /// Nothing: the sequential path runs the cell.
+    NotTried,
+    /// The cell ran; its outputs.
+    Ran(EvalOutputs),
+    /// The build (or the variable check before the cell's code) failed; the state has the
+    /// probe's types, and the sequential loop starts from this result.
+    BuildFailed(Error),
+}
+
+/// tchbook patch: what a cell's type probe found.
+enum ProbeOutcome {
+    /// Every new variable's type, checked where the build stores it.
+    Typed(HashMap<String, String>),
+    /// Not usable as written: rust-analyzer is asked.
+    NeedsAnalyzer,
+    /// A variable that cannot be persisted at all (a closure).
+    Refused(Error),
+}
+
+/// tchbook patch: the variables a cell defines.
+fn new_variable_names(state: &ContextState) -> Vec<String> {
+    state
+        .variable_states
+        .iter()
+        .filter(|(_, variable)| variable.move_state == VariableMoveState::New)
+        .map(|(name, _)| name.clone())
+        .collect()
+}
+
+/// tchbook patch: a type probe's errors read as the new variables' types; `None` when one of
+/// them cannot be used as written, or the probe failed for another reason.
+fn probe_outcome(
+    errors: &[CompilationError],
+    new_variables: &[String],
+) -> Result<Option<HashMap<String, String>>, Error> {
+    let mut found: HashMap<String, String> = HashMap::new();
+    for error in errors {
+        let variable = error.code_origins.iter().find_map(|origin| match origin {
+            CodeKind::PackVariable { variable_name } => Some(variable_name.clone()),
+            _ => None,
+        });
+        match (variable, error.code()) {
+            (Some(variable), Some("E0308")) => {
+                let Some(type_name) = probed_type_name(error) else {
+                    return Ok(None);
+                };
+                if type_name.contains("{closure") {
+                    bail!(
+                        "The variable `{}` is a closure, which cannot be persisted.\n\
+                         You can however persist closures if you box them. e.g.:\n\
+                         let f: Box<dyn Fn()> = Box::new(|| {{println!(\"foo\")}});\n\
+                         Alternatively, you can prevent evcxr from attempting to persist\n\
+                         the variable by wrapping your code in braces.",
+                        variable
+                    );
+                }
+                if !probed_type_is_usable(&type_name) {
+                    return Ok(None);
+                }
+                found.insert(variable, type_name);
+            }
+            // A variable the cell moves away: the build reports it as evcxr expects.
+            (Some(_), Some("E0382")) => {}
+            (Some(_), _) if error.level() == "error" => return Ok(None),
+            // Warnings; the cell's own errors, which the build reports (the variables'
+            // types do not matter then); a final value without `evcxr_display`, which the
+            // build handles with its fallback.
+            _ if error.level() != "error"
+                || error.is_from_user_code()
+                || error
+                    .code_origins
+                    .iter()
+                    .any(|origin| matches!(origin, CodeKind::WithFallback(_))) => {}
+            _ => return Ok(None),
+        }
+    }
+    Ok(Some(
+        new_variables
+            .iter()
+            // No mismatch: the variable is `()`.
+            .map(|name| {
+                let type_name = found.remove(name).unwrap_or_else(|| "()".to_owned());
+                (name.clone(), type_name)
+            })
+            .collect(),
+    ))
+}
+
+/// tchbook patch: gives variables the types found for them.
+fn apply_variable_types(state: &mut ContextState, types: HashMap<String, String>) {
+    for (name, type_name) in types {
+        if let Some(variable) = state.variable_states.get_mut(&name) {
+            variable.type_name = type_name;
         }
     }
 }

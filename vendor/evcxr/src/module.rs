@@ -33,6 +33,41 @@ pub(crate) const CACHE_ENABLED_ENV: &str = "EVCXR_CACHE_ENABLED";
 const EXECUTION_SO_PATH_FILE: &str = ".evcxr-execution-so";
 const EXECUTION_SO_PATH_ENV: &str = "EVCXR_EXECUTION_SO_PATH";
 
+/// tchbook patch: set (by the program that embeds evcxr) when the cargo evcxr runs accepts
+/// [`CHECK_SOURCE_ENV`].
+const CHECK_SOURCE_SUPPORTED_ENV: &str = "EVCXR_CHECK_SOURCE_SUPPORTED";
+/// tchbook patch: the file a `cargo check` should check in place of the crate's `src/lib.rs`.
+const CHECK_SOURCE_ENV: &str = "EVCXR_CHECK_SOURCE";
+/// tchbook patch: where a [`Checker`] writes the code it checks, under `src/`. Named `lib.rs`
+/// too, as errors are read only from a file of that name.
+const CHECK_SOURCE_DIR: &str = "check";
+
+/// tchbook patch: runs `cargo check` on code written to its own file, never touching
+/// `src/lib.rs` or the build's outputs, so that a cell's type probe can run on another thread
+/// while the cell itself is built. The cargo in use must honour [`CHECK_SOURCE_ENV`] (the
+/// tchbook kernel's cargo front end does, and checks into a directory of its own).
+pub(crate) struct Checker {
+    config: Config,
+}
+
+impl Checker {
+    pub(crate) fn check(&self, code_block: &CodeBlock) -> Result<Vec<CompilationError>, Error> {
+        let dir = self.config.src_dir().join(CHECK_SOURCE_DIR);
+        write_file(&dir, "lib.rs", &code_block.code_string())?;
+        let output = self
+            .config
+            .cargo_command("check")
+            .env(CHECK_SOURCE_ENV, dir.join("lib.rs"))
+            .output();
+        let cargo_output = match output {
+            Ok(out) => out,
+            Err(err) => bail!("Error running 'cargo check': {}", err),
+        };
+        let (errors, _non_json_error) = errors_from_cargo_output(&cargo_output, code_block);
+        Ok(errors)
+    }
+}
+
 pub(crate) fn shared_object_prefix() -> &'static str {
     if cfg!(target_os = "macos") {
         "lib"
@@ -169,6 +204,14 @@ impl Module {
         };
         let (errors, _non_json_error) = errors_from_cargo_output(&cargo_output, code_block);
         Ok(errors)
+    }
+
+    /// tchbook patch: a checker for type probes that can run beside a build (see
+    /// `Checker`), when the cargo in use says it can check a file other than `src/lib.rs`.
+    pub(crate) fn parallel_checker(&self, config: &Config) -> Option<Checker> {
+        std::env::var_os(CHECK_SOURCE_SUPPORTED_ENV).map(|_| Checker {
+            config: config.clone(),
+        })
     }
 
     pub(crate) fn compile(
