@@ -15,10 +15,12 @@
 //!   arguments, same environment, the cell's new `src/lib.rs`. rustc's JSON diagnostics go to
 //!   stderr as cargo would relay them, and the library's path goes to stdout as cargo's
 //!   `compiler-artifact` message, which is what evcxr reads.
-//! - A `check` is that same command emitting metadata only. evcxr's checks are the kernel's
-//!   type probes (vendor/README.md), so they also ask rustc for full type paths. cargo's own
-//!   `check` would type-check every dependency again first (minutes), and never runs here while
-//!   a build record exists.
+//! - A `check` is that same command emitting metadata only, into a directory of its own (it may
+//!   run beside a build). evcxr's checks are the kernel's type probes (vendor/README.md), so they
+//!   also ask rustc for full type paths. cargo's own `check` would type-check every dependency
+//!   again first (minutes), and never runs here while a build record exists.
+//! - A record also carries a link plan (`link.rs`): the dependencies linked once into a shared
+//!   library, which later cells link against instead of ~100 rlibs and libtorch.
 //!
 //! A record is only replayed while everything it names still exists, and all records are
 //! dropped when a real cargo run rebuilds any dependency (a `:dep` that changes features, a
@@ -86,10 +88,14 @@ pub fn install() {
     std::env::set_var(CHECK_SOURCE_SUPPORTED_ENV, "1");
 }
 
-/// If this process was started as the front end or as its rustc wrapper, does that job and
-/// returns the exit code. Call first thing in `main` (after `evcxr::runtime_hook`).
+/// If this process was started as the front end, as its rustc wrapper or as a cell's planned
+/// linker (`link.rs`), does that job and returns the exit code. Call first thing in `main`
+/// (after `evcxr::runtime_hook`).
 pub fn dispatch() -> Option<i32> {
     let mut args = std::env::args_os().skip(1);
+    if let Some(plan) = std::env::var_os(link::LINKER_ENV) {
+        return Some(link::run_as_linker(&plan.to_string_lossy(), args.collect()));
+    }
     if let Some(record) = std::env::var_os(RECORD_ENV) {
         let rustc: Vec<OsString> = args.collect();
         return Some(run_wrapper(Path::new(&record), rustc));
@@ -353,10 +359,7 @@ fn replay(mut record: Record, path: &Path, dir: &Path, check: bool) -> Result<i3
             .with_context(|| format!("creating {}", dir.join(CHECK_DIR).display()))?;
         None
     } else {
-        record
-            .link_plan
-            .as_ref()
-            .and_then(|plan| plan.arguments(dir))
+        record.link_plan.as_ref().and_then(|plan| plan.usable(dir))
     };
     // A build without a usable plan prints its linker command, so that the next one has one.
     let learning = !check && planned.is_none() && record.link_plan != Some(LinkPlan::Full);
@@ -385,7 +388,12 @@ fn replay(mut record: Record, path: &Path, dir: &Path, check: bool) -> Result<i3
             .env("RUSTC_BOOTSTRAP", "1");
     }
     if let Some(plan) = &planned {
-        command.args(plan).env("RUSTC_BOOTSTRAP", "1");
+        // This binary is the linker, and hands the real one the planned command (`link.rs`).
+        let me = std::env::current_exe().context("finding this program, the planned linker")?;
+        command
+            .arg("-C")
+            .arg(format!("linker={}", me.display()))
+            .env(link::LINKER_ENV, serde_json::to_string(plan)?);
     }
     if learning {
         command.args(link::PRINT_LINK_ARGS);
