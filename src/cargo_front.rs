@@ -638,21 +638,21 @@ fn clear_records(records: &Path, keep: &Path) {
     }
 }
 
-/// Keeps the newest [`MAX_RECORDS`] records.
+/// Keeps the newest [`MAX_RECORDS`] records, and the link libraries they name.
 fn prune(records: &Path) {
-    let Ok(entries) = std::fs::read_dir(records) else {
-        return;
-    };
-    let mut files: Vec<(std::time::SystemTime, PathBuf)> = entries
-        .flatten()
-        .filter_map(|entry| Some((entry.metadata().ok()?.modified().ok()?, entry.path())))
-        .collect();
-    if files.len() <= MAX_RECORDS {
-        return;
+    if let Ok(entries) = std::fs::read_dir(records) {
+        let mut files: Vec<(std::time::SystemTime, PathBuf)> = entries
+            .flatten()
+            .filter_map(|entry| Some((entry.metadata().ok()?.modified().ok()?, entry.path())))
+            .collect();
+        files.sort();
+        let stale = files.len().saturating_sub(MAX_RECORDS);
+        for (_, path) in &files[..stale] {
+            let _ = std::fs::remove_file(path);
+        }
     }
-    files.sort();
-    for (_, path) in &files[..files.len() - MAX_RECORDS] {
-        let _ = std::fs::remove_file(path);
+    if let Some(dir) = records.parent().and_then(Path::parent) {
+        link::remove_unused_libraries(dir, records);
     }
 }
 

@@ -168,6 +168,16 @@ pub(super) fn plan(printed: &str, dir: &Path) -> Result<LinkPlan> {
         }
         link_args.push(arg.clone());
     }
+    // rustc's run path for libstd is relative to the cell's directory, not this library's: name
+    // the directories of the shared libraries it links outright.
+    let shared_dirs: Vec<String> = link_args
+        .iter()
+        .filter(|arg| arg.starts_with('/') && arg.ends_with(".so"))
+        .filter_map(|arg| Some(Path::new(arg).parent()?.to_string_lossy().into_owned()))
+        .collect();
+    for shared_dir in shared_dirs {
+        link_args.push(format!("-Wl,-rpath,{shared_dir}"));
+    }
     link_args.push(format!("-Wl,-soname,{name}"));
     link_args.push("-o".into());
     link_args.push(library.to_string_lossy().into_owned());
@@ -187,6 +197,26 @@ pub(super) fn plan(printed: &str, dir: &Path) -> Result<LinkPlan> {
         dropped,
         linker: linker.clone(),
     })
+}
+
+/// Removes the libraries under `dir` that no record in `records` names any more (a `:dep`
+/// or a rebuilt dependency made a new one). A process that has one loaded keeps its mapping.
+pub(super) fn remove_unused_libraries(dir: &Path, records: &Path) {
+    let Ok(libraries) = std::fs::read_dir(dir.join(LIBRARY_DIR)) else {
+        return;
+    };
+    let named: Vec<String> = std::fs::read_dir(records)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|entry| std::fs::read_to_string(entry.path()).ok())
+        .collect();
+    for library in libraries.flatten() {
+        let name = library.file_name().to_string_lossy().into_owned();
+        if !named.iter().any(|record| record.contains(&name)) {
+            let _ = std::fs::remove_file(library.path());
+        }
+    }
 }
 
 /// Runs as the linker rustc was given (`-C linker`, with [`LINKER_ENV`] set): the real linker,
@@ -459,6 +489,27 @@ mod tests {
             plan.usable(&dir).is_none(),
             "a plan whose library is gone must not be used"
         );
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn libraries_no_record_names_are_removed() {
+        let dir = std::env::temp_dir().join(format!("tchbook-link-gc-{}", std::process::id()));
+        let libraries = dir.join(LIBRARY_DIR);
+        let records = dir.join("target").join("tchbook-replay");
+        std::fs::create_dir_all(&libraries).unwrap();
+        std::fs::create_dir_all(&records).unwrap();
+        for name in ["libtchbook-deps-1.so", "libtchbook-deps-2.so"] {
+            std::fs::write(libraries.join(name), b"").unwrap();
+        }
+        std::fs::write(
+            records.join("1.json"),
+            r#"{"link_plan":{"library":"{tchbook-build-dir}/target/tchbook-link/libtchbook-deps-1.so"}}"#,
+        )
+        .unwrap();
+        remove_unused_libraries(&dir, &records);
+        assert!(libraries.join("libtchbook-deps-1.so").is_file());
+        assert!(!libraries.join("libtchbook-deps-2.so").exists());
         std::fs::remove_dir_all(&dir).unwrap();
     }
 

@@ -943,18 +943,8 @@ impl EvalContext {
         match result {
             Ok(artifacts) => {
                 // The cell ran: its state (build number, variables a panic or `?` dropped) is
-                // `inferred`'s, with the variables' names for later cells.
-                let kept: Vec<(String, String)> = inferred
-                    .variable_states
-                    .iter()
-                    .map(|(name, variable)| (name.clone(), variable.type_name.clone()))
-                    .collect();
+                // `inferred`'s, given the variables' names for later cells.
                 *state = inferred;
-                for (name, type_name) in kept {
-                    if let Some(variable) = state.variable_states.get_mut(&name) {
-                        variable.type_name = type_name;
-                    }
-                }
                 match outcome {
                     ProbeOutcome::Typed(types) => apply_variable_types(state, types),
                     ProbeOutcome::Refused(error) => return Err(error),
