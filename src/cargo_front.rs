@@ -136,8 +136,8 @@ struct Record {
     args: Vec<String>,
     /// The variables cargo set for rustc (`CARGO_*`, `OUT_DIR`, the library path).
     env: Vec<(String, String)>,
-    /// How builds link the cell's native libraries (`link.rs`); none yet until the first
-    /// replayed build has printed its linker command.
+    /// How later builds link the cell (`link.rs`): made from the linker command rustc printed
+    /// for the recorded build, or for the first replayed one where that build failed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     link_plan: Option<LinkPlan>,
 }
