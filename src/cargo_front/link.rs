@@ -133,33 +133,30 @@ pub(super) fn plan(printed: &str, dir: &Path) -> Result<LinkPlan> {
         .with_context(|| format!("creating {}", library_dir.display()))?;
     let name = format!("libtchbook-deps-{:016x}.so", fingerprint(&replaced));
     let library = library_dir.join(&name);
+    let gone = |path: &str| path.starts_with('/') && !Path::new(path).exists();
     let mut link_args: Vec<String> = Vec::new();
-    let mut args_iter = args.iter().peekable();
+    let mut args_iter = args.iter();
     while let Some(arg) = args_iter.next() {
         if arg == "-o" {
             args_iter.next();
             continue;
         }
+        if arg == "-L" {
+            if let Some(dir) = args_iter.next().filter(|dir| !gone(dir)) {
+                link_args.extend([arg.clone(), dir.clone()]);
+            }
+            continue;
+        }
         if is_dependency(arg) {
-            if link_args.last().map(String::as_str) != Some("-Wl,--no-whole-archive") {
+            // All of them, in rustc's order, where the first stood.
+            if arg == &replaced[0] {
                 link_args.push("-Wl,--whole-archive".into());
+                link_args.extend(replaced.iter().cloned());
                 link_args.push("-Wl,--no-whole-archive".into());
             }
-            let at = link_args.len() - 1;
-            link_args.insert(at, arg.clone());
             continue;
         }
-        let gone = |path: &str| path.starts_with('/') && !Path::new(path).exists();
-        let temporary = arg
-            .strip_prefix("-L")
-            .map(|rest| gone(rest.trim_start()))
-            .unwrap_or_else(|| gone(arg))
-            || (arg == "-L" && args_iter.peek().is_some_and(|next| gone(next)));
-        if arg == "-L" && temporary {
-            args_iter.next();
-            continue;
-        }
-        if temporary
+        if gone(arg.strip_prefix("-L").unwrap_or(arg))
             || arg.ends_with(".rcgu.o")
             || arg.starts_with("-Wl,--version-script=")
             || arg == "-Wl,--no-undefined-version"
@@ -181,15 +178,19 @@ pub(super) fn plan(printed: &str, dir: &Path) -> Result<LinkPlan> {
     link_args.push(format!("-Wl,-soname,{name}"));
     link_args.push("-o".into());
     link_args.push(library.to_string_lossy().into_owned());
-    let output = Command::new(linker)
-        .args(&link_args)
-        .output()
-        .with_context(|| format!("running {linker}"))?;
-    if !output.status.success() {
-        bail!(
-            "linking the dependencies' library failed: {}",
-            String::from_utf8_lossy(&output.stderr).trim()
-        );
+    // Named after its rlibs: one already there holds these same ones (the linker writes its
+    // output whole or not at all).
+    if !library.is_file() {
+        let output = Command::new(linker)
+            .args(&link_args)
+            .output()
+            .with_context(|| format!("running {linker}"))?;
+        if !output.status.success() {
+            bail!(
+                "linking the dependencies' library failed: {}",
+                String::from_utf8_lossy(&output.stderr).trim()
+            );
+        }
     }
     Ok(LinkPlan::Shared {
         library: relative(&library.to_string_lossy(), dir),
