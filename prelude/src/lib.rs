@@ -9,8 +9,9 @@
 //! - [`data`] — Dataset, TensorDataset, DataLoader, CIFAR-10 / MNIST / Fashion-MNIST / CSV
 //!   readers, transforms, `train_test_split`, downloads and stand-ins, the shipped Iris set;
 //! - [`models`] — the tutorials' models with PyTorch's parameter names, safetensors state dicts;
+//!   [`torch_nn`] — `nn.Linear` / `nn.Conv2d` with PyTorch's initialisation, bit for bit;
 //! - [`train`] — batch accuracy, timers, RunBuilder/RunManager; [`plot`] — live loss plots;
-//!   [`progress`] — progress bars;
+//!   [`progress`] — progress bars; [`pyrepr`] — devices and shapes printed as PyTorch prints them;
 //! - [`display`] — rich output for every prelude value, evcxr's plain text for std values in
 //!   one compilation, and live, in-place updates;
 //! - [`runtime`] and [`interrupt`] — the kernel contract (live display protocol, stdout pump,
@@ -26,9 +27,11 @@ pub mod interrupt;
 pub mod models;
 pub mod plot;
 pub mod progress;
+pub mod pyrepr;
 pub mod runtime;
 mod sys;
 mod tensor_fmt;
+pub mod torch_nn;
 pub mod train;
 
 /// Everything a notebook cell has in scope (`use tchbook_prelude::prelude::*;`).
@@ -53,7 +56,9 @@ pub mod prelude {
     };
     pub use crate::plot::LossPlot;
     pub use crate::progress::{Progress, progress};
+    pub use crate::pyrepr::{DeviceDisplay, TensorShape};
     pub use crate::runtime::{input, set_threads, tune_allocator};
+    pub use crate::torch_nn::{self, ResetParameters};
     pub use crate::train::{
         Run, RunBuilder, RunManager, RunParams, Timer, batch_accuracy, num_correct,
     };

@@ -2,6 +2,10 @@
 //! `fc1.bias`, …) so state dicts move between the two, and safetensors save/load that
 //! `safetensors.torch.load_file` + `load_state_dict` read (and write) unchanged.
 //!
+//! Each model initialises its layers as the PyTorch original does ([`crate::torch_nn`]): after
+//! `tch::manual_seed(s)` its parameters equal those of the PyTorch model built after
+//! `torch.manual_seed(s)` on the CPU, bit for bit (`prelude/tests/parity.rs` checks it).
+//!
 //! Build a model on a var store's root, as tch does:
 //!
 //! ```
@@ -14,16 +18,20 @@
 
 use crate::device::TorchError;
 use crate::display::{Bundle, Render, rich};
+use crate::torch_nn;
 use std::path::Path;
 use tch::Tensor;
 use tch::nn::{self, Module, VarStore};
 
+// Every layer is made as PyTorch's nn.Linear / nn.Conv2d make theirs (weight, then bias, with
+// PyTorch's bounds), in the order the tutorial's __init__ creates them: after the same
+// manual_seed, a model here starts from the PyTorch model's parameters, bit for bit.
 fn linear(p: &nn::Path, name: &str, i: i64, o: i64) -> nn::Linear {
-    nn::linear(p / name, i, o, Default::default())
+    torch_nn::linear(p / name, i, o)
 }
 
 fn conv(p: &nn::Path, name: &str, i: i64, o: i64, k: i64) -> nn::Conv2D {
-    nn::conv2d(p / name, i, o, k, Default::default())
+    torch_nn::conv2d(p / name, i, o, k)
 }
 
 /// PyTorch's module repr for a list of `(name, layer description)`.

@@ -318,14 +318,19 @@ fn the_cifar_net_learns_the_standin_classes() {
     }
     .build(&vs, 0.01)
     .unwrap();
-    for (images, labels) in &DataLoader::new(&train, 32).shuffle(true).seed(1) {
-        let loss = net.forward(&images).cross_entropy_for_logits(&labels);
-        opt.backward_step(&loss);
+    // Two epochs, as the tutorial trains: from PyTorch's initialisation (narrower than tch's)
+    // one epoch of 63 steps is not always enough to clear 30 %.
+    let loader = DataLoader::new(&train, 32).shuffle(true).seed(1);
+    for _epoch in 0..2 {
+        for (images, labels) in &loader {
+            let loss = net.forward(&images).cross_entropy_for_logits(&labels);
+            opt.backward_step(&loss);
+        }
     }
     let acc = no_grad(|| batch_accuracy(&net.forward(test.inputs()), test.targets()));
     assert!(
         acc > 0.3,
-        "accuracy after one epoch on CIFAR stand-ins: {acc}"
+        "accuracy after two epochs on CIFAR stand-ins: {acc}"
     );
 }
 

@@ -1,5 +1,5 @@
-use crate::scratch;
-use std::path::PathBuf;
+use crate::{python, scratch};
+use std::path::Path;
 use std::process::Command;
 use tchbook_prelude::models::f_load_state_dict;
 use tchbook_prelude::prelude::*;
@@ -136,70 +136,11 @@ fn a_state_dict_with_wrong_names_or_shapes_is_refused() {
     assert!(e.contains("absent.safetensors"), "{e}");
 }
 
-fn python() -> PathBuf {
-    let candidates: Vec<PathBuf> = match std::env::var_os("TCHBOOK_PYTHON") {
-        Some(p) => vec![PathBuf::from(p)],
-        None => {
-            let home = std::env::var_os("HOME")
-                .map(PathBuf::from)
-                .unwrap_or_default();
-            let venv = std::env::var_os("TCHBOOK_VENV")
-                .map(PathBuf::from)
-                .unwrap_or(home.join(".cache/tchbook/venv"));
-            vec![venv.join("bin/python")]
-        }
-    };
-    for p in &candidates {
-        let ok = Command::new(p)
-            .args(["-c", "import torch, safetensors"])
-            .output()
-            .map(|o| o.status.success())
-            .unwrap_or(false);
-        if ok {
-            return p.clone();
-        }
-    }
-    panic!(
-        "no Python with torch and safetensors found (tried {candidates:?}): set TCHBOOK_PYTHON to one, \
-         or create the venv with scripts/env.sh; the safetensors round trip cannot be checked without it"
-    );
-}
-
 const PYTHON_SIDE: &str = r#"
-import sys, torch, torch.nn as nn, torch.nn.functional as F
+import sys, torch
 from safetensors.torch import load_file, save_file
-
-class Net(nn.Module):
-    def __init__(self):
-        super(Net, self).__init__()
-        self.conv1 = nn.Conv2d(3, 6, 5)
-        self.pool = nn.MaxPool2d(2, 2)
-        self.conv2 = nn.Conv2d(6, 16, 5)
-        self.fc1 = nn.Linear(16 * 5 * 5, 120)
-        self.fc2 = nn.Linear(120, 84)
-        self.fc3 = nn.Linear(84, 10)
-    def forward(self, x):
-        x = self.pool(F.relu(self.conv1(x)))
-        x = self.pool(F.relu(self.conv2(x)))
-        x = x.view(-1, 16 * 5 * 5)
-        x = F.relu(self.fc1(x))
-        x = F.relu(self.fc2(x))
-        return self.fc3(x)
-
-class Network(nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.conv1 = nn.Conv2d(in_channels=1, out_channels=6, kernel_size=5)
-        self.conv2 = nn.Conv2d(in_channels=6, out_channels=12, kernel_size=5)
-        self.fc1 = nn.Linear(in_features=12 * 4 * 4, out_features=120)
-        self.fc2 = nn.Linear(in_features=120, out_features=60)
-        self.out = nn.Linear(in_features=60, out_features=10)
-    def forward(self, t):
-        t = F.max_pool2d(F.relu(self.conv1(t)), kernel_size=2, stride=2)
-        t = F.max_pool2d(F.relu(self.conv2(t)), kernel_size=2, stride=2)
-        t = F.relu(self.fc1(t.reshape(-1, 12 * 4 * 4)))
-        t = F.relu(self.fc2(t))
-        return self.out(t)
+sys.path.insert(0, sys.argv[2])
+from parity import Net, Network  # the tutorials' models, as the tutorials write them
 
 d = sys.argv[1]
 assert torch.__version__.startswith("2.11.0"), torch.__version__
@@ -257,6 +198,7 @@ fn safetensors_state_dicts_round_trip_through_pytorch() {
     let out = Command::new(&python)
         .arg(&script)
         .arg(&dir)
+        .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests"))
         .output()
         .unwrap();
     assert!(

@@ -7,10 +7,12 @@ mod display;
 mod loader;
 mod memory;
 mod models;
+mod parity;
 mod runtime;
 mod train;
 
 use std::path::PathBuf;
+use std::process::Command;
 
 /// A fresh, empty directory for one test.
 pub fn scratch(name: &str) -> PathBuf {
@@ -24,6 +26,11 @@ pub fn scratch(name: &str) -> PathBuf {
 /// [`is_child`]), so that what it does to the process (attaching to a pretend kernel, printing
 /// to the real stdout) can be observed from outside. Returns the child's stdout.
 pub fn run_child(test: &str) -> String {
+    run_child_with(test, &[])
+}
+
+/// [`run_child`] with more environment variables for the child.
+pub fn run_child_with(test: &str, env: &[(&str, &std::ffi::OsStr)]) -> String {
     let out = std::process::Command::new(std::env::current_exe().unwrap())
         .args([
             "--exact",
@@ -33,6 +40,7 @@ pub fn run_child(test: &str) -> String {
             "--test-threads=1",
         ])
         .env("TCHBOOK_TEST_CHILD", test)
+        .envs(env.iter().copied())
         .output()
         .unwrap();
     assert!(
@@ -46,4 +54,36 @@ pub fn run_child(test: &str) -> String {
 /// Whether this process is the child that [`run_child`] started for `test`.
 pub fn is_child(test: &str) -> bool {
     std::env::var("TCHBOOK_TEST_CHILD").as_deref() == Ok(test)
+}
+
+/// The Python with torch 2.11 and safetensors the PyTorch-side tests run: `$TCHBOOK_PYTHON`,
+/// else the venv's (`$TCHBOOK_VENV`, default `~/.cache/tchbook/venv`). Panics, saying how to
+/// get one, if it cannot import both.
+pub fn python() -> PathBuf {
+    let candidates: Vec<PathBuf> = match std::env::var_os("TCHBOOK_PYTHON") {
+        Some(p) => vec![PathBuf::from(p)],
+        None => {
+            let home = std::env::var_os("HOME")
+                .map(PathBuf::from)
+                .unwrap_or_default();
+            let venv = std::env::var_os("TCHBOOK_VENV")
+                .map(PathBuf::from)
+                .unwrap_or(home.join(".cache/tchbook/venv"));
+            vec![venv.join("bin/python")]
+        }
+    };
+    for p in &candidates {
+        let ok = Command::new(p)
+            .args(["-c", "import torch, safetensors"])
+            .output()
+            .map(|o| o.status.success())
+            .unwrap_or(false);
+        if ok {
+            return p.clone();
+        }
+    }
+    panic!(
+        "no Python with torch and safetensors found (tried {candidates:?}): set TCHBOOK_PYTHON to one, \
+         or create the venv with scripts/env.sh; parity with PyTorch cannot be checked without it"
+    );
 }

@@ -4,12 +4,30 @@
 //! Workers prefetch batches in parallel but are read round-robin, so the batches come out in
 //! exactly the order `num_workers(0)` gives. A batch is one `index_select` per tensor of a
 //! contiguous data set (a view when unshuffled), never a stack of per-sample copies.
+//!
+//! **The same order as PyTorch.** A shuffled epoch is the permutation PyTorch's
+//! `RandomSampler` draws (torch 2.11, `torch/utils/data/sampler.py` and `dataloader.py`), and
+//! every epoch takes from the generator what PyTorch's DataLoader takes, so that training after
+//! `tch::manual_seed(s)` sees the batches — and later random draws — that PyTorch sees after
+//! `torch.manual_seed(s)`:
+//! - each epoch (`iter(loader)`) first draws a 64-bit `_base_seed` for the workers (also when
+//!   not shuffling);
+//! - without [`DataLoader::seed`], `RandomSampler` then draws a seed from the global generator
+//!   and runs `torch.randperm(n)` on a fresh `torch.Generator()` seeded with it;
+//! - with `.seed(s)`, as with `DataLoader(..., generator=torch.Generator().manual_seed(s))`,
+//!   both come from the loader's own generator, and when the sampler runs out at the end of an
+//!   epoch it draws one more (unused) `randperm(n)` from it, as PyTorch's does.
+//!
+//! Where this cannot match: PyTorch with `num_workers > 0` reads sample indices ahead of the
+//! loop, so if a seeded epoch is left early (`break`) the loader's generator may have moved on
+//! further there than here, and the following epochs differ. Runs to the end of each epoch
+//! match, with or without workers.
 
 use super::Dataset;
+use super::split::Mt19937;
 use crate::interrupt;
-use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc::{Receiver, sync_channel};
+use std::sync::{Arc, Mutex, PoisonError};
 use tch::{Device, Kind, Tensor};
 
 /// Batches of a [`Dataset`], iterated as `for (x, y) in &loader`.
@@ -27,13 +45,12 @@ pub struct DataLoader {
     dataset: Arc<dyn Dataset>,
     batch_size: usize,
     shuffle: bool,
-    seed: Option<u64>,
+    generator: Option<Mutex<TorchGenerator>>,
     drop_last: bool,
     num_workers: usize,
     prefetch: usize,
     pin_memory: bool,
     device: Option<(Device, bool)>,
-    epoch: AtomicU64,
 }
 
 /// What [`DataLoader::new`] accepts: a [`super::TensorDataset`] by value, any cloneable data set
@@ -85,19 +102,18 @@ impl DataLoader {
             dataset: dataset.into_shared(),
             batch_size: batch_size.max(1),
             shuffle: false,
-            seed: None,
+            generator: None,
             drop_last: false,
             num_workers: 0,
             prefetch: 2,
             pin_memory: false,
             device: None,
-            epoch: AtomicU64::new(0),
         }
     }
 
     /// `shuffle=True`: a new order every epoch. Without [`seed`](Self::seed) the order comes
-    /// from libtorch's global generator, so `tch::manual_seed` makes it repeatable as
-    /// `torch.manual_seed` does in PyTorch.
+    /// from libtorch's global generator, so after `tch::manual_seed(s)` the epochs come in the
+    /// order PyTorch's `DataLoader(..., shuffle=True)` gives after `torch.manual_seed(s)`.
     ///
     /// ```
     /// use tchbook_prelude::prelude::*;
@@ -111,8 +127,9 @@ impl DataLoader {
         self
     }
 
-    /// A fixed seed for the shuffle: epoch `k` of two loaders with the same seed gives the same
-    /// order, independent of anything else in the process.
+    /// The loader's own generator, `generator=torch.Generator().manual_seed(seed)` in
+    /// PyTorch: epoch `k` of two loaders with the same seed gives the same order, independent of
+    /// anything else in the process, and the same order as PyTorch's loader with that generator.
     ///
     /// ```
     /// use tchbook_prelude::prelude::*;
@@ -122,7 +139,7 @@ impl DataLoader {
     /// # let _ = loader;
     /// ```
     pub fn seed(mut self, seed: u64) -> Self {
-        self.seed = Some(seed);
+        self.generator = Some(Mutex::new(TorchGenerator::new(seed)));
         self
     }
 
@@ -251,27 +268,37 @@ impl DataLoader {
         self.batch_size
     }
 
-    /// The sample order of the next epoch (and advances the epoch).
+    /// The sample order of the next epoch, drawn as PyTorch's DataLoader draws it (see the
+    /// module's documentation).
     fn next_order(&self) -> Vec<i64> {
         let n = self.dataset.len();
-        let epoch = self.epoch.fetch_add(1, Ordering::SeqCst);
-        if !self.shuffle {
-            return (0..n as i64).collect();
-        }
-        match self.seed {
-            Some(seed) => {
-                let mut rng = super::standin::Rng::new(
-                    seed.wrapping_add(epoch.wrapping_mul(0x2545_f491_4f6c_dd1d)),
-                );
-                let mut order: Vec<i64> = (0..n as i64).collect();
-                for i in (1..n).rev() {
-                    let j = rng.below(i as u64 + 1) as usize;
-                    order.swap(i, j);
+        match &self.generator {
+            Some(generator) => {
+                let mut g = generator.lock().unwrap_or_else(PoisonError::into_inner);
+                let _base_seed = g.random_int64();
+                if self.shuffle {
+                    g.randperm(n)
+                } else {
+                    (0..n as i64).collect()
                 }
-                order
             }
-            None => Vec::<i64>::try_from(&Tensor::randperm(n as i64, (Kind::Int64, Device::Cpu)))
-                .unwrap_or_else(|_| (0..n as i64).collect()),
+            None => {
+                let _base_seed = global_random_int64();
+                if self.shuffle {
+                    TorchGenerator::new(global_random_int64() as u64).randperm(n)
+                } else {
+                    (0..n as i64).collect()
+                }
+            }
+        }
+    }
+
+    /// What PyTorch's `RandomSampler` draws from the loader's own generator when it runs out:
+    /// the `randperm(n)` for a last, empty slice of samples.
+    fn sampler_exhausted(&self) {
+        if let (true, Some(generator)) = (self.shuffle, &self.generator) {
+            let mut g = generator.lock().unwrap_or_else(PoisonError::into_inner);
+            let _ = g.randperm(self.dataset.len());
         }
     }
 
@@ -323,6 +350,7 @@ impl DataLoader {
             total,
             workers,
             pin,
+            sampler_exhausted: false,
         }
     }
 }
@@ -371,6 +399,18 @@ pub struct Batches<'a> {
     total: usize,
     workers: Vec<Receiver<(Tensor, Tensor)>>,
     pin: bool,
+    sampler_exhausted: bool,
+}
+
+impl Batches<'_> {
+    /// PyTorch's sampler runs out when the batch after the last is asked for, or already while
+    /// a partial last batch is filled (`drop_last=False`).
+    fn exhaust_sampler(&mut self) {
+        if !self.sampler_exhausted {
+            self.sampler_exhausted = true;
+            self.loader.sampler_exhausted();
+        }
+    }
 }
 
 impl Iterator for Batches<'_> {
@@ -378,13 +418,17 @@ impl Iterator for Batches<'_> {
 
     fn next(&mut self) -> Option<(Tensor, Tensor)> {
         if self.next >= self.total {
+            self.exhaust_sampler();
             return None;
         }
         interrupt::check();
         let b = self.next;
         self.next += 1;
+        let l = self.loader;
+        if b + 1 == self.total && !l.drop_last && !l.dataset.len().is_multiple_of(l.batch_size) {
+            self.exhaust_sampler();
+        }
         let (x, y) = if self.workers.is_empty() {
-            let l = self.loader;
             gather(
                 &*l.dataset,
                 &self.order,
@@ -415,3 +459,42 @@ impl Iterator for Batches<'_> {
 }
 
 impl ExactSizeIterator for Batches<'_> {}
+
+/// `torch.empty((), dtype=torch.int64).random_()`: 63 random bits from libtorch's global CPU
+/// generator (two of its 32-bit draws).
+fn global_random_int64() -> i64 {
+    let mut t = Tensor::empty([], (Kind::Int64, Device::Cpu));
+    let _ = t.random_();
+    t.int64_value(&[])
+}
+
+/// libtorch's CPU generator (`at::CPUGeneratorImpl`: the 32-bit Mersenne twister of
+/// `ATen/core/MT19937RNGEngine.h`, seeded as numpy's), for the loader's own generator and
+/// `RandomSampler`'s per-epoch one: tch has no `torch.Generator` objects.
+/// `prelude/tests/parity.rs` checks the loader's orders against PyTorch's.
+struct TorchGenerator(Mt19937);
+
+impl TorchGenerator {
+    /// `torch.Generator().manual_seed(seed)` (libtorch keeps the low 32 bits).
+    fn new(seed: u64) -> Self {
+        TorchGenerator(Mt19937::new(seed as u32))
+    }
+
+    /// `torch.empty((), dtype=torch.int64).random_(generator=g)`: `random64()` (first draw
+    /// high) modulo 2^63.
+    fn random_int64(&mut self) -> i64 {
+        let hi = u64::from(self.0.next_u32());
+        let lo = u64::from(self.0.next_u32());
+        (((hi << 32) | lo) & (u64::MAX >> 1)) as i64
+    }
+
+    /// `torch.randperm(n, generator=g)` on the CPU: libtorch's swap loop, one draw per place.
+    fn randperm(&mut self, n: usize) -> Vec<i64> {
+        let mut r: Vec<i64> = (0..n as i64).collect();
+        for i in 0..n.saturating_sub(1) {
+            let z = (u64::from(self.0.next_u32()) % (n - i) as u64) as usize;
+            r.swap(i, i + z);
+        }
+        r
+    }
+}

@@ -5,14 +5,15 @@
 use super::DataError;
 use tch::Tensor;
 
-/// MT19937 seeded as numpy's `RandomState(seed)`.
-struct Mt19937 {
+/// MT19937 seeded as numpy's `RandomState(seed)` — and as libtorch's CPU generator, which is
+/// the same engine with the same seeding (the DataLoader's shuffle uses it).
+pub(crate) struct Mt19937 {
     state: [u32; 624],
     index: usize,
 }
 
 impl Mt19937 {
-    fn new(seed: u32) -> Self {
+    pub(crate) fn new(seed: u32) -> Self {
         let mut state = [0u32; 624];
         state[0] = seed;
         for i in 1..624 {
@@ -24,7 +25,7 @@ impl Mt19937 {
         Mt19937 { state, index: 624 }
     }
 
-    fn next_u32(&mut self) -> u32 {
+    pub(crate) fn next_u32(&mut self) -> u32 {
         if self.index >= 624 {
             for i in 0..624 {
                 let y = (self.state[i] & 0x8000_0000) | (self.state[(i + 1) % 624] & 0x7fff_ffff);
