@@ -1,4 +1,5 @@
-// The prelude's window on libtorch's CUDA caching allocator.
+// The prelude's window on libtorch's CUDA caching allocator (and on a tensor's autograd node,
+// for its PyTorch repr).
 //
 // It reaches the allocator through c10's device-generic interface (c10::GetAllocator and
 // c10::DeviceAllocator, both in libc10), so it needs neither CUDA headers nor libc10_cuda at
@@ -27,6 +28,17 @@
 
 #ifdef TCHBOOK_HAVE_DEVICE_ALLOCATOR
 #include <c10/core/CachingDeviceAllocator.h>
+#endif
+
+// The autograd node behind a tensor, for PyTorch's `grad_fn=<AddmmBackward0>` in a tensor's repr
+// (tch has no accessor for it).
+#if defined(__has_include) && !defined(TCHBOOK_SHIM_STUB)
+#if __has_include(<torch/csrc/autograd/function.h>)
+#define TCHBOOK_HAVE_AUTOGRAD 1
+#include <ATen/core/TensorBase.h>
+#include <string>
+#include <torch/csrc/autograd/function.h>
+#endif
 #endif
 
 namespace {
@@ -180,6 +192,26 @@ int tchbook_cuda_mem_info(int device, uint64_t* free_bytes, uint64_t* total_byte
 #else
   (void)device; (void)free_bytes; (void)total_bytes; (void)err; (void)err_len;
   return 1;
+#endif
+}
+
+// The name of the autograd node that made `tensor` (a tch tensor, an `at::Tensor*`), as
+// `type(t.grad_fn).__name__` gives it: 1 and the name in `out`; 0 when the tensor has none
+// (a leaf, or made without gradient tracking); -1 when unknown (stub build, or an error).
+int tchbook_grad_fn_name(const void* tensor, char* out, size_t out_len) {
+#ifdef TCHBOOK_HAVE_AUTOGRAD
+  return guarded(out, out_len, [&] {
+    const auto& node = static_cast<const at::TensorBase*>(tensor)->grad_fn();
+    if (!node) return 0;
+    std::string name = node->name();  // "AddmmBackward0", or "torch::autograd::AccumulateGrad"
+    auto colons = name.rfind("::");
+    copy_message(colons == std::string::npos ? name.c_str() : name.c_str() + colons + 2, out,
+                 out_len);
+    return 1;
+  });
+#else
+  (void)tensor; (void)out; (void)out_len;
+  return -1;
 #endif
 }
 

@@ -216,10 +216,39 @@ pub(crate) fn repr(t: &Tensor) -> String {
     if !matches!(kind, Kind::Float | Kind::Int64 | Kind::Bool) {
         suffix.push_str(&format!(", dtype=torch.{}", kind_name(kind)));
     }
-    if t.requires_grad() {
-        suffix.push_str(", requires_grad=True");
+    // PyTorch names the autograd node that made a tensor, and says requires_grad only of leaves.
+    match grad_fn_name(t) {
+        Some(name) => suffix.push_str(&format!(", grad_fn=<{name}>")),
+        None if t.requires_grad() => suffix.push_str(", requires_grad=True"),
+        None => {}
     }
     format!("tensor({body}{suffix})")
+}
+
+unsafe extern "C" {
+    fn tchbook_grad_fn_name(
+        tensor: *const std::ffi::c_void,
+        out: *mut std::ffi::c_char,
+        out_len: usize,
+    ) -> std::ffi::c_int;
+}
+
+/// `type(t.grad_fn).__name__`, e.g. `AddmmBackward0`; `None` for a tensor without one (or a
+/// shim built without libtorch's autograd headers).
+pub(crate) fn grad_fn_name(t: &Tensor) -> Option<String> {
+    if !t.requires_grad() || t.is_leaf() {
+        return None;
+    }
+    let mut buf = [0 as std::ffi::c_char; 256];
+    // SAFETY: a tch tensor's pointer is an `at::Tensor*` that lives as long as `t`; the shim
+    // writes at most `buf.len()` bytes, NUL-terminated, and catches every C++ exception.
+    let found = unsafe { tchbook_grad_fn_name(t.as_ptr().cast(), buf.as_mut_ptr(), buf.len()) };
+    if found != 1 {
+        return None;
+    }
+    // SAFETY: NUL-terminated by the shim (copy_message).
+    let name = unsafe { std::ffi::CStr::from_ptr(buf.as_ptr()) };
+    Some(name.to_string_lossy().into_owned())
 }
 
 fn header(t: &Tensor) -> String {

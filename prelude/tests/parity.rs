@@ -1,6 +1,7 @@
 //! Parity with PyTorch: each tutorial workload runs here and in torch 2.11 (`parity.py`, with
 //! `$TCHBOOK_PYTHON`) on the same data and seed on the CPU; the initial parameters must be
-//! equal bit for bit and the losses of every step equal to 1e-5 (relative).
+//! equal bit for bit and the losses of every step equal to 1e-5 (relative). Also PyTorch's
+//! printed forms of what the tutorials print (devices, shapes, `grad_fn`).
 //!
 //! The Rust side runs in a child process ([`run_child`]): the test binary's other tests draw
 //! from libtorch's global generator on other threads, which would move this one's draws.
@@ -335,4 +336,29 @@ fn tutorial_workloads_match_pytorch() {
     }
     println!("{report}{stdout}");
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn tensors_devices_and_shapes_print_as_pytorch_prints_them() {
+    let x = Tensor::ones([1, 3], cpu()).set_requires_grad(true);
+    assert_eq!(x.repr(), "tensor([[1., 1., 1.]], requires_grad=True)");
+    let y = (&x * 2.0).sum(Kind::Float);
+    assert_eq!(y.repr(), "tensor(6., grad_fn=<SumBackward0>)");
+    let vs = nn::VarStore::new(Device::Cpu);
+    let fc = torch_nn::linear(vs.root() / "fc", 3, 2);
+    let out = fc.forward(&x.detach());
+    assert!(
+        out.repr().ends_with(", grad_fn=<AddmmBackward0>)"),
+        "{}",
+        out.repr()
+    );
+    let out = no_grad(|| fc.forward(&x));
+    assert!(!out.repr().contains("grad"), "{}", out.repr());
+    assert_eq!(out.device().repr().to_string(), "device(type='cpu')");
+    assert_eq!(
+        Device::Cuda(1).repr().to_string(),
+        "device(type='cuda', index=1)"
+    );
+    assert_eq!(fc.ws.shape().to_string(), "torch.Size([2, 3])");
+    assert_eq!(format!("{:?}", fc.ws.shape()), "torch.Size([2, 3])");
 }
