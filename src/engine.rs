@@ -963,7 +963,7 @@ fn append_help(mime: &mut [(String, String)]) {
 
 /// `:timeit [-n N] [-r R] EXPR` as a block: one untimed warm-up run picks the loop count so a
 /// run takes about 0.2 s (as %timeit does), then R runs are timed and summarised.
-fn timeit_code(args: &str) -> String {
+pub(crate) fn timeit_code(args: &str) -> String {
     let mut rest = args.trim();
     let mut loops = "0".to_owned();
     let mut runs = "7".to_owned();

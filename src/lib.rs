@@ -14,6 +14,8 @@
 //! - [`history`]: this session's cells for `history_request`.
 //! - [`cache`]: the persistent per-user build cache and the embedded prelude sources.
 //! - [`cargo_front`]: what evcxr runs as cargo: replays the cell crate's rustc command.
+//! - [`export`]: `tchbook export`: a notebook as a Cargo project that runs it headless, and
+//!   `--merge`, which writes what that program recorded back into the notebook.
 //! - [`install`]: kernelspec install/uninstall, libtorch detection, the up-front build.
 //!
 //! How an `execute_request` flows: transport's shell reader task verifies and parses it →
@@ -30,6 +32,7 @@ pub mod cargo_front;
 pub mod dispatch;
 pub mod display;
 pub mod engine;
+pub mod export;
 pub mod history;
 pub mod install;
 pub mod syntax;

@@ -44,6 +44,23 @@ enum Command {
     },
     /// Print what the kernel would use: libtorch, build cache, rustc.
     Doctor,
+    /// Turn a notebook into a Cargo project whose one binary runs it headless (`--record FILE`
+    /// records its outputs), or, with --merge, write such a record back into the notebook.
+    Export {
+        /// The notebook (.ipynb).
+        notebook: PathBuf,
+        /// The project's directory (default: the notebook's name without .ipynb, beside it).
+        #[arg(short = 'o', long = "out", value_name = "DIR")]
+        out_dir: Option<PathBuf>,
+        /// Depend on this prelude crate by path instead of copying the kernel's embedded one
+        /// into the project (a copy builds wherever the project directory goes).
+        #[arg(long, value_name = "DIR")]
+        prelude: Option<PathBuf>,
+        /// Write the outputs recorded in FILE (by the exported binary's --record) into the
+        /// notebook instead of exporting it.
+        #[arg(long, value_name = "FILE", conflicts_with_all = ["out_dir", "prelude"])]
+        merge: Option<PathBuf>,
+    },
 }
 
 #[derive(Args)]
@@ -100,6 +117,23 @@ fn main() -> ExitCode {
             install::install(&location.location(), !no_build)
         }
         (Some(Command::Uninstall { location }), _) => install::uninstall(&location.location()),
+        (
+            Some(Command::Export {
+                notebook,
+                out_dir,
+                prelude,
+                merge,
+            }),
+            _,
+        ) => match merge {
+            Some(record) => tchbook::export::merge(&record, &notebook),
+            None => tchbook::export::export(&tchbook::export::ExportOptions {
+                notebook,
+                out_dir,
+                prelude,
+            })
+            .map(|dir| println!("{}", dir.display())),
+        },
         (Some(Command::Doctor), _) => doctor(),
         (None, None) => {
             eprintln!("tchbook: give a command (install, uninstall, kernel) or --connection-file");
