@@ -4,8 +4,8 @@ Each notebook in notebooks/ is executed once per test session (a module-scoped f
 nbclient and kernel_name="tchbook", from notebooks/ as working directory (where its `data/` is),
 failing on any cell error except in cells tagged `raises-exception`. The checks then read this
 run's outputs, found by the cell tags the notebook sources carry (notebooks/src/*.md), and prefer
-the machine-readable `application/json` parts the prelude puts beside its HTML and images over the
-printed prose. Static checks read the committed .ipynb files: metadata, and that they were committed
+the machine-readable `application/vnd.tchbook.<kind>+json` parts the prelude puts beside its HTML and
+images over the printed prose. Static checks read the committed .ipynb files: metadata, and that they were committed
 with the outputs of a real run.
 
 Needs the `tchbook` kernelspec installed (scripts/test installs it first; by hand:
@@ -67,12 +67,21 @@ class Run:
                 if o.get("output_type") in ("display_data", "execute_result") and mime in o.get("data", {})]
 
     def json(self, tag: str) -> list:
+        """The machine-readable parts (`application/vnd.tchbook.<kind>+json`) the cell displayed."""
         return [v if isinstance(v, (dict, list)) else json.loads(v)
-                for v in self.bundles(tag, "application/json")]
+                for o in self.outputs(tag)
+                if o.get("output_type") in ("display_data", "execute_result")
+                for mime, v in o.get("data", {}).items() if is_data_mime(mime)]
 
     def errors(self) -> list:
         return [(c.get("metadata", {}).get("tags", []), o) for c in self.nb.cells if c.cell_type == "code"
                 for o in c.get("outputs", []) if o.get("output_type") == "error"]
+
+
+def is_data_mime(mime: str) -> bool:
+    """The prelude's vendor type for the numbers behind a rendering (never `application/json`,
+    which JupyterLab would show as a JSON tree instead of the HTML or image)."""
+    return mime.startswith("application/vnd.tchbook.") and mime.endswith("+json")
 
 
 def output_text(outputs: list) -> str:
@@ -192,9 +201,9 @@ def assert_plot_is_an_image(run: Run, tag: str) -> None:
 
 
 def series_y(run: Run, tag: str) -> list[float]:
-    """The y values of a loss plot, from its application/json part."""
+    """The y values of a loss plot, from its machine-readable part."""
     parts = [p for p in run.json(tag) if isinstance(p, dict) and "series" in p]
-    assert parts, f"{run.name}: the plot in {tag!r} has no application/json part"
+    assert parts, f"{run.name}: the plot in {tag!r} has no machine-readable part"
     series = parts[-1]["series"]
     assert series and series[0]["y"], "a loss plot with no points"
     return [float(v) for v in series[0]["y"]]
@@ -241,8 +250,9 @@ def test_first_cell_names_the_device_the_committed_outputs_show(name):
     assert first.cell_type == "markdown"
     m = re.search(r"device `(cpu|cuda:\d+|mps)`", first.source)
     assert m, "the first cell does not say on what device the outputs were produced"
-    cards = [o["data"]["application/json"] for c in nb.cells if "device-card" in c.metadata.get("tags", [])
-             for o in c.outputs if "application/json" in o.get("data", {})]
+    card_mime = "application/vnd.tchbook.device-card+json"
+    cards = [o["data"][card_mime] for c in nb.cells if "device-card" in c.metadata.get("tags", [])
+             for o in c.outputs if card_mime in o.get("data", {})]
     if cards:
         card = cards[-1] if isinstance(cards[-1], dict) else json.loads(cards[-1])
         assert bool(card.get("cuda_available")) == m.group(1).startswith("cuda"), \
@@ -313,6 +323,21 @@ def test_notebook_executes_without_unexpected_errors(name, request):
     unexpected = [o for tags, o in run.errors() if "raises-exception" not in tags]
     assert not unexpected, unexpected
     assert all(c.execution_count for c in run.nb.cells if c.cell_type == "code")
+
+
+@pytest.mark.parametrize("name", ALL)
+def test_rich_outputs_offer_front_ends_only_human_views(name, request):
+    """JupyterLab and Notebook 7 rank their JSON viewer above HTML and images: one
+    `application/json` part turns a plot or a table into a collapsible tree. Every bundle must
+    carry its numbers under the prelude's vendor type instead, beside a view a person reads."""
+    run = request.getfixturevalue(FIXTURES[name])
+    human = {"text/html", "image/png", "image/svg+xml", "text/plain"}
+    for c in run.nb.cells:
+        for o in c.get("outputs", []):
+            data = o.get("data", {})
+            assert "application/json" not in data, (c.metadata.get("tags"), sorted(data))
+            if any(is_data_mime(m) for m in data):
+                assert human & set(data), (c.metadata.get("tags"), sorted(data))
 
 
 # --- 00 tour -----------------------------------------------------------------------------------

@@ -859,7 +859,9 @@ impl Render for MemorySummary {
             "total": self.ram_total,
         }));
         let json = serde_json::json!({"cuda": !self.devices.is_empty(), "rows": rows});
-        Bundle::text(text).with_html(html).with_json(json)
+        Bundle::text(text)
+            .with_html(html)
+            .with_data("memory-summary", json)
     }
 }
 

@@ -559,7 +559,7 @@ impl Render for NamedParameters {
         });
         Bundle::text(text_table(&header, &rows))
             .with_html(html_table(None, &header, &rows))
-            .with_json(json)
+            .with_data("parameters", json)
     }
 }
 
@@ -724,7 +724,9 @@ impl Render for DeviceCard {
                     "threads": self.logical_cores, "torch_threads": self.torch_threads,
                     "ram_bytes": self.ram_total, "ram_available_bytes": self.ram_available},
         });
-        Bundle::text(text).with_html(html).with_json(json)
+        Bundle::text(text)
+            .with_html(html)
+            .with_data("device-card", json)
     }
 }
 

@@ -41,8 +41,27 @@ pub struct Bundle {
     pub svg: Option<String>,
     /// `image/png`, raw bytes (base64-encoded on the wire).
     pub png: Option<Vec<u8>>,
-    /// `application/json`: the numbers behind the rendering, for tests and tools.
-    pub json: Option<Value>,
+    /// The numbers behind the rendering, for tests and tools: `(kind, value)`, sent as
+    /// [`data_mime`]`(kind)`.
+    pub data: Option<(&'static str, Value)>,
+}
+
+/// The MIME type that carries a bundle's machine-readable numbers:
+/// `application/vnd.tchbook.<kind>+json`.
+///
+/// Not `application/json`: JupyterLab's and Notebook 7's JSON viewer outranks HTML and images, so
+/// a bundle carrying `application/json` is shown as a collapsible tree instead of its picture or
+/// table. No front end has a renderer for a vendor type, so each picks the human view (HTML,
+/// PNG/SVG, text) while tools still find the numbers.
+///
+/// ```
+/// assert_eq!(
+///     tchbook_prelude::display::data_mime("device-card"),
+///     "application/vnd.tchbook.device-card+json"
+/// );
+/// ```
+pub fn data_mime(kind: &str) -> String {
+    format!("application/vnd.tchbook.{kind}+json")
 }
 
 impl Bundle {
@@ -69,14 +88,14 @@ impl Bundle {
         self
     }
 
-    /// Adds an `application/json` part (the machine-readable numbers).
+    /// Adds the machine-readable numbers of a `kind` of value, under [`data_mime`]`(kind)`.
     ///
     /// ```
-    /// let b = tchbook_prelude::display::Bundle::text("x").with_json(serde_json::json!({"n": 1}));
-    /// assert_eq!(b.to_json()["application/json"]["n"], 1);
+    /// let b = tchbook_prelude::display::Bundle::text("x").with_data("count", serde_json::json!({"n": 1}));
+    /// assert_eq!(b.to_json()["application/vnd.tchbook.count+json"]["n"], 1);
     /// ```
-    pub fn with_json(mut self, json: Value) -> Self {
-        self.json = Some(json);
+    pub fn with_data(mut self, kind: &'static str, json: Value) -> Self {
+        self.data = Some((kind, json));
         self
     }
 
@@ -99,8 +118,8 @@ impl Bundle {
             let b64 = base64::engine::general_purpose::STANDARD.encode(png);
             map.insert("image/png".into(), Value::String(b64));
         }
-        if let Some(json) = &self.json {
-            map.insert("application/json".into(), json.clone());
+        if let Some((kind, json)) = &self.data {
+            map.insert(data_mime(kind), json.clone());
         }
         Value::Object(map)
     }
@@ -113,25 +132,21 @@ impl Bundle {
     /// ```
     pub fn evcxr_blocks(&self) -> String {
         let mut out = String::new();
-        let json = self.to_json();
         // Richest last does not matter to evcxr (one string per MIME type), but text first keeps
-        // the output readable when a plain process prints it.
-        for mime in [
-            "text/plain",
-            "text/html",
-            "image/svg+xml",
-            "image/png",
-            "application/json",
-        ] {
-            match json.get(mime) {
-                Some(Value::String(v)) => out.push_str(&format!(
-                    "EVCXR_BEGIN_CONTENT {mime}\n{v}\nEVCXR_END_CONTENT\n"
-                )),
-                Some(v) if mime == "application/json" => out.push_str(&format!(
-                    "EVCXR_BEGIN_CONTENT {mime}\n{v}\nEVCXR_END_CONTENT\n"
-                )),
-                _ => {}
-            }
+        // the output readable when a plain process prints it. Text types go as they are, JSON
+        // types as one line of JSON (the kernel parses them back into values).
+        let json = self.to_json();
+        let data = self.data.as_ref().map(|(kind, _)| data_mime(kind));
+        let order = ["text/plain", "text/html", "image/svg+xml", "image/png"];
+        for mime in order.iter().copied().chain(data.as_deref()) {
+            let text = match json.get(mime) {
+                Some(Value::String(v)) => v.clone(),
+                Some(v) => v.to_string(),
+                None => continue,
+            };
+            out.push_str(&format!(
+                "EVCXR_BEGIN_CONTENT {mime}\n{text}\nEVCXR_END_CONTENT\n"
+            ));
         }
         out
     }

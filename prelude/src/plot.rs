@@ -189,6 +189,8 @@ impl LossPlot {
         let mut chart = ChartBuilder::on(&root)
             .caption(&self.title, ("sans-serif", 20))
             .margin(12)
+            // Room for half of the last x tick's label, which is centred on the plot's edge.
+            .margin_right(28)
             .x_label_area_size(36)
             .y_label_area_size(56)
             .build_cartesian_2d(x0..x1, (y0 - pad)..(y1 + pad))
@@ -198,6 +200,8 @@ impl LossPlot {
             .x_desc(&self.x_label)
             .y_desc(&self.y_label)
             .label_style(("sans-serif", 13))
+            .x_label_formatter(&|v| tick_label(*v))
+            .y_label_formatter(&|v| tick_label(*v))
             .draw()
             .map_err(e)?;
         for (i, s) in self.series.iter().enumerate() {
@@ -216,6 +220,8 @@ impl LossPlot {
         if !self.series.is_empty() {
             chart
                 .configure_series_labels()
+                // A loss curve falls from the upper left: the upper right is where it is not.
+                .position(SeriesLabelPosition::UpperRight)
                 .label_font(("sans-serif", 13))
                 .background_style(WHITE.mix(0.8))
                 .border_style(BLACK)
@@ -312,6 +318,17 @@ impl LossPlot {
     }
 }
 
+/// An axis tick as a person writes it: `20`, not `20.0`; `0.25`, not `0.250`.
+fn tick_label(v: f64) -> String {
+    if v == v.round() && v.abs() < 1e15 {
+        return format!("{v:.0}");
+    }
+    let magnitude = v.abs().log10().floor();
+    let decimals = (3.0 - magnitude).clamp(1.0, 8.0) as usize;
+    let s = format!("{v:.decimals$}");
+    s.trim_end_matches('0').trim_end_matches('.').to_string()
+}
+
 fn encode_png(rgb: &[u8], w: u32, h: u32) -> Vec<u8> {
     let mut out = Vec::new();
     {
@@ -331,7 +348,7 @@ struct LiveFrame<'a>(&'a LossPlot);
 
 impl Render for LiveFrame<'_> {
     fn bundle(&self) -> Bundle {
-        let mut b = Bundle::text(self.0.text()).with_json(self.0.json());
+        let mut b = Bundle::text(self.0.text()).with_data("loss-plot", self.0.json());
         b.png = Some(self.0.png());
         b
     }
@@ -339,7 +356,7 @@ impl Render for LiveFrame<'_> {
 
 impl Render for LossPlot {
     fn bundle(&self) -> Bundle {
-        let mut b = Bundle::text(self.text()).with_json(self.json());
+        let mut b = Bundle::text(self.text()).with_data("loss-plot", self.json());
         b.png = Some(self.png());
         b.svg = Some(self.svg());
         b

@@ -215,12 +215,13 @@ impl Render for Progress {
             crate::sys::escape_html(&self.unit),
             crate::sys::escape_html(&post)
         );
-        Bundle::text(text)
-            .with_html(html)
-            .with_json(serde_json::json!({
+        Bundle::text(text).with_html(html).with_data(
+            "progress",
+            serde_json::json!({
                 "done": self.done, "total": self.total, "elapsed_s": self.elapsed(), "rate": rate,
                 "description": self.description, "postfix": self.postfix,
-            }))
+            }),
+        )
     }
 }
 

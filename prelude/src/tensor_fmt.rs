@@ -279,5 +279,7 @@ pub(crate) fn bundle(t: &Tensor) -> Bundle {
     } else {
         serde_json::json!({"defined": false})
     };
-    Bundle::text(repr(t)).with_html(html(t)).with_json(json)
+    Bundle::text(repr(t))
+        .with_html(html(t))
+        .with_data("tensor", json)
 }

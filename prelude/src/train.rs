@@ -125,7 +125,7 @@ impl Timer {
 impl Render for Timer {
     fn bundle(&self) -> Bundle {
         Bundle::text(format!("{:.3} s", self.elapsed()))
-            .with_json(json!({"elapsed_s": self.elapsed()}))
+            .with_data("timer", json!({"elapsed_s": self.elapsed()}))
     }
 }
 
@@ -869,7 +869,7 @@ impl Render for RunTable {
         let rows: Vec<Vec<String>> = self.results.iter().map(row_text).collect();
         Bundle::text(text_table(&header, &rows))
             .with_html(html_table(None, &header, &rows))
-            .with_json(self.to_json())
+            .with_data("run-table", self.to_json())
     }
 }
 
@@ -909,7 +909,7 @@ impl Render for DeviceComparison {
         let json = json!({"rows": self.rows.iter().map(|(d, m, s)| json!({"device": d, "mean_epoch_duration": m, "speedup_vs_cpu": s})).collect::<Vec<_>>()});
         Bundle::text(text_table(&header, &rows))
             .with_html(html_table(None, &header, &rows))
-            .with_json(json)
+            .with_data("device-comparison", json)
     }
 }
 

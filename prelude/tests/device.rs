@@ -135,7 +135,7 @@ fn named_parameters_have_pytorch_names_in_creation_order() {
     let b = params.bundle();
     assert!(b.html.unwrap().contains("fc1.weight"));
     assert_eq!(
-        b.json.unwrap()["parameters"][4]["shape"],
+        b.data.unwrap().1["parameters"][4]["shape"],
         serde_json::json!([120, 192])
     );
 }
@@ -144,7 +144,7 @@ fn named_parameters_have_pytorch_names_in_creation_order() {
 fn device_card_shows_cpu_ram_versions_and_says_when_cuda_is_absent() {
     let card = device_card();
     let b = card.bundle();
-    let json = b.json.unwrap();
+    let json = b.data.unwrap().1;
     assert!(b.text.contains("CPU") && b.text.contains("RAM"));
     assert!(json["cpu"]["cores"].as_u64().unwrap() >= 1);
     assert!(json["cpu"]["ram_bytes"].as_u64().unwrap() > 0);

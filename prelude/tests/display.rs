@@ -40,7 +40,7 @@ fn tensor_html_and_json_carry_shape_dtype_device_and_values() {
     assert!(html.contains("[3]") && html.contains("float32") && html.contains("cpu"));
     assert!(html.contains("1.5000") && html.contains("2.2500"));
     assert_eq!(
-        b.json.unwrap(),
+        b.data.unwrap().1,
         serde_json::json!({"shape": [3], "dtype": "float32", "device": "cpu"})
     );
     assert!(t.to_html().contains("3.0000"));
@@ -50,11 +50,15 @@ fn tensor_html_and_json_carry_shape_dtype_device_and_values() {
 fn evcxr_blocks_carry_every_mime_type() {
     let b = Bundle::text("t")
         .with_html("<b>h</b>")
-        .with_json(serde_json::json!({"k": 1}));
+        .with_data("thing", serde_json::json!({"k": 1}));
     let s = b.evcxr_blocks();
     assert!(s.contains("EVCXR_BEGIN_CONTENT text/plain\nt\nEVCXR_END_CONTENT\n"));
     assert!(s.contains("EVCXR_BEGIN_CONTENT text/html\n<b>h</b>\nEVCXR_END_CONTENT\n"));
-    assert!(s.contains("EVCXR_BEGIN_CONTENT application/json\n{\"k\":1}\nEVCXR_END_CONTENT\n"));
+    assert!(s.contains(
+        "EVCXR_BEGIN_CONTENT application/vnd.tchbook.thing+json\n{\"k\":1}\nEVCXR_END_CONTENT\n"
+    ));
+    // JupyterLab's JSON viewer outranks HTML and images: a bundle must never carry this type.
+    assert!(!s.contains("application/json"));
 }
 
 fn decode_png(bytes: &[u8]) -> (u32, u32) {
@@ -81,7 +85,7 @@ fn loss_plots_render_as_a_decodable_png_and_a_parsable_svg() {
     assert_eq!(doc.root_element().tag_name().name(), "svg");
     assert!(svg.contains("training loss") && svg.contains("epoch"));
     let b = plot.bundle();
-    let json = b.json.unwrap();
+    let json = b.data.unwrap().1;
     assert_eq!(json["series"][0]["name"], "loss");
     let y = json["series"][0]["y"].as_array().unwrap();
     assert!(y.last().unwrap().as_f64() < y.first().unwrap().as_f64());
@@ -94,6 +98,45 @@ fn loss_plots_render_as_a_decodable_png_and_a_parsable_svg() {
             .unwrap()
             .starts_with(b"\x89PNG")
     );
+}
+
+#[test]
+fn plot_ticks_read_as_written_fit_the_image_and_the_legend_stays_off_the_curve() {
+    let mut plot = LossPlot::new("training loss");
+    for step in 1..=200 {
+        plot.push(step as f64, 2.0 / step as f64);
+    }
+    let svg = plot.svg();
+    let doc = roxmltree::Document::parse(&svg).unwrap();
+    let texts: Vec<(String, f64)> = doc
+        .descendants()
+        .filter(|n| n.has_tag_name("text"))
+        .filter_map(|n| Some((n.text()?.trim().to_owned(), n.attribute("x")?.parse().ok()?)))
+        .collect();
+    let labels: Vec<&str> = texts.iter().map(|(t, _)| t.as_str()).collect();
+    // Whole numbers as people write them: `20`, not `20.0`.
+    assert!(
+        !labels.iter().any(|t| t.ends_with(".0")),
+        "ticks with a needless .0: {labels:?}"
+    );
+    // The last x tick is whole, inside the 640-pixel image.
+    let (last, x) = texts
+        .iter()
+        .filter(|(t, _)| t.parse::<f64>().is_ok_and(|v| v >= 100.0))
+        .max_by(|a, b| a.1.total_cmp(&b.1))
+        .expect("x ticks up to 200");
+    assert!(
+        x + 4.0 * last.len() as f64 <= 640.0,
+        "{last} at x={x} is cut"
+    );
+    // The legend sits at the upper right, away from a falling curve's start.
+    // (The y axis is also labelled `loss`, at the far left.)
+    let legend_x = texts
+        .iter()
+        .filter(|(t, _)| t == "loss")
+        .map(|(_, x)| *x)
+        .fold(f64::MIN, f64::max);
+    assert!(legend_x > 320.0, "legend at x={legend_x}");
 }
 
 #[test]
@@ -119,7 +162,7 @@ fn progress_bars_report_rate_and_counts() {
         "{}",
         b.text
     );
-    let json = b.json.unwrap();
+    let json = b.data.unwrap().1;
     assert_eq!(
         (json["done"].as_u64(), json["total"].as_u64()),
         (Some(10), Some(10))

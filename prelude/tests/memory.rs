@@ -34,7 +34,7 @@ fn mem_get_info_falls_back_to_system_ram_without_cuda() {
 fn memory_summary_without_cuda_reports_process_and_system_ram() {
     let summary = cuda::memory_summary();
     let b = summary.bundle();
-    let json = b.json.unwrap();
+    let json = b.data.unwrap().1;
     assert_eq!(json["cuda"], cuda::is_available());
     let cpu = json["rows"]
         .as_array()

@@ -194,7 +194,10 @@ fn plots_progress_bars_and_run_tables_update_in_place_inside_a_kernel() {
         .collect();
     let plot_id = messages
         .iter()
-        .find(|m| m["op"] == "display" && m["data"]["application/json"]["title"] == "live loss")
+        .find(|m| {
+            m["op"] == "display"
+                && m["data"]["application/vnd.tchbook.loss-plot+json"]["title"] == "live loss"
+        })
         .expect("the plot is displayed")["display_id"]
         .as_str()
         .unwrap()
@@ -210,7 +213,7 @@ fn plots_progress_bars_and_run_tables_update_in_place_inside_a_kernel() {
     );
     let last = updates.last().unwrap();
     assert_eq!(
-        last["data"]["application/json"]["series"][0]["y"]
+        last["data"]["application/vnd.tchbook.loss-plot+json"]["series"][0]["y"]
             .as_array()
             .unwrap()
             .len(),
@@ -222,16 +225,21 @@ fn plots_progress_bars_and_run_tables_update_in_place_inside_a_kernel() {
     assert!(png.starts_with(b"\x89PNG"));
     let bar_id = messages
         .iter()
-        .find(|m| m["op"] == "display" && m["data"]["application/json"]["total"] == 3)
+        .find(|m| {
+            m["op"] == "display" && m["data"]["application/vnd.tchbook.progress+json"]["total"] == 3
+        })
         .expect("the progress bar is displayed")["display_id"]
         .clone();
     // The run table: shown after the first epoch, updated in place after the second.
     let table = messages
         .iter()
-        .find(|m| m["op"] == "display" && m["data"]["application/json"]["columns"][0] == "run")
+        .find(|m| {
+            m["op"] == "display"
+                && m["data"]["application/vnd.tchbook.run-table+json"]["columns"][0] == "run"
+        })
         .expect("the run table is displayed");
     assert_eq!(
-        table["data"]["application/json"]["rows"]
+        table["data"]["application/vnd.tchbook.run-table+json"]["rows"]
             .as_array()
             .unwrap()
             .len(),
@@ -241,7 +249,10 @@ fn plots_progress_bars_and_run_tables_update_in_place_inside_a_kernel() {
         .iter()
         .find(|m| m["op"] == "update" && m["display_id"] == table["display_id"])
         .expect("the run table updates in place");
-    assert_eq!(update["data"]["application/json"]["rows"][1]["lr"], 0.01);
+    assert_eq!(
+        update["data"]["application/vnd.tchbook.run-table+json"]["rows"][1]["lr"],
+        0.01
+    );
     assert!(
         update["data"]["text/html"]
             .as_str()
@@ -253,5 +264,8 @@ fn plots_progress_bars_and_run_tables_update_in_place_inside_a_kernel() {
         .rev()
         .find(|m| m["op"] == "update" && m["display_id"] == bar_id)
         .unwrap();
-    assert_eq!(final_bar["data"]["application/json"]["done"], 3);
+    assert_eq!(
+        final_bar["data"]["application/vnd.tchbook.progress+json"]["done"],
+        3
+    );
 }

@@ -74,7 +74,7 @@ fn run_manager_records_loss_accuracy_and_durations_and_exports_them() {
     assert_eq!((r.run, r.epoch), (1, 2));
     assert!((r.loss - 0.5).abs() < 1e-9 && r.accuracy == 1.0);
     assert!(r.run_duration >= r.epoch_duration);
-    let json = m.table().bundle().json.unwrap();
+    let json = m.table().bundle().data.unwrap().1;
     assert_eq!(json["rows"][2]["batch_size"], 20);
     assert_eq!(json["columns"][0], "run");
     let dir = scratch("runs");

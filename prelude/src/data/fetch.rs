@@ -426,12 +426,13 @@ impl Render for Located {
             if self.standin { "⚠ " } else { "" },
             crate::sys::escape_html(&text)
         );
-        Bundle::text(text)
-            .with_html(html)
-            .with_json(serde_json::json!({
+        Bundle::text(text).with_html(html).with_data(
+            "dataset",
+            serde_json::json!({
                 "set": self.set.title(), "standin": self.standin,
                 "dir": self.set.dir(&self.root).display().to_string(),
-            }))
+            }),
+        )
     }
 }
 
