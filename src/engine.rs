@@ -705,6 +705,14 @@ impl State {
         let source = self.context.last_source().ok();
         let outcome = match result {
             Ok(outputs) => {
+                if !outputs.lost_on_panic.is_empty() {
+                    // Values the cell's panic (an interrupt) dropped: said, never silent.
+                    let _ = self
+                        .pump
+                        .send(PumpMessage::Event(Event::Stderr(lost_on_panic_note(
+                            &outputs.lost_on_panic,
+                        ))));
+                }
                 let mut mime: Vec<(String, String)> =
                     outputs.content_by_mime_type.into_iter().collect();
                 if code.append_help {
@@ -852,6 +860,20 @@ impl PlainFormat {
             self.types
         )
     }
+}
+
+/// What the user is told when a cell that stopped early (a panic, an interrupt) had declared
+/// existing variables again in a way that kept the old values from being put back.
+fn lost_on_panic_note(lost: &[String]) -> String {
+    let names = lost
+        .iter()
+        .map(|name| format!("`{name}`"))
+        .collect::<Vec<_>>()
+        .join(", ");
+    format!(
+        "Lost: {names} (declared again by this cell, which stopped before the new value was \
+         stored; the old value was used by the cell, so it could not be put back)."
+    )
 }
 
 /// `:name args` → `Some(args)` (trimmed); `None` for any other line.

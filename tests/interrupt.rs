@@ -86,3 +86,63 @@ async fn a_cell_ignoring_the_interrupt_is_killed_after_the_grace_period_naming_l
     kernel.shell_reply(REPLY).await;
     assert_eq!(kernel.run_ok("fresh").await.result().as_deref(), Some("2"));
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_interrupted_cell_declaring_a_variable_again_keeps_the_old_value() {
+    let mut kernel = Kernel::start().await;
+    kernel
+        .run_ok("let mut progress = 41;\nlet label = String::from(\"old\");")
+        .await;
+    // Run again and stopped, as in a notebook: the new values never got stored.
+    let sent = start_long_cell(
+        &mut kernel,
+        &format!("let mut progress = 0;\nlet label = vec![1, 2, 3];\n{COOPERATIVE_LOOP}"),
+    )
+    .await;
+    kernel.send_control(InterruptRequest {}).await;
+    kernel.control_reply(REPLY).await;
+    let content = kernel.execute_reply_to(&sent, REPLY).await;
+    assert_eq!(content.error.unwrap().ename, "KeyboardInterrupt");
+    kernel.iopub_until_idle(&sent.header.msg_id, REPLY).await;
+    assert_eq!(
+        kernel.run_ok("progress + 1").await.result().as_deref(),
+        Some("42")
+    );
+    assert_eq!(
+        kernel.run_ok("label.clone()").await.result().as_deref(),
+        Some("\"old\"")
+    );
+    // And the name can be declared again afterwards.
+    kernel.run_ok("let progress = \"new\";").await;
+    assert_eq!(
+        kernel.run_ok("progress").await.result().as_deref(),
+        Some("\"new\"")
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_interrupted_cell_that_used_the_old_value_names_the_variable_it_lost() {
+    let mut kernel = Kernel::start().await;
+    kernel
+        .run_ok("let data = vec![1, 2, 3];\nlet kept = 7;")
+        .await;
+    // `data` is moved into its new value, so the old one cannot be put back: it is named.
+    let sent = start_long_cell(
+        &mut kernel,
+        &format!("let data = data.into_iter().count();\n{COOPERATIVE_LOOP}"),
+    )
+    .await;
+    kernel.send_control(InterruptRequest {}).await;
+    kernel.control_reply(REPLY).await;
+    kernel.execute_reply_to(&sent, REPLY).await;
+    let iopub = kernel.iopub_until_idle(&sent.header.msg_id, REPLY).await;
+    let stderr: String = iopub
+        .iter()
+        .filter_map(|m| match &m.content {
+            JupyterMessageContent::StreamContent(s) => Some(s.text.clone()),
+            _ => None,
+        })
+        .collect();
+    assert!(stderr.contains("Lost: `data`"), "{stderr}");
+    assert_eq!(kernel.run_ok("kept").await.result().as_deref(), Some("7"));
+}

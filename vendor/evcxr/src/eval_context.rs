@@ -1107,11 +1107,28 @@ impl EvalContext {
             }
         }
         if got_panic {
+            // tchbook patch: re-declared variables that are neither put back nor kept.
+            let mut lost: Vec<String> = state
+                .variable_states
+                .iter()
+                .filter(|(name, variable)| {
+                    variable.move_state == VariableMoveState::New
+                        && state.stored_variable_states.contains_key(*name)
+                        && !state.restorable_on_panic.contains_key(*name)
+                })
+                .map(|(name, _)| name.clone())
+                .collect();
+            lost.sort();
+            output.lost_on_panic = lost;
             state
                 .variable_states
                 .retain(|_variable_name, variable_state| {
                     variable_state.move_state != VariableMoveState::New
                 });
+            // tchbook patch: the generated code put these back (`restore_on_panic_statements`).
+            for (name, old) in state.restorable_on_panic.clone() {
+                state.variable_states.insert(name, old);
+            }
         } else if !lost_variables.is_empty() {
             return Err(Error::TypeRedefinedVariablesLost(lost_variables));
         }
@@ -1282,6 +1299,9 @@ pub struct EvalOutputs {
     pub content_by_mime_type: HashMap<String, String>,
     pub timing: Option<Duration>,
     pub phases: Vec<PhaseDetails>,
+    /// tchbook patch: variables that existed before a cell which panicked (or was
+    /// interrupted) and declared them again, and that could not be put back: they are gone.
+    pub lost_on_panic: Vec<String>,
 }
 
 impl EvalOutputs {
@@ -1290,6 +1310,7 @@ impl EvalOutputs {
             content_by_mime_type: HashMap::new(),
             timing: None,
             phases: Vec::new(),
+            lost_on_panic: Vec::new(),
         }
     }
 
@@ -1322,6 +1343,7 @@ impl EvalOutputs {
             (t1, t2) => t1.or(t2),
         };
         self.phases.append(&mut other.phases);
+        self.lost_on_panic.append(&mut other.lost_on_panic);
     }
 }
 
@@ -1377,6 +1399,11 @@ pub struct ContextState {
     /// code was executed. Doesn't include newly defined variables until after
     /// execution completes.
     stored_variable_states: HashMap<String, VariableState>,
+    /// tchbook patch: variables the cell being built declares again (`let x = ..` when `x`
+    /// exists) without otherwise naming them, with their old state. If the cell panics (an
+    /// interrupt does), the old value, still held by the generated function, is put back
+    /// instead of being dropped with the new declaration.
+    restorable_on_panic: HashMap<String, VariableState>,
     attributes: HashMap<String, CodeBlock>,
     async_mode: bool,
     allow_question_mark: bool,
@@ -1393,6 +1420,7 @@ impl ContextState {
             extern_crate_stmts: HashMap::new(),
             variable_states: HashMap::new(),
             stored_variable_states: HashMap::new(),
+            restorable_on_panic: HashMap::new(),
             attributes: HashMap::new(),
             async_mode: false,
             allow_question_mark: false,
@@ -1872,6 +1900,7 @@ impl ContextState {
                     .generated("  Ok(_) => {}")
                     .generated("  Err(_) => {")
                     .generated(format!("    println!(\"{PANIC_NOTIFICATION}\");"))
+                    .add_all(self.restore_on_panic_statements())
                     .generated("}}");
             } else {
                 code = code
@@ -1905,6 +1934,18 @@ impl ContextState {
                     ),
                 );
             }
+        }
+        statements
+    }
+
+    /// tchbook patch: puts back the old values of `restorable_on_panic`'s variables.
+    fn restore_on_panic_statements(&self) -> CodeBlock {
+        let mut statements = CodeBlock::new();
+        for (var_name, var_state) in &self.restorable_on_panic {
+            statements = statements.generated(format!(
+                "evcxr_variable_store.put_variable::<{}>(stringify!({var_name}), {var_name});",
+                var_state.type_name
+            ));
         }
         statements
     }
@@ -2128,6 +2169,21 @@ impl ContextState {
                 code_out = code_out.with_segment(segment);
             }
         }
+        // tchbook patch: see `restorable_on_panic`. A cell that names the old variable
+        // anywhere but in its new `let` may move it, and then it cannot be put back.
+        self.restorable_on_panic = self
+            .variable_states
+            .iter()
+            .filter(|(_, state)| state.move_state == VariableMoveState::New)
+            .filter_map(|(name, _)| {
+                let old = self.stored_variable_states.get(name)?;
+                (!names_other_than_binding(nodes, name)).then(|| {
+                    let mut old = old.clone();
+                    old.move_state = VariableMoveState::Available;
+                    (name.clone(), old)
+                })
+            })
+            .collect();
         Ok(code_out)
     }
 
@@ -2205,6 +2261,20 @@ impl ContextState {
             );
         }
     }
+}
+
+/// tchbook patch: whether `name` appears in `nodes` other than as the name a pattern binds
+/// (a use, a field, a path, or anything inside a macro call, where tokens are not parsed).
+fn names_other_than_binding(nodes: &[SyntaxNode], name: &str) -> bool {
+    nodes.iter().any(|node| {
+        node.descendants_with_tokens()
+            .filter_map(|element| element.into_token())
+            .any(|token| {
+                token.kind() == SyntaxKind::IDENT
+                    && token.text() == name
+                    && token.parent().map(|parent| parent.kind()) != Some(SyntaxKind::NAME)
+            })
+    })
 }
 
 /// tchbook patch: what `run_while_probing` did.
