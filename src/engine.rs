@@ -247,7 +247,7 @@ impl Interrupter {
             if inner.running.load(Ordering::SeqCst) == cell {
                 tracing::warn!("cell {cell} ignored the interrupt; killing the evaluation process");
                 inner.killed.store(true, Ordering::SeqCst);
-                this.signal(libc::SIGKILL);
+                this.kill();
             }
         });
         true
@@ -259,18 +259,24 @@ impl Interrupter {
             && self.inner.interrupted.load(Ordering::SeqCst)
     }
 
-    /// Kills the evaluation process (kernel shutdown).
+    /// Kills the evaluation process and every process a cell started (kernel shutdown).
     pub fn kill(&self) {
-        self.signal(libc::SIGKILL);
+        if let Some(pid) = self.child_pid() {
+            kill_process_group(pid);
+        }
     }
 
     fn signal(&self, signal: i32) {
-        let child = self.inner.child.lock().unwrap().clone();
-        if let Some(child) = child {
-            let pid = child.lock().unwrap().id();
+        if let Some(pid) = self.child_pid() {
             // SAFETY: kill(2) with a pid we spawned; at worst the process is already gone.
             unsafe { libc::kill(pid as libc::pid_t, signal) };
         }
+    }
+
+    fn child_pid(&self) -> Option<u32> {
+        let child = self.inner.child.lock().unwrap().clone()?;
+        let pid = child.lock().unwrap().id();
+        Some(pid)
     }
 
     fn begin(&self, cell: u64) {
@@ -282,6 +288,47 @@ impl Interrupter {
     fn end(&self) -> bool {
         self.inner.running.store(0, Ordering::SeqCst);
         self.inner.interrupted.load(Ordering::SeqCst) || self.inner.killed.load(Ordering::SeqCst)
+    }
+}
+
+/// Ends the evaluation process started as `pid` and every process still in its process group:
+/// the processes its cells started (`Command::new(..).spawn()`, `sh -c '... &'`) inherit the
+/// group, and nothing else would end them when the evaluation process goes (shutdown, a
+/// restart, a crash). A process a cell put in a group or session of its own (`setsid`,
+/// `process_group(0)`) is left alone, which is how a user keeps one on purpose (`:help`).
+pub(crate) fn kill_process_group(pid: u32) {
+    // SAFETY: killpg(2) on the group the evaluation process leads (it was spawned with
+    // `process_group(0)`). A group id is not reused while any member lives, and once all are
+    // gone this fails with ESRCH.
+    unsafe { libc::killpg(pid as libc::pid_t, libc::SIGKILL) };
+}
+
+/// Exits the kernel, after ending the evaluation process's group, when the process that
+/// started the kernel dies (as ipykernel does): a front end that is SIGKILLed must not leave a
+/// kernel holding a notebook's tensors under PID 1. The parent is polled, as ipykernel polls:
+/// `PR_SET_PDEATHSIG` would fire when the *thread* that started the kernel exits, and a front
+/// end may start kernels from a thread that ends long before the kernel should.
+pub fn exit_with_parent(interrupter: Interrupter) {
+    // SAFETY: getppid(2) cannot fail.
+    let parent = unsafe { libc::getppid() };
+    if parent <= 1 {
+        // Started by init (a container's entry point, `nohup ... &` after the shell left):
+        // there is no parent whose death could be told apart.
+        return;
+    }
+    let spawned = std::thread::Builder::new()
+        .name("tchbook-parent".into())
+        .spawn(move || loop {
+            std::thread::sleep(Duration::from_millis(500));
+            // SAFETY: as above.
+            if unsafe { libc::getppid() } != parent {
+                tracing::warn!("the kernel's parent (pid {parent}) died; exiting");
+                interrupter.kill();
+                std::process::exit(1);
+            }
+        });
+    if let Err(error) = spawned {
+        tracing::error!("cannot watch the kernel's parent: {error}");
     }
 }
 
@@ -509,10 +556,13 @@ fn start(
     }
     command.env("LD_LIBRARY_PATH", library_path);
     // SAFETY: prctl is async-signal-safe. The evaluation process dies with the kernel even
-    // when the kernel is SIGKILLed, instead of living on with a notebook's tensors.
+    // when the kernel is SIGKILLed, instead of living on with a notebook's tensors. SIGTERM,
+    // not SIGKILL: the prelude's handler (`runtime::attach`) then ends the processes its cells
+    // started too (its process group). The engine thread, which spawns every evaluation
+    // process, lives as long as the kernel, so the signal never comes early.
     unsafe {
         command.pre_exec(|| {
-            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGTERM);
             Ok(())
         });
     }
@@ -728,6 +778,9 @@ impl State {
                 Err(CellError::Compile(errors.iter().map(diagnostic).collect()))
             }
             Err(evcxr::Error::SubprocessTerminated(message)) => {
+                // What the dead process's cells started goes with it, now (evcxr may start
+                // the next process only with the next cell).
+                kill_process_group(self.child_pid);
                 let after = self.variables();
                 let lost = before.difference(&after).cloned().collect();
                 if interrupted {
@@ -753,6 +806,9 @@ impl State {
         };
         let pid = self.context.process_handle().lock().unwrap().id();
         if pid != self.child_pid {
+            // The evaluation process was replaced (a crash, the kill after an interrupt,
+            // `:restart`, `:clear`): what its cells started goes with it.
+            kill_process_group(self.child_pid);
             self.child_pid = pid;
             self.reattach();
         }
@@ -944,11 +1000,20 @@ struct Rewritten {
 }
 
 /// The commands tchbook adds to evcxr's, for `:help`.
-const OWN_COMMANDS: &[(&str, &str)] = &[(
-    ":timeit",
-    "Time an expression like IPython's %timeit: `:timeit [-n LOOPS] [-r RUNS] EXPR` \
-     (the rest of the cell). Compilation is not timed.",
-)];
+const OWN_COMMANDS: &[(&str, &str)] = &[
+    (
+        ":timeit",
+        "Time an expression like IPython's %timeit: `:timeit [-n LOOPS] [-r RUNS] EXPR` \
+         (the rest of the cell). Compilation is not timed.",
+    ),
+    (
+        "processes",
+        "Processes a cell starts end with the kernel: at shutdown, restart, or when the \
+         evaluation process dies. To keep one running on purpose, start it in a session of \
+         its own: `Command::new(\"setsid\").args([\"-f\", \"server\"]).spawn()`, or call \
+         `.process_group(0)` (std::os::unix::process::CommandExt) on its Command.",
+    ),
+];
 
 fn rewrite_commands(code: &str) -> Rewritten {
     let trimmed = code.trim_start();

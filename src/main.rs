@@ -257,6 +257,7 @@ fn run_kernel(connection_file: &PathBuf) -> Result<()> {
         let sockets = transport::bind(&connection, &session).await?;
         let engine = Engine::spawn(options);
         let interrupter = engine.interrupter.clone();
+        tchbook::engine::exit_with_parent(interrupter.clone());
         let (shutdown_tx, mut shutdown_rx) = tokio::sync::mpsc::unbounded_channel();
         let shared = Shared {
             iopub: sockets.iopub.clone(),

@@ -1,36 +1,10 @@
 //! Shutdown (with restart) on control and shell.
 
-use crate::support::{Kernel, REPLY};
+use crate::support::{children, is_gone, Kernel, REPLY};
 use jupyter_protocol::{JupyterMessageContent, ShutdownRequest};
 use std::time::{Duration, Instant};
 
-/// Children of every thread of `pid` (the evaluation process is spawned by the engine thread).
-fn children(pid: i32) -> Vec<i32> {
-    let mut found = Vec::new();
-    if let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) {
-        for task in tasks.flatten() {
-            let text = std::fs::read_to_string(task.path().join("children")).unwrap_or_default();
-            found.extend(
-                text.split_whitespace()
-                    .filter_map(|p| p.parse::<i32>().ok()),
-            );
-        }
-    }
-    found
-}
-
-fn is_gone(pid: i32) -> bool {
-    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
-        Err(_) => true,
-        // A zombie waiting for whoever inherited it is gone for our purposes.
-        Ok(stat) => stat
-            .rsplit(')')
-            .next()
-            .is_some_and(|rest| rest.trim_start().starts_with('Z')),
-    }
-}
-
-async fn wait_for_exit(kernel: &mut Kernel) {
+pub(crate) async fn wait_for_exit(kernel: &mut Kernel) {
     let deadline = Instant::now() + Duration::from_secs(20);
     while Instant::now() < deadline {
         if let Some(status) = kernel.child.try_wait().unwrap() {

@@ -124,6 +124,16 @@ impl Kernel {
     }
 
     pub async fn start_with_env(env: &[(&str, &str)]) -> Kernel {
+        Self::start_with(env, false).await
+    }
+
+    /// A kernel whose parent is a shell of its own (`child` is that shell), as when a front
+    /// end starts it: the test can then kill the parent.
+    pub async fn start_under_shell(env: &[(&str, &str)]) -> Kernel {
+        Self::start_with(env, true).await
+    }
+
+    async fn start_with(env: &[(&str, &str)], under_shell: bool) -> Kernel {
         let ip = "127.0.0.1";
         let ports = peek_ports(ip.parse().unwrap(), 5).await.unwrap();
         let info = ConnectionInfo {
@@ -144,7 +154,13 @@ impl Kernel {
         let connection_file = dir.join("connection.json");
         std::fs::write(&connection_file, serde_json::to_string(&info).unwrap()).unwrap();
         let log = std::fs::File::create(dir.join("kernel.log")).unwrap();
-        let mut command = std::process::Command::new(binary());
+        let mut command = if under_shell {
+            let mut shell = std::process::Command::new("sh");
+            shell.args(["-c", "\"$@\" & wait", "sh", binary()]);
+            shell
+        } else {
+            std::process::Command::new(binary())
+        };
         command
             .arg("kernel")
             .arg("--connection-file")
@@ -366,5 +382,43 @@ impl Drop for Kernel {
         let _ = self.child.kill();
         let _ = self.child.wait();
         let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+/// Children of every thread of `pid` (the evaluation process is spawned by the engine thread).
+pub fn children(pid: i32) -> Vec<i32> {
+    let mut found = Vec::new();
+    if let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) {
+        for task in tasks.flatten() {
+            let text = std::fs::read_to_string(task.path().join("children")).unwrap_or_default();
+            found.extend(
+                text.split_whitespace()
+                    .filter_map(|p| p.parse::<i32>().ok()),
+            );
+        }
+    }
+    found
+}
+
+/// Whether `pid` has exited (a zombie waiting for whoever inherited it counts as gone).
+pub fn is_gone(pid: i32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Err(_) => true,
+        Ok(stat) => stat
+            .rsplit(')')
+            .next()
+            .is_some_and(|rest| rest.trim_start().starts_with('Z')),
+    }
+}
+
+/// Waits up to `limit` until every pid in `pids` is gone; returns those still there.
+pub async fn wait_until_gone(pids: &[i32], limit: Duration) -> Vec<i32> {
+    let deadline = Instant::now() + limit;
+    loop {
+        let alive: Vec<i32> = pids.iter().copied().filter(|&p| !is_gone(p)).collect();
+        if alive.is_empty() || Instant::now() >= deadline {
+            return alive;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
     }
 }

@@ -12,5 +12,6 @@ mod execute;
 mod install;
 mod interrupt;
 mod lifecycle;
+mod processes;
 mod protocol;
 mod stdin;

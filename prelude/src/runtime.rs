@@ -122,6 +122,7 @@ pub fn attach() {
         return;
     }
     install_sigint_handler();
+    install_sigterm_handler();
     tune_allocator();
     crate::device::load_cuda();
     if std::env::var_os("TCHBOOK_NO_PUMP").is_none() {
@@ -156,6 +157,30 @@ fn install_sigint_handler() {
         action.sa_flags = libc::SA_RESTART;
         libc::sigemptyset(&mut action.sa_mask);
         libc::sigaction(libc::SIGINT, &action, std::ptr::null_mut());
+    }
+}
+
+/// The evaluation process gets SIGTERM when the kernel dies, however it dies (the kernel sets
+/// `PR_SET_PDEATHSIG`). The processes its cells started are in its process group and would live
+/// on under PID 1; SIGKILL to the group ends them and this process together. Installed only in
+/// evcxr's evaluation process leading its own group (the kernel starts it so): a plain program
+/// that calls [`attach`] shares its group with the shell that started it.
+fn install_sigterm_handler() {
+    extern "C" fn on_sigterm(_signal: libc::c_int) {
+        // SAFETY: kill(2) is async-signal-safe; 0 is this process's own group.
+        unsafe { libc::kill(0, libc::SIGKILL) };
+    }
+    // SAFETY: getpgrp/getpid cannot fail.
+    let leads_group = unsafe { libc::getpgrp() == libc::getpid() };
+    if !leads_group || std::env::var_os("EVCXR_IS_RUNTIME").is_none() {
+        return;
+    }
+    // SAFETY: a zeroed sigaction is valid; the handler only calls kill(2).
+    unsafe {
+        let mut action: libc::sigaction = std::mem::zeroed();
+        action.sa_sigaction = on_sigterm as *const () as usize;
+        libc::sigemptyset(&mut action.sa_mask);
+        libc::sigaction(libc::SIGTERM, &action, std::ptr::null_mut());
     }
 }
 
