@@ -12,6 +12,7 @@ mod execute;
 mod install;
 mod interrupt;
 mod lifecycle;
+mod limits;
 mod processes;
 mod protocol;
 mod stdin;
