@@ -1,0 +1,199 @@
+"""A person at the keyboard: live output, the Stop button, Tab and Shift+Tab, restarting.
+
+Each test writes its own small notebook (the `notebook` fixture) and opens it, so each gets a
+fresh kernel, as a person opening a new notebook does.
+"""
+from __future__ import annotations
+
+import time
+
+from labpage import OUTPUT, Notebook
+
+COMPILE_S = 300  # a cell on a cold build cache compiles for a while before it runs
+
+
+def shown(nb: Notebook, index: int) -> str:
+    """What the cell's outputs look like, for failure messages: renderer and text of each."""
+    return repr(nb.cell(index).locator(OUTPUT).evaluate_all(
+        "os => os.map(o => [o.className.replace(/lm-Widget|jp-OutputArea-output|jp-mod-trusted/g, '').trim(),"
+        " o.textContent.slice(0, 200)])"))
+
+
+def wait_for_text(nb: Notebook, index: int, text: str, timeout_s: float) -> None:
+    """Until the cell's outputs show `text`; fails with what they show instead."""
+    try:
+        nb.cell(index).locator(OUTPUT).filter(has_text=text).first.wait_for(timeout=timeout_s * 1000)
+    except Exception as e:  # playwright's TimeoutError
+        raise AssertionError(f"cell {index} never showed {text!r} within {timeout_s} s; it shows {shown(nb, index)}") from e
+
+
+LIVE_CELL = """\
+let mut bar = Progress::new(40, "step");
+let mut plot = LossPlot::new("live test");
+for i in 1..=40 {
+    plot.push(i as f64, 1.0 / i as f64);
+    bar.tick();
+    std::thread::sleep(std::time::Duration::from_millis(150));
+}
+bar.finish();
+plot.finish();"""
+
+# Finds the cell's progress bar and plot outputs, tags each renderer element with a JS property
+# (not an attribute: nothing on the page changes) the first time, and reads them.
+SAMPLE = """(os) => {
+    const bar = os.find(o => o.querySelector('progress'));
+    const plot = os.find(o => o.querySelector('img'));
+    for (const [o, mark] of [[bar, 'bar'], [plot, 'plot']]) if (o && !o._tchbookMark) o._tchbookMark = mark;
+    const img = plot && plot.querySelector('img');
+    return {
+        outputs: os.length,
+        bar: bar ? {mark: bar._tchbookMark, value: +bar.querySelector('progress').getAttribute('value'),
+                    max: +bar.querySelector('progress').getAttribute('max'), text: bar.textContent} : null,
+        plot: plot ? {mark: plot._tchbookMark, src: img.getAttribute('src'), complete: img.complete,
+                      width: img.naturalWidth, height: img.naturalHeight} : null,
+        marked: os.filter(o => o._tchbookMark).length,
+    };
+}"""
+
+
+def test_progress_bar_and_plot_update_in_place_and_end_complete(notebook):
+    nb = notebook(LIVE_CELL)
+    nb.edit(0)
+    nb.page.keyboard.press("Shift+Enter")
+    outputs = nb.cell(0).locator(OUTPUT)
+
+    def sample() -> dict:
+        return outputs.evaluate_all(SAMPLE)
+
+    deadline = time.monotonic() + COMPILE_S
+    first = sample()
+    while not (first["bar"] and first["plot"] and first["bar"]["value"] >= 3):
+        running = time.monotonic() < deadline and not nb.done(0)
+        assert running, f"no progress bar and plot while the cell ran; it shows {shown(nb, 0)}"
+        time.sleep(0.05)
+        first = sample()
+    assert first["bar"]["value"] < 40, "the loop ended before it could be watched"
+    time.sleep(1.5)  # the plot redraws at most twice a second, the bar ten times
+    second = sample()
+    assert second["bar"] and second["plot"], f"the bar or the plot went away: {shown(nb, 0)}"
+    assert second["marked"] == 2 and second["outputs"] == first["outputs"], \
+        f"the outputs were replaced or appended to, not updated in place: {first} then {second}"
+    assert second["bar"]["mark"] == "bar" and second["plot"]["mark"] == "plot", (first, second)
+    assert second["bar"]["value"] > first["bar"]["value"], f"the bar did not move: {first['bar']} then {second['bar']}"
+    assert second["plot"]["src"] != first["plot"]["src"], "the plot was not redrawn while points came in"
+
+    nb.wait_cell_done(0, 60)
+    last = sample()
+    assert last["marked"] == 2 and last["outputs"] == first["outputs"], (first, last)
+    bar, plot = last["bar"], last["plot"]
+    assert bar["value"] == bar["max"] == 40, bar
+    assert "100%" in bar["text"] and "40/40" in bar["text"], bar["text"]
+    assert plot["complete"] and plot["width"] > 100 and plot["height"] > 100, plot
+    assert nb.json_trees() == 0
+
+
+def test_stop_button_ends_a_prelude_loop_within_a_second_and_keeps_variables(notebook):
+    nb = notebook(
+        "let kept = vec![1, 2, 3];",
+        "for _ in progress(0..1_000_000) {\n    std::thread::sleep(std::time::Duration::from_millis(10));\n}",
+        'println!("kept after the interrupt: {:?}", kept);',
+    )
+    nb.run_cell(0)
+    nb.edit(1)
+    nb.page.keyboard.press("Shift+Enter")
+    # The bar's first output means the loop runs (it is compiled and started).
+    nb.cell(1).locator(OUTPUT).first.wait_for(timeout=COMPILE_S * 1000)
+    time.sleep(0.5)
+    started = time.monotonic()
+    nb.press_stop()
+    wait_for_text(nb, 1, "KeyboardInterrupt", 10)
+    took = time.monotonic() - started
+    assert took < 1.0, f"the cell ended {took:.2f} s after Stop was pressed"
+    nb.wait_cell_done(1, 10)
+    nb.run_cell(2)
+    wait_for_text(nb, 2, "kept after the interrupt: [1, 2, 3]", 30)
+
+
+def test_stop_button_on_a_plain_loop_names_the_lost_variables(notebook):
+    nb = notebook(
+        'let kept = vec![1, 2, 3];\nlet greeting = String::from("hello");',
+        'println!("spinning");\nlet mut n = 0u64;\nloop {\n    n = std::hint::black_box(n.wrapping_add(1));\n}',
+        "1 + 1",
+    )
+    nb.run_cell(0)
+    nb.edit(1)
+    nb.page.keyboard.press("Shift+Enter")
+    wait_for_text(nb, 1, "spinning", COMPILE_S)
+    nb.press_stop()
+    # The loop never checks the flag: the kernel waits its grace period (3 s), then restarts
+    # the evaluation process and names what went with it.
+    wait_for_text(nb, 1, "KeyboardInterrupt", 30)
+    text = "\n".join(nb.cell(1).locator(OUTPUT).all_text_contents())
+    assert "kept" in text and "greeting" in text, f"the lost variables are not named: {text}"
+    nb.wait_cell_done(1, 30)
+    nb.run_cell(2)
+    wait_for_text(nb, 2, "2", 60)
+
+
+def test_first_tab_completion_on_a_fresh_kernel_shows_the_method(notebook):
+    nb = notebook("let v = vec![1, 2, 3];", "")
+    nb.run_cell(0)
+    nb.edit(1)
+    nb.page.keyboard.type("v.le")
+    started = time.monotonic()
+    nb.page.keyboard.press("Tab")
+    # JupyterLab drops a kernel reply slower than its provider timeout (1000 ms): waiting longer
+    # than that cannot bring the menu; a few seconds only absorb the browser's own pace.
+    found = None
+    while time.monotonic() - started < 5:
+        found = nb.page.evaluate("""() => {
+            const menu = document.querySelector('.jp-Completer');
+            const items = menu && !menu.classList.contains('lm-mod-hidden')
+                ? [...menu.querySelectorAll('.jp-Completer-item .jp-Completer-match')].map(e => e.textContent.trim())
+                : [];
+            const cells = document.querySelectorAll('.jp-Notebook .jp-Cell');
+            return {items, source: cells[1].querySelector('.cm-content').textContent};
+        }""")
+        if "len" in found["items"] or found["source"] != "v.le":
+            break
+        time.sleep(0.05)
+    took = time.monotonic() - started
+    # A single match is inserted without a menu; several show the menu. The menu may also hold
+    # words of the notebook itself (JupyterLab's context provider), which need no kernel.
+    assert "len" in found["items"] or found["source"] == "v.len", (
+        f"the first Tab on a fresh kernel offered no `len` within {took:.1f} s (JupyterLab drops kernel "
+        f"replies slower than 1 s): menu {found['items'][:10]}, cell now {found['source']!r}")
+
+
+def test_shift_tab_shows_documentation(notebook):
+    nb = notebook("")
+    nb.edit(0)
+    nb.page.keyboard.type("let bar = Progress")
+    nb.page.keyboard.press("Shift+Tab")
+    tooltip = nb.page.locator(".jp-Tooltip")
+    try:
+        tooltip.wait_for(timeout=60_000)  # no timeout in JupyterLab here; the first one starts rust-analyzer
+    except Exception as e:
+        raise AssertionError("Shift+Tab on `Progress` showed no documentation tooltip in 60 s") from e
+    text = tooltip.text_content()
+    assert "progress bar" in text.lower(), f"the tooltip does not document Progress: {text[:500]}"
+
+
+def test_restart_from_the_kernel_menu_forgets_variables_and_runs_cells(notebook):
+    nb = notebook("let kept = 7;", "kept + 1", "1 + 1")
+    nb.run_cell(0)
+    nb.run_cell(1)
+    wait_for_text(nb, 1, "8", 30)
+    nb.menu("Kernel", "Restart Kernel…")
+    nb.page.locator(".jp-Dialog .jp-Dialog-button.jp-mod-accept").click()
+    # The indicator leaves "idle" while the kernel restarts; a restart quicker than the page's
+    # polling is missed here, which is harmless: the next cell waits for the kernel anyway.
+    try:
+        nb.page.wait_for_selector('.jp-Notebook-ExecutionIndicator:not([data-status="idle"])', timeout=5_000)
+    except Exception:
+        pass
+    nb.wait_idle(COMPILE_S)
+    nb.run_cell(1)
+    wait_for_text(nb, 1, "cannot find value `kept`", 30)
+    nb.run_cell(2)
+    wait_for_text(nb, 2, "2", 60)
