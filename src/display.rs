@@ -156,14 +156,25 @@ const RESET: &str = "\x1b[0m";
 
 /// A panic: the message, where it happened and, when the location is in the cell, that line
 /// (numbered as in the cell when the line can be found there).
+///
+/// A libtorch error (`Torch("...")`, what tch's panicking methods unwrap) is one line of its
+/// message first; the C++ frames libtorch appends follow at the end of the traceback, for those
+/// who want them. Out of memory names the size asked for and the memory free. A panic inside a
+/// library (tch's `tensor_generated.rs`) is traced back to the cell line that called the
+/// library function it happened in. An interrupt never points into the prelude's sources.
 pub fn panic_report(panic: &Panic, cell: &str, generated_source: Option<&str>) -> ErrorReport {
     const INTERRUPT: &str = "KeyboardInterrupt";
-    let (ename, evalue) = match panic.message.strip_prefix(INTERRUPT) {
-        Some(rest) => (
+    let torch = torch_error(&panic.message);
+    let (ename, evalue) = match (panic.message.strip_prefix(INTERRUPT), &torch) {
+        (Some(rest), _) => (
             INTERRUPT.to_owned(),
             rest.trim_start_matches(':').trim().to_owned(),
         ),
-        None => ("panic".to_owned(), panic.message.clone()),
+        (None, Some(torch)) => match out_of_memory(&torch.summary) {
+            Some(short) => ("OutOfMemoryError".to_owned(), short),
+            None => ("TorchError".to_owned(), torch.summary.clone()),
+        },
+        (None, None) => ("panic".to_owned(), panic.message.clone()),
     };
     let mut traceback = vec![format!(
         "{RED}{ename}{RESET}{BOLD}: {evalue}{RESET}",
@@ -174,17 +185,39 @@ pub fn panic_report(panic: &Panic, cell: &str, generated_source: Option<&str>) -
         }
     )];
     if !panic.location.is_empty() {
-        let mut at = format!("  at {}", panic.location);
-        if let Some(line) = cell_line(&panic.location, generated_source) {
+        let in_cell = cell_line(&panic.location, generated_source).map(|line| {
             // evcxr wraps the cell in generated code; its lines keep their text, so the
             // cell's own line number is where that text is.
-            let wanted = line.trim();
-            if let Some(number) = cell.lines().position(|l| l.trim() == wanted) {
-                at = format!("  at cell line {}", number + 1);
+            let wanted = line.trim().to_owned();
+            let number = cell.lines().position(|l| l.trim() == wanted);
+            (number, wanted)
+        });
+        match in_cell {
+            Some((number, wanted)) => {
+                let at = match number {
+                    Some(number) => format!("  at cell line {}", number + 1),
+                    None => format!("  at {}", panic.location),
+                };
+                traceback.push(format!("{at}\n{BLUE}   |{RESET} {wanted}"));
             }
-            at.push_str(&format!("\n{BLUE}   |{RESET} {wanted}"));
+            None => {
+                let caller = enclosing_function(&panic.location)
+                    .and_then(|function| calling_line(cell, &function).map(|l| (function, l)));
+                if let Some((function, (number, text))) = caller {
+                    traceback.push(format!(
+                        "  at cell line {number}, in `{function}`\n{BLUE}   |{RESET} {text}"
+                    ));
+                }
+                // The prelude's interrupt check lives in the build cache: where it was
+                // reached says nothing the user can act on.
+                if ename != INTERRUPT {
+                    traceback.push(format!("  (panicked at {})", panic.location));
+                }
+            }
         }
-        traceback.push(at);
+    }
+    if let Some(torch) = torch.filter(|t| !t.rest.is_empty()) {
+        traceback.push(format!("libtorch's full report:\n{}", torch.rest));
     }
     ErrorReport {
         ename,
@@ -204,6 +237,184 @@ fn cell_line(location: &str, generated_source: Option<&str>) -> Option<String> {
     }
     let text = generated_source?.lines().nth(line.checked_sub(1)?)?;
     Some(text.to_owned())
+}
+
+/// A libtorch error inside a panic message: its first sentence(s) and everything after.
+struct TorchError {
+    summary: String,
+    rest: String,
+}
+
+/// `called Result::unwrap() on an Err value: Torch("msg\nException raised from ...")` → the
+/// message (unescaped) split where libtorch's own frames begin.
+fn torch_error(message: &str) -> Option<TorchError> {
+    let start = message.find("Torch(\"")? + "Torch(\"".len();
+    let end = message.rfind("\")").filter(|&end| end >= start)?;
+    let text = unescape_debug(&message[start..end]);
+    let cut = text
+        .find("\nException raised from")
+        .or_else(|| text.find("Exception raised from"))
+        .unwrap_or(text.len());
+    let (head, rest) = text.split_at(cut);
+    let summary = head
+        .lines()
+        .map(str::trim)
+        .filter(|line| !line.is_empty())
+        .collect::<Vec<_>>()
+        .join(" ");
+    Some(TorchError {
+        summary,
+        rest: rest.trim().to_owned(),
+    })
+}
+
+/// Undoes `{:?}` escaping of a string (`\n`, `\"`, `\\`, `\t`, `\'`, `\u{..}`).
+fn unescape_debug(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut chars = text.chars();
+    while let Some(c) = chars.next() {
+        if c != '\\' {
+            out.push(c);
+            continue;
+        }
+        match chars.next() {
+            Some('n') => out.push('\n'),
+            Some('t') => out.push('\t'),
+            Some('r') => out.push('\r'),
+            Some('0') => out.push('\0'),
+            Some('u') => {
+                let code: String = chars
+                    .by_ref()
+                    .skip_while(|&c| c == '{')
+                    .take_while(|&c| c != '}')
+                    .collect();
+                if let Some(c) = u32::from_str_radix(&code, 16).ok().and_then(char::from_u32) {
+                    out.push(c);
+                }
+            }
+            Some(other) => out.push(other),
+            None => out.push('\\'),
+        }
+    }
+    out
+}
+
+/// The short form of libtorch's out-of-memory errors, CPU and CUDA, or `None` for others.
+fn out_of_memory(summary: &str) -> Option<String> {
+    if let Some(at) = summary.find("you tried to allocate ") {
+        // CPU: "[enforce fail at alloc_cpu.cpp:..] ... DefaultCPUAllocator: not enough memory:
+        // you tried to allocate 40000000000 bytes."
+        let digits: String = summary[at + "you tried to allocate ".len()..]
+            .chars()
+            .take_while(char::is_ascii_digit)
+            .collect();
+        let asked = digits.parse::<u64>().ok()?;
+        let free = match available_memory() {
+            Some((available, total)) => {
+                format!(
+                    "{} is available (of {})",
+                    human_bytes(available),
+                    human_bytes(total)
+                )
+            }
+            None => "the memory available is unknown".to_owned(),
+        };
+        return Some(format!(
+            "not enough memory: the cell asked for {} on the CPU; {free}. Variables are kept.",
+            human_bytes(asked)
+        ));
+    }
+    if summary.contains("CUDA out of memory") {
+        // "CUDA out of memory. Tried to allocate 20.00 GiB. GPU 0 has a total capacity of
+        // 79.19 GiB of which 3.12 GiB is free. ..."
+        // A size is the two words after `key`: "20.00 GiB".
+        let after = |key: &str| {
+            let at = summary.find(key)? + key.len();
+            let words: Vec<&str> = summary[at..].split_whitespace().take(2).collect();
+            (words.len() == 2).then(|| words.join(" ").trim_end_matches(['.', ',']).to_owned())
+        };
+        let asked = after("Tried to allocate ").unwrap_or_else(|| "?".to_owned());
+        let gpu = summary
+            .find("GPU ")
+            .map(|at| {
+                summary[at..]
+                    .split(" has")
+                    .next()
+                    .unwrap_or("GPU")
+                    .to_owned()
+            })
+            .unwrap_or_else(|| "the GPU".to_owned());
+        let free = after("of which ");
+        return Some(match free {
+            Some(free) => format!(
+                "CUDA out of memory: the cell asked for {asked} on {gpu}; {free} is free. \
+                 Variables are kept (`cuda::empty_cache()` returns cached blocks)."
+            ),
+            None => format!("CUDA out of memory: the cell asked for {asked}. Variables are kept."),
+        });
+    }
+    None
+}
+
+/// `MemAvailable` and `MemTotal` of this machine, in bytes.
+fn available_memory() -> Option<(u64, u64)> {
+    let text = std::fs::read_to_string("/proc/meminfo").ok()?;
+    let field = |name: &str| -> Option<u64> {
+        let line = text.lines().find(|l| l.starts_with(name))?;
+        let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+        Some(kib * 1024)
+    };
+    Some((field("MemAvailable:")?, field("MemTotal:")?))
+}
+
+fn human_bytes(bytes: u64) -> String {
+    const UNITS: [&str; 6] = ["bytes", "KiB", "MiB", "GiB", "TiB", "PiB"];
+    let mut value = bytes as f64;
+    let mut unit = 0;
+    while value >= 1024.0 && unit + 1 < UNITS.len() {
+        value /= 1024.0;
+        unit += 1;
+    }
+    if unit == 0 {
+        format!("{bytes} bytes")
+    } else {
+        format!("{value:.1} {}", UNITS[unit])
+    }
+}
+
+/// The name of the function whose body holds `file:line:col` (a library's source on disk).
+fn enclosing_function(location: &str) -> Option<String> {
+    let mut parts = location.rsplitn(3, ':');
+    let _column = parts.next()?;
+    let line: usize = parts.next()?.parse().ok()?;
+    let file = parts.next()?;
+    let text = std::fs::read_to_string(file).ok()?;
+    let lines: Vec<&str> = text.lines().take(line).collect();
+    lines.iter().rev().find_map(|l| {
+        let rest = l.trim_start();
+        let rest = rest.strip_prefix("pub ").unwrap_or(rest);
+        let rest = rest.strip_prefix("pub(crate) ").unwrap_or(rest);
+        let name: String = rest
+            .strip_prefix("fn ")?
+            .chars()
+            .take_while(|c| c.is_alphanumeric() || *c == '_')
+            .collect();
+        (!name.is_empty()).then_some(name)
+    })
+}
+
+/// The first cell line calling `function` (`.name(` or `::name(`), 1-based, with its text.
+fn calling_line(cell: &str, function: &str) -> Option<(usize, String)> {
+    let method = format!(".{function}(");
+    let path = format!("::{function}(");
+    cell.lines()
+        .position(|l| l.contains(&method) || l.contains(&path))
+        .map(|index| {
+            (
+                index + 1,
+                cell.lines().nth(index).unwrap_or("").trim().to_owned(),
+            )
+        })
 }
 
 /// The evaluation process was killed after an interrupt and restarted.
@@ -427,6 +638,82 @@ mod tests {
         assert_eq!(report.evalue, "interrupted by the user");
         assert!(report.traceback[1].contains("at cell line 2"), "{report:?}");
         assert!(report.traceback[1].contains("loop_body();"));
+    }
+
+    #[test]
+    fn an_interrupt_outside_the_cell_does_not_point_into_the_build_cache() {
+        let panic = Panic {
+            message: "KeyboardInterrupt: interrupted by the user".into(),
+            location: "/home/u/.cache/tchbook/build/x/prelude/src/data/loader.rs:200:13".into(),
+            thread: "<unnamed>".into(),
+            on_main: true,
+        };
+        let report = panic_report(&panic, "for b in &loader {}", None);
+        assert_eq!(report.traceback.len(), 1, "{report:?}");
+        assert!(!report.traceback[0].contains(".cache"));
+    }
+
+    #[test]
+    fn cpu_out_of_memory_is_one_short_line_then_the_details() {
+        let frames = "Exception raised from allocate at alloc_cpu.cpp:117 (most recent call \
+                      first):\nframe #0: c10::Error::Error() + 0x1f";
+        let panic = Panic {
+            message: format!(
+                "called `Result::unwrap()` on an `Err` value: Torch(\"[enforce fail at \
+                 alloc_cpu.cpp:117] data. DefaultCPUAllocator: not enough memory: you tried to \
+                 allocate 17592186044416 bytes.\\n{frames}\")"
+            ),
+            location: "/nonexistent/tensor_generated.rs:10:5".into(),
+            thread: "<unnamed>".into(),
+            on_main: true,
+        };
+        let report = panic_report(
+            &panic,
+            "let a = 1;\nlet big = Tensor::zeros([1], opts);",
+            None,
+        );
+        assert_eq!(report.ename, "OutOfMemoryError");
+        assert!(
+            report.evalue.contains("16.0 TiB on the CPU"),
+            "{}",
+            report.evalue
+        );
+        assert!(report.evalue.contains("available"), "{}", report.evalue);
+        assert!(report.evalue.len() < 200, "{}", report.evalue);
+        assert!(report.traceback.last().unwrap().contains("frame #0"));
+    }
+
+    #[test]
+    fn cuda_out_of_memory_names_the_size_and_the_free_memory() {
+        let short = out_of_memory(
+            "CUDA out of memory. Tried to allocate 20.00 GiB. GPU 0 has a total capacity of \
+             79.19 GiB of which 3.12 GiB is free. Of the allocated memory 70 GiB is allocated",
+        )
+        .unwrap();
+        assert!(short.contains("asked for 20.00 GiB on GPU 0"), "{short}");
+        assert!(short.contains("3.12 GiB is free"), "{short}");
+    }
+
+    #[test]
+    fn a_panic_in_a_library_function_points_at_the_cell_line_calling_it() {
+        let dir = std::env::temp_dir().join(format!("tchbook-display-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let file = dir.join("tensor_generated.rs");
+        std::fs::write(&file, "impl Tensor {\n    pub fn zeros(size: i64) -> Tensor {\n        Self::f_zeros(size).unwrap()\n    }\n}\n").unwrap();
+        let panic = Panic {
+            message: "called `Result::unwrap()` on an `Err` value: Torch(\"bad size\")".into(),
+            location: format!("{}:3:29", file.display()),
+            thread: "<unnamed>".into(),
+            on_main: true,
+        };
+        let report = panic_report(&panic, "let a = 1;\nlet t = Tensor::zeros(-1);", None);
+        std::fs::remove_dir_all(&dir).unwrap();
+        assert_eq!(report.ename, "TorchError");
+        assert_eq!(report.evalue, "bad size");
+        assert!(
+            report.traceback[1].contains("at cell line 2, in `zeros`"),
+            "{report:?}"
+        );
     }
 
     #[test]

@@ -35,7 +35,9 @@ impl std::error::Error for Interrupted {}
 
 /// Panics with `KeyboardInterrupt: interrupted by the user` if the user interrupted the cell.
 ///
-/// The flag is cleared when it is reported, so the next cell starts clean.
+/// The flag is cleared when it is reported, so the next cell starts clean. The panic is
+/// reported at the caller's line (`#[track_caller]`): a check in a cell points at that cell line,
+/// not at this file.
 ///
 /// ```
 /// use tchbook_prelude::interrupt;
@@ -44,6 +46,7 @@ impl std::error::Error for Interrupted {}
 ///     let _ = step;
 /// }
 /// ```
+#[track_caller]
 pub fn check() {
     if let Err(e) = f_check() {
         // resume_unwind would skip the panic hook and so print nothing: the user must see why
