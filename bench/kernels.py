@@ -346,7 +346,8 @@ def summary(xs):
 
 def bench_kernel(ksm, kernel, runtime, args):
     res = {"name": kernel.name}
-    starts, firsts = [], []
+    starts, firsts, first_completes, first_hits, mem_before, mem_after = [], [], [], [], [], []
+    code, cursor = kernel.complete
     for i in range(args.starts):
         s = Session(ksm, kernel, runtime)
         try:
@@ -356,14 +357,30 @@ def bench_kernel(ksm, kernel, runtime, args):
             # Launch -> kernel_info_reply, then straight on to the cell's idle: the client's
             # own turn-around between the two is well below a millisecond.
             firsts.append(t_start + t_idle)
+            # The first Tab of a fresh kernel: JupyterLab shows the reply only if it comes
+            # within its provider timeout (1 s) and offers the expected item.
+            time.sleep(1)
+            mem_before.append(tree_memory(s.pid)[0])
+            t_complete, matches = s.complete(code, cursor, args.timeout)
+            first_completes.append(t_complete)
+            first_hits.append(t_complete < 1.0 and any(m.split("(")[0].endswith("zeros") for m in matches))
+            # What completion costs in memory once it has warmed up (rust-analyzer loaded).
+            time.sleep(20)
+            mem_after.append(tree_memory(s.pid)[0])
             if i == 0:
                 res["kernel_info"] = {k: s.info.get(k) for k in ("implementation", "implementation_version")}
                 res["first_tch_value"] = value
         finally:
             s.stop()
-        log(f"{kernel.name}: fresh kernel {i + 1}/{args.starts}: start {t_start:.3f} s, first tch result {firsts[-1]:.3f} s")
+        log(f"{kernel.name}: fresh kernel {i + 1}/{args.starts}: start {t_start:.3f} s, first tch result "
+            f"{firsts[-1]:.3f} s, first completion {t_complete:.3f} s ({'shown' if first_hits[-1] else 'dropped'}), "
+            f"memory {mem_before[-1]:.0f} -> {mem_after[-1]:.0f} MiB")
     res["start"] = summary(starts)
     res["first_tch"] = summary(firsts)
+    res["first_complete"] = summary(first_completes)
+    res["first_complete_shown"] = sum(first_hits)
+    res["mem_before_completion"] = summary(mem_before)
+    res["mem_after_completion"] = summary(mem_after)
 
     s = Session(ksm, kernel, runtime)
     try:
@@ -389,7 +406,6 @@ def bench_kernel(ksm, kernel, runtime, args):
         # for completions and hover (its type probe is rustc), so it is sampled on both sides.
         time.sleep(2)
         main_before, _, _ = tree_memory(s.pid)
-        code, cursor = kernel.complete
         matches = []
         for _ in range(args.reps):
             t, matches = s.complete(code, cursor, args.timeout)

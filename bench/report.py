@@ -152,6 +152,14 @@ def kernel_section(k):
     out.append("| … the kernel's first completion request | " + " | ".join(
         fmt_s(ks[n]["complete_first"]) if "complete_first" in ks[n] else "–" for n in names) + " |")
     out.append("| completion matches | " + " | ".join(str(ks[n].get("complete_matches", "–")) for n in names) + " |")
+    row("first completion of each fresh kernel", "first_complete")
+    out.append("| … shown by JupyterLab (answered in < 1 s with the expected item), of the fresh kernels | "
+               + " | ".join(f"{ks[n]['first_complete_shown']} of {k['starts']}" if "first_complete_shown" in ks[n]
+                            else "–" for n in names) + " |")
+    for label, key in (("fresh kernel's memory before its first completion", "mem_before_completion"),
+                       ("… 20 s after it", "mem_after_completion")):
+        out.append(f"| {label} | " + " | ".join(
+            f"{ks[n][key]['median']:.0f} MiB" if key in ks[n] else "–" for n in names) + " |")
 
     def mem(label, f):
         out.append(f"| {label} | " + " | ".join(f(ks[n]) for n in names) + " |")

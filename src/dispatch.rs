@@ -5,6 +5,7 @@
 //! loop is a task of its own, so `interrupt_request` and `shutdown_request` are answered while
 //! a cell runs.
 
+use crate::completion::Completer;
 use crate::display::{self, ErrorReport, Line};
 use crate::engine::{CellError, Engine, Event, Finished, Interrupter, Startup};
 use crate::history::History;
@@ -176,6 +177,7 @@ pub struct Shell {
     pub shell: Router,
     pub stdin: Router,
     pub engine: Engine,
+    completer: Completer,
     startup: Option<Startup>,
     warned: bool,
     execution_count: usize,
@@ -187,12 +189,19 @@ pub struct Shell {
 }
 
 impl Shell {
-    pub fn new(shared: Shared, shell: Router, stdin: Router, engine: Engine) -> Self {
+    pub fn new(
+        shared: Shared,
+        shell: Router,
+        stdin: Router,
+        engine: Engine,
+        completer: Completer,
+    ) -> Self {
         Shell {
             shared,
             shell,
             stdin,
             engine,
+            completer,
             startup: None,
             warned: false,
             execution_count: 0,
@@ -431,7 +440,13 @@ impl Shell {
                         // jupyter-protocol would write `null` for None.
                         let result = ExecuteResult {
                             transient: Some(Transient::default()),
-                            ..ExecuteResult::new(count, display::value_media(&value.mime))
+                            ..ExecuteResult::new(
+                                count,
+                                match &value.table {
+                                    Some(table) => display::table_media(table),
+                                    None => display::value_media(&value.mime),
+                                },
+                            )
                         };
                         self.publish(result.as_child_of(message));
                     }
@@ -515,7 +530,7 @@ impl Shell {
         name: String,
         count: ExecutionCount,
     ) {
-        let found = self.engine.inspect(name.clone(), name.len()).await;
+        let found = self.documentation(name.clone(), name.len()).await;
         let (plain, html) = found.unwrap_or_else(|| {
             let text = format!("No documentation found for `{name}`.");
             (text.clone(), text)
@@ -564,27 +579,48 @@ impl Shell {
     async fn complete_request(&mut self, request: &CompleteRequest) -> CompleteReply {
         let code = &request.code;
         let position = syntax::code_point_to_byte(code, request.cursor_pos);
-        let found = self.engine.complete(code.clone(), position).await;
+        let prepared = self.engine.prepare_completion(code.clone(), position).await;
+        let found = self.completer.complete(code, position, prepared).await;
         let (start, end) = if found.matches.is_empty() {
             (position, position)
         } else {
             (found.start.min(code.len()), found.end.min(code.len()))
         };
+        let cursor_start = syntax::byte_to_code_point(code, start);
+        let cursor_end = syntax::byte_to_code_point(code, end);
+        // JupyterLab shows an icon per kind from this (ipykernel's key, experimental there too).
+        let types: Vec<serde_json::Value> = found
+            .matches
+            .iter()
+            .map(|m| {
+                serde_json::json!({
+                    "start": cursor_start, "end": cursor_end, "text": m.text, "type": m.kind,
+                })
+            })
+            .collect();
+        let mut metadata = serde_json::Map::new();
+        metadata.insert("_jupyter_types_experimental".into(), types.into());
         CompleteReply {
-            matches: found.matches,
-            cursor_start: syntax::byte_to_code_point(code, start),
-            cursor_end: syntax::byte_to_code_point(code, end),
-            metadata: serde_json::Map::new(),
+            matches: found.matches.into_iter().map(|m| m.text).collect(),
+            cursor_start,
+            cursor_end,
+            metadata,
             status: ReplyStatus::Ok,
             error: None,
         }
+    }
+
+    /// `(plain text, html)` documentation of the name ending at byte `position` of `code`.
+    async fn documentation(&mut self, code: String, position: usize) -> Option<(String, String)> {
+        let source = self.engine.prepare_hover(code, position).await?;
+        self.completer.inspect(source).await
     }
 
     async fn inspect_request(&mut self, request: &InspectRequest) -> InspectReply {
         let code = &request.code;
         let position = syntax::code_point_to_byte(code, request.cursor_pos);
         let end = syntax::end_of_identifier(code, position);
-        let found = self.engine.inspect(code.clone(), end).await;
+        let found = self.documentation(code.clone(), end).await;
         let data = match &found {
             Some((plain, html)) => Media::new(vec![
                 MediaType::Plain(plain.clone()),

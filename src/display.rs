@@ -2,8 +2,8 @@
 //! owns the reading side; `prelude/src/runtime.rs` owns the writing side, see DEVELOPERS.md),
 //! final values, panics, compile errors, interrupts and crashes.
 
-use crate::engine::{Diagnostic, DiagnosticSpan};
-use jupyter_protocol::Media;
+use crate::engine::{Diagnostic, DiagnosticSpan, Table};
+use jupyter_protocol::{Media, MediaType};
 use serde_json::{Map, Value};
 
 /// Prefix of a live display line (written by the prelude).
@@ -133,6 +133,60 @@ pub fn value_media(mime: &[(String, String)]) -> Media {
         data.insert(kind.clone(), value);
     }
     media(data)
+}
+
+/// A table the kernel lays out itself (`:help`, `:vars`): aligned text, and HTML whose cells are
+/// left-aligned inline (JupyterLab's default style right-aligns table cells, which makes a column
+/// of names and sentences hard to read).
+pub fn table_media(table: &Table) -> Media {
+    let widths: Vec<usize> = (0..table.header.len())
+        .map(|column| {
+            std::iter::once(&table.header)
+                .chain(&table.rows)
+                .filter_map(|row| row.get(column))
+                .map(|cell| cell.chars().count())
+                .max()
+                .unwrap_or(0)
+        })
+        .collect();
+    let text_row = |row: &Vec<String>| {
+        let cells: Vec<String> = row
+            .iter()
+            .zip(&widths)
+            .map(|(cell, width)| format!("{cell:<width$}"))
+            .collect();
+        cells.join("  ").trim_end().to_owned()
+    };
+    let mut text = text_row(&table.header);
+    for row in &table.rows {
+        text.push('\n');
+        text.push_str(&text_row(row));
+    }
+    let html_row = |tag: &str, row: &Vec<String>| {
+        let cells: String = row
+            .iter()
+            .map(|cell| {
+                format!(
+                    "<{tag} style=\"text-align: left; vertical-align: top\">{}</{tag}>",
+                    escape_html(cell)
+                )
+            })
+            .collect();
+        format!("<tr>{cells}</tr>")
+    };
+    let body: String = table.rows.iter().map(|row| html_row("td", row)).collect();
+    let html = format!(
+        "<table><thead>{}</thead><tbody>{body}</tbody></table>",
+        html_row("th", &table.header)
+    );
+    Media::new(vec![MediaType::Plain(text), MediaType::Html(html)])
+}
+
+fn escape_html(text: &str) -> String {
+    text.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
 }
 
 /// A cell whose final expression is `()` (a `for`, an `if` that prints): evcxr sends its Debug
@@ -576,6 +630,14 @@ fn render_diagnostic(lines: &[&str], diagnostic: &Diagnostic) -> String {
         ));
     }
     for help in &diagnostic.help {
+        // A help with a suggestion is also a span ("help: a local variable with a similar
+        // name exists: `value`"), already drawn under the code above; evcxr's text of it
+        // ends with the bare replacement on a line of its own. Shown once, as the span.
+        let first = help.lines().next().unwrap_or_default().trim();
+        if !first.is_empty() && spans.iter().any(|s| s.label.contains(first)) {
+            continue;
+        }
+        let help = help.trim_end().replace('\n', &format!("\n{pad}   "));
         out.push_str(&format!("{pad} {BLUE}={RESET} {BOLD}help{RESET}: {help}\n"));
     }
     out.trim_end().to_owned()
@@ -607,6 +669,42 @@ mod tests {
                 stderr: false,
                 text: "50%".into()
             }
+        );
+    }
+
+    #[test]
+    fn a_suggestion_is_shown_once_under_the_code() {
+        let diagnostic = Diagnostic {
+            level: "error".into(),
+            code: Some("E0425".into()),
+            message: "cannot find value `r2` in this scope".into(),
+            spans: vec![
+                DiagnosticSpan {
+                    start_line: 1,
+                    start_column: 9,
+                    end_line: 1,
+                    end_column: 11,
+                    label: "not found in this scope".into(),
+                    primary: true,
+                },
+                DiagnosticSpan {
+                    start_line: 1,
+                    start_column: 9,
+                    end_line: 1,
+                    end_column: 11,
+                    label: "help: a local variable with a similar name exists: `r`".into(),
+                    primary: false,
+                },
+            ],
+            help: vec!["a local variable with a similar name exists\n\nr".into()],
+            rendered: String::new(),
+        };
+        let report = compile_report("let y = r2 + 1;", &[diagnostic]);
+        let text = report.traceback.join("\n");
+        assert_eq!(text.matches("similar name exists").count(), 1, "{text}");
+        assert!(
+            !text.lines().any(|line| line.trim() == "r"),
+            "no stray replacement line: {text}"
         );
     }
 

@@ -11,6 +11,7 @@
 //! of its cell.
 
 use crate::cache::{self, BuildCache};
+use crate::completion::{self, Prepared, Source};
 use crossbeam_channel::{never, select, unbounded, Receiver, Sender};
 use evcxr::{CommandContext, EvalCallbacks, EvalContext, EvalContextOutputs};
 use std::collections::BTreeSet;
@@ -80,6 +81,8 @@ pub struct Finished {
 #[derive(Debug, Default)]
 pub struct CellValue {
     pub mime: Vec<(String, String)>,
+    /// Set for `:help` and `:vars`, whose answer the front end shows as a table.
+    pub table: Option<Table>,
     pub timing: Option<Duration>,
 }
 
@@ -118,13 +121,8 @@ pub struct DiagnosticSpan {
     pub primary: bool,
 }
 
-/// Completion candidates, offsets in bytes of the request's code.
-#[derive(Debug, Default)]
-pub struct Completions {
-    pub matches: Vec<String>,
-    pub start: usize,
-    pub end: usize,
-}
+/// The `use` line that puts the prelude in scope in every cell (the start-up cell runs it).
+pub const PRELUDE_IMPORT: &str = "use tchbook_prelude::prelude::*;";
 
 enum Request {
     Execute {
@@ -134,12 +132,12 @@ enum Request {
     Complete {
         code: String,
         position: usize,
-        reply: oneshot::Sender<Completions>,
+        reply: oneshot::Sender<Prepared>,
     },
     Inspect {
         code: String,
         position: usize,
-        reply: oneshot::Sender<Option<(String, String)>>,
+        reply: oneshot::Sender<Option<Source>>,
     },
 }
 
@@ -178,19 +176,21 @@ impl Engine {
         let _ = self.requests.send(Request::Execute { code, allow_stdin });
     }
 
-    /// Completions at byte offset `position`.
-    pub async fn complete(&self, code: String, position: usize) -> Completions {
+    /// What rust-analyzer must be given to complete at byte offset `position` (evcxr wraps the
+    /// cell with the notebook's variables and items), or evcxr's own answer for `:` commands.
+    pub async fn prepare_completion(&self, code: String, position: usize) -> Prepared {
         let (reply, answer) = oneshot::channel();
         let _ = self.requests.send(Request::Complete {
             code,
             position,
             reply,
         });
-        answer.await.unwrap_or_default()
+        answer.await.unwrap_or(Prepared::Unavailable)
     }
 
-    /// `(plain text, html)` documentation of the name ending at byte offset `position`.
-    pub async fn inspect(&self, code: String, position: usize) -> Option<(String, String)> {
+    /// What rust-analyzer must be given for the documentation of the name ending at byte
+    /// offset `position`.
+    pub async fn prepare_hover(&self, code: String, position: usize) -> Option<Source> {
         let (reply, answer) = oneshot::channel();
         let _ = self.requests.send(Request::Inspect {
             code,
@@ -434,6 +434,8 @@ struct State {
     plain_format: PlainFormat,
     cells: u64,
     child_pid: u32,
+    /// Where cells are built, to tell a full disk from a real build failure.
+    build_dir: PathBuf,
 }
 
 fn run(
@@ -484,7 +486,7 @@ fn run(
                     reply,
                 },
             ) => {
-                let _ = reply.send(state.complete(&code, position));
+                let _ = reply.send(state.prepare_completion(&code, position));
             }
             (
                 Some(state),
@@ -494,10 +496,10 @@ fn run(
                     reply,
                 },
             ) => {
-                let _ = reply.send(state.inspect(&code, position));
+                let _ = reply.send(state.prepare_hover(&code, position));
             }
             (None, Request::Complete { reply, .. }) => {
-                let _ = reply.send(Completions::default());
+                let _ = reply.send(Prepared::Unavailable);
             }
             (None, Request::Inspect { reply, .. }) => {
                 let _ = reply.send(None);
@@ -519,14 +521,58 @@ fn start(
         .as_ref()
         .map(|(_, stamp)| stamp.as_str())
         .unwrap_or("");
+    // Repairs made on the way, told with the first cell.
+    let mut repairs = Vec::new();
     if let (Some(cache), true) = (&options.cache, options.prelude.is_ok()) {
+        let explained = |error: anyhow::Error| anyhow::anyhow!(cache::explain(&error));
+        if cache::is_ready(&options.build_dir, stamp) {
+            let damage = cache::verify(&options.build_dir);
+            if !damage.is_empty() {
+                tracing::warn!(
+                    "{} is damaged:\n{}",
+                    options.build_dir.display(),
+                    cache::describe(&damage)
+                );
+                cache::remove_damaged(&options.build_dir, &damage).map_err(explained)?;
+                repairs.push(format!(
+                    "This kernel's build directory {} was damaged:\n{}\nIt was set up again.",
+                    options.build_dir.display(),
+                    cache::describe(&damage)
+                ));
+            }
+        }
         if !cache::is_ready(&options.build_dir, stamp) {
-            let lock = cache.lock_template()?;
+            let lock = cache.lock_template().map_err(explained)?;
             let template = cache.template_dir();
+            let damage = cache::verify(&template);
+            if !damage.is_empty() {
+                tracing::warn!(
+                    "{} is damaged:\n{}",
+                    template.display(),
+                    cache::describe(&damage)
+                );
+                cache::remove_damaged(&template, &damage).map_err(explained)?;
+                repairs.push(format!(
+                    "The build cache's template {} was damaged:\n{}\nThose files were built \
+                     again (once, by this kernel's start).",
+                    template.display(),
+                    cache::describe(&damage)
+                ));
+            }
             if cache::is_ready(&template, stamp) {
+                if !cache::has_manifest(&template) {
+                    // Made before sizes were recorded, and whole (`verify` looked at every
+                    // library): record them now.
+                    cache::write_manifest(&template).map_err(explained)?;
+                }
                 tracing::info!("seeding {} from the template", options.build_dir.display());
-                cache::copy_build_dir(&template, &options.build_dir)?;
+                cache::copy_build_dir(&template, &options.build_dir).map_err(explained)?;
             } else {
+                if template.join("target").is_dir() {
+                    // What the template has (tch, an older prelude) need not be built again:
+                    // cargo rebuilds only what is missing or out of date.
+                    cache::copy_build_dir(&template, &options.build_dir).map_err(explained)?;
+                }
                 template_lock = Some(lock);
             }
         }
@@ -586,6 +632,7 @@ fn start(
         plain_format: PlainFormat::default(),
         cells: 0,
         child_pid,
+        build_dir: options.build_dir.clone(),
     };
     let mut startup = Startup {
         warning: None,
@@ -601,7 +648,7 @@ fn start(
             }
             let loaded = state.context.execute(&format!(
                 ":dep tchbook_prelude = {{ path = {:?}, package = \"tchbook-prelude\" }}\n\
-                 use tchbook_prelude::prelude::*;\n\
+                 {PRELUDE_IMPORT}\n\
                  {PANIC_HOOK}\n\
                  tchbook_prelude::runtime::attach();\n\
                  tch::Cuda::device_count()",
@@ -627,7 +674,8 @@ fn start(
                     startup.cuda_devices = outputs
                         .get("text/plain")
                         .and_then(|text| text.trim().parse().ok());
-                    cache::mark_ready(&options.build_dir, stamp)?;
+                    cache::mark_ready(&options.build_dir, stamp)
+                        .map_err(|error| anyhow::anyhow!(cache::explain(&error)))?;
                     if let (Some(cache), Some(_lock)) = (&options.cache, &template_lock) {
                         // The first full build: keep it for every later kernel. The real
                         // cargo built it; one replayed build first leaves the incremental
@@ -658,6 +706,10 @@ fn start(
     }
     drop(template_lock);
     release_freed_memory();
+    if !repairs.is_empty() {
+        repairs.extend(startup.warning.take());
+        startup.warning = Some(repairs.join("\n"));
+    }
     Ok((state, startup))
 }
 
@@ -765,12 +817,29 @@ impl State {
                 }
                 let mut mime: Vec<(String, String)> =
                     outputs.content_by_mime_type.into_iter().collect();
-                if code.append_help {
-                    append_help(&mut mime);
-                }
                 mime.sort();
+                let table = code.listing.map(|listing| match listing {
+                    Listing::Help => help_table(
+                        mime.iter()
+                            .find(|(kind, _)| kind == "text/plain")
+                            .map_or("", |(_, text)| text.as_str()),
+                    ),
+                    Listing::Vars => {
+                        let mut rows: Vec<Vec<String>> = self
+                            .context
+                            .variables_and_types()
+                            .map(|(name, ty)| vec![name.to_owned(), ty.to_owned()])
+                            .collect();
+                        rows.sort();
+                        Table {
+                            header: vec!["Variable".into(), "Type".into()],
+                            rows,
+                        }
+                    }
+                });
                 Ok(CellValue {
                     mime,
+                    table,
                     timing: outputs.timing,
                 })
             }
@@ -791,6 +860,27 @@ impl State {
             }
             Err(error) => Err(CellError::Failed(describe_evcxr_error(&error))),
         };
+        // A full disk makes builds fail in ways that do not say so (the linker dies with a bus
+        // error when the file it maps cannot grow): say it first.
+        let outcome = match outcome {
+            Err(CellError::Compile(_) | CellError::Failed(_)) => {
+                match (cache::low_space_problem(&self.build_dir), outcome) {
+                    (Some(problem), Err(CellError::Compile(diagnostics))) => {
+                        let rendered: Vec<String> =
+                            diagnostics.iter().map(|d| d.rendered.clone()).collect();
+                        Err(CellError::Failed(format!(
+                            "{problem}\n\n{}",
+                            rendered.join("\n")
+                        )))
+                    }
+                    (Some(problem), Err(CellError::Failed(message))) => {
+                        Err(CellError::Failed(format!("{problem}\n\n{message}")))
+                    }
+                    (_, outcome) => outcome,
+                }
+            }
+            outcome => outcome,
+        };
         let outcome = match outcome {
             Ok(mut value) => {
                 if let Some(note) = self.follow_format_commands(&code.code) {
@@ -804,6 +894,17 @@ impl State {
             }
             error => error,
         };
+        if outcome.is_ok()
+            && code
+                .code
+                .lines()
+                .any(|line| line.trim_start().starts_with(":dep"))
+        {
+            // cargo rebuilt dependencies in place: record their sizes anew (`cache::verify`).
+            if let Err(error) = cache::write_manifest(&self.build_dir) {
+                tracing::warn!("recording the build directory's files: {error:#}");
+            }
+        }
         let pid = self.context.process_handle().lock().unwrap().id();
         if pid != self.child_pid {
             // The evaluation process was replaced (a crash, the kill after an interrupt,
@@ -843,43 +944,58 @@ impl State {
         })
     }
 
-    fn complete(&mut self, code: &str, position: usize) -> Completions {
-        match self.context.completions(code, position) {
-            Ok(found) => {
-                let mut seen = BTreeSet::new();
-                let matches = found
-                    .completions
-                    .into_iter()
-                    .map(|c| bare_name(&c.code))
-                    .filter(|name| !name.is_empty() && seen.insert(name.clone()))
-                    .collect();
-                Completions {
-                    matches,
+    /// evcxr's shaping of the cell for rust-analyzer, and the variables with their types. The
+    /// analysis itself runs in the analyzer process (`completion`), never on this thread.
+    fn prepare_completion(&mut self, code: &str, position: usize) -> Prepared {
+        let context = &mut self.context;
+        let prepared = guarded("preparing a completion", || {
+            context.completion_source(code, position)
+        });
+        match prepared {
+            Some(evcxr::CompletionSource::Commands(found)) => {
+                Prepared::Answered(completion::Completions {
+                    matches: found
+                        .completions
+                        .into_iter()
+                        .map(|c| completion::Match {
+                            text: c.code,
+                            kind: c.kind.to_owned(),
+                        })
+                        .collect(),
                     start: found.start_offset,
                     end: found.end_offset,
-                }
+                })
             }
-            Err(error) => {
-                tracing::warn!("completions failed: {error}");
-                Completions {
-                    matches: Vec::new(),
-                    start: position,
-                    end: position,
-                }
-            }
+            Some(evcxr::CompletionSource::Rust(source)) => Prepared::Rust {
+                source: source.into(),
+                variables: self
+                    .context
+                    .variables_and_types()
+                    .map(|(name, ty)| (name.to_owned(), ty.to_owned()))
+                    .collect(),
+            },
+            None => Prepared::Unavailable,
         }
     }
 
-    fn inspect(&mut self, code: &str, position: usize) -> Option<(String, String)> {
-        match self.context.hover_at(code, position) {
-            Ok((plain, html)) if plain != "No documentation found" && !plain.is_empty() => {
-                Some((plain, html))
-            }
-            Ok(_) => None,
-            Err(error) => {
-                tracing::warn!("hover failed: {error}");
-                None
-            }
+    fn prepare_hover(&mut self, code: &str, position: usize) -> Option<Source> {
+        let context = &mut self.context;
+        guarded("preparing a hover", || context.hover_source(code, position)).map(Source::from)
+    }
+}
+
+/// Runs an evcxr call that only reshapes text, logging its error or panic: neither may end the
+/// engine thread, which owns the notebook's variables.
+fn guarded<T>(what: &str, call: impl FnOnce() -> anyhow::Result<T>) -> Option<T> {
+    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(call)) {
+        Ok(Ok(value)) => Some(value),
+        Ok(Err(error)) => {
+            tracing::warn!("{what}: {error:#}");
+            None
+        }
+        Err(_) => {
+            tracing::error!("{what}: evcxr panicked (see the message above)");
+            None
         }
     }
 }
@@ -940,14 +1056,6 @@ fn command_argument<'a>(line: &'a str, name: &str) -> Option<&'a str> {
 
 /// `push(value)` → `push`: Jupyter front ends insert matches verbatim, and a placeholder
 /// argument is worse than none.
-fn bare_name(code: &str) -> String {
-    code.split(['(', '{', '['])
-        .next()
-        .unwrap_or_default()
-        .trim()
-        .to_owned()
-}
-
 fn describe_evcxr_error(error: &evcxr::Error) -> String {
     match error {
         evcxr::Error::CompilationErrors(errors) => errors
@@ -996,7 +1104,22 @@ fn diagnostic(error: &evcxr::CompilationError) -> Diagnostic {
 /// tchbook's own `:` commands, handled by rewriting them into code evcxr runs.
 struct Rewritten {
     code: String,
-    append_help: bool,
+    /// A cell that is only `:help` or `:vars`: its answer becomes a [`Table`].
+    listing: Option<Listing>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Listing {
+    Help,
+    Vars,
+}
+
+/// A table for the front end to lay out (`:help`, `:vars`): plain values, rendered by
+/// `display`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Table {
+    pub header: Vec<String>,
+    pub rows: Vec<Vec<String>>,
 }
 
 /// The commands tchbook adds to evcxr's, for `:help`.
@@ -1020,31 +1143,37 @@ fn rewrite_commands(code: &str) -> Rewritten {
     if let Some(rest) = command_argument(trimmed, ":timeit") {
         return Rewritten {
             code: timeit_code(rest),
-            append_help: false,
+            listing: None,
         };
     }
-    let append_help = trimmed.lines().any(|line| line.trim() == ":help");
+    let listing = match code.trim() {
+        ":help" => Some(Listing::Help),
+        ":vars" => Some(Listing::Vars),
+        _ => None,
+    };
     Rewritten {
         code: code.to_owned(),
-        append_help,
+        listing,
     }
 }
 
-fn append_help(mime: &mut [(String, String)]) {
-    for (kind, text) in mime.iter_mut() {
-        for (name, description) in OWN_COMMANDS {
-            match kind.as_str() {
-                "text/plain" => text.push_str(&format!("{name:<17} {description}\n")),
-                "text/html" => {
-                    let row = format!("<tr><td>{name}</td><td>{description}</td></tr>\n");
-                    match text.rfind("</table>") {
-                        Some(at) => text.insert_str(at, &row),
-                        None => text.push_str(&row),
-                    }
-                }
-                _ => {}
-            }
-        }
+/// `:help`'s rows: evcxr's commands (its text lists `name  description` a line each) and
+/// tchbook's own, by name.
+fn help_table(evcxr_text: &str) -> Table {
+    let mut rows: Vec<Vec<String>> = evcxr_text
+        .lines()
+        .filter_map(|line| line.split_once(char::is_whitespace))
+        .map(|(name, description)| vec![name.to_owned(), description.trim().to_owned()])
+        .chain(
+            OWN_COMMANDS
+                .iter()
+                .map(|(name, description)| vec![(*name).to_owned(), (*description).to_owned()]),
+        )
+        .collect();
+    rows.sort();
+    Table {
+        header: vec!["Command".into(), "Description".into()],
+        rows,
     }
 }
 
@@ -1139,14 +1268,6 @@ mod tests {
             types: false,
         };
         assert!(!display.followed());
-    }
-
-    #[test]
-    fn bare_name_drops_argument_placeholders() {
-        assert_eq!(bare_name("push(value)"), "push");
-        assert_eq!(bare_name("println!(…)"), "println!");
-        assert_eq!(bare_name("len()"), "len");
-        assert_eq!(bare_name("Vec"), "Vec");
     }
 
     #[test]

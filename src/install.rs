@@ -199,11 +199,21 @@ pub fn prebuild_prelude(libtorch: &Libtorch) -> Result<()> {
     let prelude = cache.prepare()?;
     let _lock = cache.lock_template()?;
     let template = cache.template_dir();
+    let damage = cache::verify(&template);
+    if !damage.is_empty() {
+        println!(
+            "The build template {} is damaged; building these again:\n{}",
+            template.display(),
+            cache::describe(&damage)
+        );
+        cache::remove_damaged(&template, &damage)?;
+    }
     if cache::is_ready(&template, &prelude.1) {
         println!(
             "tch and the prelude are already built ({}).",
             template.display()
         );
+        index_completions(&cache);
         return Ok(());
     }
     println!(
@@ -235,6 +245,117 @@ pub fn prebuild_prelude(libtorch: &Libtorch) -> Result<()> {
     }
     engine.interrupter.kill();
     println!("Built in {:.0?}.", started.elapsed());
+    index_completions(&cache);
+    Ok(())
+}
+
+/// The completion index a fresh kernel answers its first Tab from (`completion.rs`), unless
+/// the cache has it. Not fatal: without it, completion waits for rust-analyzer once.
+fn index_completions(cache: &BuildCache) {
+    let out = crate::completion::index_path(&cache.dir);
+    if out.exists() {
+        return;
+    }
+    println!("Indexing completions for the first Tab of every kernel (once; under a minute)...");
+    let started = std::time::Instant::now();
+    match crate::completion::build_index(
+        &cache.template_dir(),
+        &out,
+        crate::engine::PRELUDE_IMPORT,
+        false,
+    ) {
+        Ok(()) => println!("Indexed in {:.0?}.", started.elapsed()),
+        Err(error) => println!(
+            "warning: the completion index could not be built ({error:#}); a kernel's first \
+             completion will wait for rust-analyzer instead."
+        ),
+    }
+}
+
+/// `tchbook doctor`: what the kernel would use (rustc, libtorch, kernelspec), and the build
+/// cache checked file by file. Damage is repaired: a damaged slot is removed (the next kernel
+/// copies it again from the template), a damaged template loses the damaged files and is
+/// built again at once. Must run before any thread starts (a rebuild sets the environment).
+pub fn doctor(rustc_banner: &str) -> Result<()> {
+    println!("tchbook {}", crate::VERSION);
+    println!("{rustc_banner}");
+    let spec = kernelspec_dir(&Location::User)?;
+    println!(
+        "kernelspec: {} ({})",
+        spec.display(),
+        if spec.exists() {
+            "installed"
+        } else {
+            "not installed"
+        }
+    );
+    let libtorch = match detect_libtorch() {
+        Ok(libtorch) => libtorch,
+        Err(why) => {
+            println!("{why}");
+            return Ok(());
+        }
+    };
+    println!(
+        "libtorch: {} (torch {})",
+        libtorch.dir.display(),
+        libtorch.version.as_deref().unwrap_or("version unknown")
+    );
+    let cache = BuildCache::new(libtorch.version.as_deref());
+    let free = cache::free_space(&cache.dir)
+        .map(|bytes| format!("{} MiB free", bytes >> 20))
+        .unwrap_or_else(|| "free space unknown".to_owned());
+    println!("build cache: {} ({free})", cache.dir.display());
+    let (_, stamp) = match cache.prepare() {
+        Ok(prelude) => prelude,
+        Err(error) => bail!("{error:#}"),
+    };
+    let mut rebuild = false;
+    {
+        let _lock = cache.lock_template()?;
+        let template = cache.template_dir();
+        let damage = cache::verify(&template);
+        if !damage.is_empty() {
+            println!("  template: damaged\n{}", cache::describe(&damage));
+            cache::remove_damaged(&template, &damage)?;
+            println!("  removed the damaged files; building them again");
+            rebuild = true;
+        } else if cache::is_ready(&template, &stamp) {
+            println!("  template: built, verified");
+        } else {
+            println!("  template: not built for this prelude yet; building it");
+            rebuild = true;
+        }
+    }
+    for (slot, lock) in cache.slots()? {
+        let name = slot
+            .file_name()
+            .unwrap_or_default()
+            .to_string_lossy()
+            .into_owned();
+        if lock.is_none() {
+            println!("  slot {name}: in use by a running kernel (checked when it next starts)");
+            continue;
+        }
+        let damage = cache::verify(&slot);
+        if damage.is_empty() {
+            println!("  slot {name}: verified");
+        } else {
+            println!("  slot {name}: damaged\n{}", cache::describe(&damage));
+            std::fs::remove_dir_all(&slot)
+                .with_context(|| format!("removing {}", slot.display()))?;
+            println!("  removed it; the next kernel copies it again from the template");
+        }
+    }
+    for other in cache.other_builds() {
+        println!(
+            "  {}: a build for another kernel or torch version (delete it if unused)",
+            other.display()
+        );
+    }
+    if rebuild {
+        prebuild_prelude(&libtorch)?;
+    }
     Ok(())
 }
 

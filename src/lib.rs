@@ -10,6 +10,8 @@
 //!   evaluation process, interrupts and crash recovery. Returns plain Rust values.
 //! - [`display`]: turns what the engine reports (stdout lines, the live display line protocol,
 //!   final values, compile errors, panics) into Jupyter message contents.
+//! - [`completion`]: completion and hover within JupyterLab's one-second patience:
+//!   rust-analyzer in a process of its own, a fallback index until it is warm.
 //! - [`syntax`]: `is_complete` and the code point ↔ byte offset conversions.
 //! - [`history`]: this session's cells for `history_request`.
 //! - [`cache`]: the persistent per-user build cache and the embedded prelude sources.
@@ -29,6 +31,7 @@
 
 pub mod cache;
 pub mod cargo_front;
+pub mod completion;
 pub mod dispatch;
 pub mod display;
 pub mod engine;

@@ -6,8 +6,9 @@ use std::process::ExitCode;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tchbook::cache::BuildCache;
+use tchbook::completion::Completer;
 use tchbook::dispatch::{self, Facts, Shared, Shell};
-use tchbook::engine::{Engine, EngineOptions};
+use tchbook::engine::{Engine, EngineOptions, PRELUDE_IMPORT};
 use tchbook::install::{self, Location};
 use tchbook::transport;
 
@@ -42,8 +43,17 @@ enum Command {
         #[command(flatten)]
         location: LocationArgs,
     },
-    /// Print what the kernel would use: libtorch, build cache, rustc.
+    /// Print what the kernel would use (libtorch, rustc, kernelspec), check the build cache
+    /// file by file and repair what is damaged.
     Doctor,
+    /// rust-analyzer in a process of its own, for a kernel's completion and hover (the kernel
+    /// starts it; requests on stdin, replies on stdout, one JSON line each).
+    #[command(hide = true)]
+    Analyzer {
+        /// Its root: holds the analysed crate's Cargo.toml; it writes src/lib.rs there.
+        #[arg(long)]
+        dir: PathBuf,
+    },
     /// Turn a notebook into a Cargo project whose one binary runs it headless (`--record FILE`
     /// records its outputs), or, with --merge, write such a record back into the notebook.
     Export {
@@ -104,7 +114,7 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     if matches!(
         cli.command,
-        Some(Command::Kernel { .. } | Command::Install { .. }) | None
+        Some(Command::Kernel { .. } | Command::Install { .. } | Command::Doctor) | None
     ) {
         // Before any thread starts: it sets environment variables evcxr reads.
         tchbook::cargo_front::install();
@@ -134,7 +144,8 @@ fn main() -> ExitCode {
             })
             .map(|dir| println!("{}", dir.display())),
         },
-        (Some(Command::Doctor), _) => doctor(),
+        (Some(Command::Doctor), _) => install::doctor(&rustc_version().1),
+        (Some(Command::Analyzer { dir }), _) => tchbook::completion::server::serve(&dir),
         (None, None) => {
             eprintln!("tchbook: give a command (install, uninstall, kernel) or --connection-file");
             return ExitCode::from(2);
@@ -147,45 +158,6 @@ fn main() -> ExitCode {
             ExitCode::FAILURE
         }
     }
-}
-
-fn doctor() -> Result<()> {
-    println!("tchbook {}", tchbook::VERSION);
-    println!("{}", rustc_version().1);
-    match install::detect_libtorch() {
-        Ok(libtorch) => {
-            println!(
-                "libtorch: {} (torch {})",
-                libtorch.dir.display(),
-                libtorch.version.as_deref().unwrap_or("version unknown")
-            );
-            let cache = BuildCache::new(libtorch.version.as_deref());
-            let ready = cache
-                .prepare()
-                .is_ok_and(|(_, stamp)| tchbook::cache::is_ready(&cache.template_dir(), &stamp));
-            println!(
-                "build cache: {} ({})",
-                cache.dir.display(),
-                if ready {
-                    "built"
-                } else {
-                    "not built yet: run `tchbook install`"
-                }
-            );
-        }
-        Err(why) => println!("{why}"),
-    }
-    let spec = install::kernelspec_dir(&Location::User)?;
-    println!(
-        "kernelspec: {} ({})",
-        spec.display(),
-        if spec.exists() {
-            "installed"
-        } else {
-            "not installed"
-        }
-    );
-    Ok(())
 }
 
 /// `("1.95.0", "rustc 1.95.0 (59807616e 2026-04-14)")`.
@@ -218,12 +190,18 @@ fn run_kernel(connection_file: &PathBuf) -> Result<()> {
         Ok(_) => cache.prepare().map_err(|e| format!("{e:#}")),
         Err(why) => Err(why.clone()),
     };
-    let slot = cache.acquire_slot()?;
-    std::fs::create_dir_all(&slot.dir)?;
+    // A cache that cannot be written (read-only, full) must not stop the kernel: it starts
+    // in a scratch directory and the first cell says what is wrong.
+    let build = cache.build_dir();
+    let usable_cache = build.problem.is_none();
+    let prelude = match &build.problem {
+        Some(why) => Err(why.clone()),
+        None => prelude,
+    };
     match &libtorch {
-        Ok(found) => install::set_build_environment(found, &slot.dir),
+        Ok(found) => install::set_build_environment(found, &build.dir),
         Err(_) => {
-            std::env::set_var("EVCXR_TMPDIR", &slot.dir);
+            std::env::set_var("EVCXR_TMPDIR", &build.dir);
             install::set_evcxr_config_dir();
         }
     }
@@ -239,9 +217,11 @@ fn run_kernel(connection_file: &PathBuf) -> Result<()> {
         .ok()
         .and_then(|s| s.parse::<f64>().ok())
         .map_or(Duration::from_secs(3), Duration::from_secs_f64);
+    let build_dir = build.dir.clone();
+    let cache_dir = usable_cache.then(|| cache.dir.clone());
     let options = EngineOptions {
-        build_dir: slot.dir.clone(),
-        cache: Some(cache),
+        build_dir: build.dir.clone(),
+        cache: usable_cache.then_some(cache),
         prelude: prelude.map_err(|why| why.to_string()),
         libtorch_lib: libtorch.as_ref().ok().map(|l| l.lib_dir()),
         interrupt_grace: grace,
@@ -255,6 +235,7 @@ fn run_kernel(connection_file: &PathBuf) -> Result<()> {
     runtime.block_on(async move {
         let session = uuid_like();
         let sockets = transport::bind(&connection, &session).await?;
+        let completer = Completer::new(&build_dir, cache_dir.as_deref(), PRELUDE_IMPORT);
         let engine = Engine::spawn(options);
         let interrupter = engine.interrupter.clone();
         tchbook::engine::exit_with_parent(interrupter.clone());
@@ -269,7 +250,7 @@ fn run_kernel(connection_file: &PathBuf) -> Result<()> {
             shared.clone(),
             interrupter.clone(),
         ));
-        tokio::spawn(Shell::new(shared, sockets.shell, sockets.stdin, engine).run());
+        tokio::spawn(Shell::new(shared, sockets.shell, sockets.stdin, engine, completer).run());
 
         use tokio::signal::unix::{signal, SignalKind};
         // interrupt_mode "signal": Jupyter sends SIGINT to the kernel's process group. The
@@ -297,7 +278,7 @@ fn run_kernel(connection_file: &PathBuf) -> Result<()> {
         }
         anyhow::Ok(())
     })?;
-    drop(slot);
+    drop(build);
     // Exit without running destructors: evcxr's would wait for the (killed) child.
     std::process::exit(0)
 }

@@ -1,6 +1,6 @@
-//! Limits a long notebook meets: memory it cannot have, huge output.
+//! Limits a long notebook meets: memory it cannot have, thousands of cells, huge output.
 
-use crate::support::Kernel;
+use crate::support::{children, Kernel};
 use std::time::{Duration, Instant};
 
 #[tokio::test(flavor = "multi_thread")]
@@ -36,6 +36,40 @@ async fn out_of_memory_is_one_short_line_at_the_cell_line_and_variables_are_kept
             .result()
             .as_deref(),
         Some("8.0")
+    );
+}
+
+fn map_count(pid: i32) -> usize {
+    std::fs::read_to_string(format!("/proc/{pid}/maps"))
+        .unwrap()
+        .lines()
+        .count()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn many_cells_do_not_grow_the_evaluation_process_maps() {
+    let mut kernel = Kernel::start().await;
+    for i in 0..5 {
+        kernel.run_ok(&format!("let warm_{i} = {i};")).await;
+    }
+    let evaluation = *children(kernel.pid())
+        .first()
+        .expect("no evaluation process");
+    let before = map_count(evaluation);
+    const CELLS: usize = 200;
+    for i in 0..CELLS {
+        // Cells of both kinds: with and without a variable.
+        if i % 2 == 0 {
+            kernel.run_ok(&format!("{i} + 1")).await;
+        } else {
+            kernel.run_ok(&format!("let v_{i} = {i};")).await;
+        }
+    }
+    let after = map_count(evaluation);
+    let per_cell = (after as f64 - before as f64) / CELLS as f64;
+    assert!(
+        per_cell < 0.5,
+        "{before} maps before, {after} after {CELLS} cells: {per_cell:.2} per cell"
     );
 }
 

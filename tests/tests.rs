@@ -7,8 +7,11 @@
 
 mod support;
 
+mod cache;
+mod completion;
 mod display;
 mod execute;
+mod fuzz;
 mod install;
 mod interrupt;
 mod lifecycle;

@@ -22,6 +22,7 @@ use crate::errors::SpannedMessage;
 use crate::errors::bail;
 use crate::eval_context::ContextState;
 use crate::eval_context::EvalCallbacks;
+use crate::rust_analyzer::AnalysisSource;
 use crate::rust_analyzer::Completion;
 use crate::rust_analyzer::Completions;
 use crate::toml_parse::ConfigToml;
@@ -233,6 +234,34 @@ Panic detected. Here's some useful information if you're filing a bug report.
         let (non_command_code, state, _errors) = self.prepare_for_analysis(user_code)?;
         self.eval_context
             .completions(non_command_code, state, &code_info.nodes, position)
+    }
+
+    /// tchbook patch: what [`completions`](Self::completions) would give rust-analyzer, for an
+    /// analyzer that runs elsewhere ([`crate::StandaloneAnalyzer`]); `:` commands are completed
+    /// here.
+    pub fn completion_source(&mut self, src: &str, position: usize) -> Result<CompletionSource> {
+        let (user_code, code_info) = CodeBlock::from_original_user_code(src);
+        if let Some((segment, offset)) = user_code.command_containing_user_offset(position) {
+            return Ok(CompletionSource::Commands(
+                self.command_completions(segment, offset, position)?,
+            ));
+        }
+        let (non_command_code, state, _errors) = self.prepare_for_analysis(user_code)?;
+        Ok(CompletionSource::Rust(self.eval_context.completion_source(
+            non_command_code,
+            state,
+            &code_info.nodes,
+            position,
+        )?))
+    }
+
+    /// tchbook patch: what [`hover_at`](Self::hover_at) would give rust-analyzer.
+    pub fn hover_source(&mut self, src: &str, position: usize) -> Result<AnalysisSource> {
+        let code_up_to_cursor = &src[..position];
+        let (user_code, _code_info) = CodeBlock::from_original_user_code(src);
+        let (_, mut state, _) = self.prepare_for_analysis(user_code)?;
+        self.eval_context
+            .hover_source(code_up_to_cursor, &mut state)
     }
 
     fn prepare_for_analysis(
@@ -917,4 +946,11 @@ fn text_output<T: Into<String>>(text: T) -> Result<EvalOutputs, Error> {
         .content_by_mime_type
         .insert("text/plain".to_owned(), content);
     Ok(outputs)
+}
+
+/// tchbook patch: what a completion request needs: `:` commands are answered at once, Rust code
+/// goes to rust-analyzer.
+pub enum CompletionSource {
+    Commands(Completions),
+    Rust(AnalysisSource),
 }

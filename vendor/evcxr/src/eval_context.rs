@@ -22,6 +22,7 @@ use crate::item;
 use crate::module::Module;
 use crate::module::SoFile;
 use crate::runtime;
+use crate::rust_analyzer::AnalysisSource;
 use crate::rust_analyzer::Completions;
 use crate::rust_analyzer::RustAnalyzer;
 use crate::rust_analyzer::TypeName;
@@ -548,6 +549,46 @@ impl EvalContext {
         Ok(outputs)
     }
 
+    /// tchbook patch: the source `completions` gives rust-analyzer, for an analyzer elsewhere.
+    pub(crate) fn completion_source(
+        &mut self,
+        user_code: CodeBlock,
+        mut state: ContextState,
+        nodes: &[SyntaxNode],
+        offset: usize,
+    ) -> Result<AnalysisSource> {
+        state.config.display_final_expression = false;
+        state.config.expand_use_statements = false;
+        let user_code = state.apply(user_code, nodes)?;
+        let code = state.analysis_code(user_code);
+        Ok(AnalysisSource {
+            offset: code.user_offset_to_output_offset(offset)?,
+            code: code.code_string(),
+        })
+    }
+
+    /// tchbook patch: the source `hover` gives rust-analyzer, for an analyzer elsewhere.
+    pub(crate) fn hover_source(
+        &mut self,
+        code: &str,
+        state: &mut ContextState,
+    ) -> Result<AnalysisSource> {
+        let (modified_code, hover_offset) = if code == "let" {
+            (String::from("let _ = 1;"), 0)
+        } else if code.ends_with('(') {
+            (format!("{code});"), code.len() - 1)
+        } else {
+            (format!("{code};"), code.len())
+        };
+        let (user_code, code_info) = CodeBlock::from_original_user_code(&modified_code);
+        let user_code = state.apply(user_code, &code_info.nodes)?;
+        let pad_code = state.analysis_code(user_code);
+        Ok(AnalysisSource {
+            offset: pad_code.user_offset_to_output_offset(hover_offset)?,
+            code: pad_code.code_string(),
+        })
+    }
+
     pub(crate) fn completions(
         &mut self,
         user_code: CodeBlock,
@@ -588,21 +629,10 @@ impl EvalContext {
     }
 
     pub fn hover(&mut self, code: &str, state: &mut ContextState) -> Result<(String, String)> {
-        let (modified_code, hover_offset) = if code == "let" {
-            (String::from("let _ = 1;"), 0)
-        } else if code.ends_with('(') {
-            //If code is a function like `Option::ok_or_else`, the hover works fine, but if it is
-            // method like `None.ok_or_else`, the hover show nothing, in order to show that, the code
-            // has to end with "(", like `None.ok_or_else(`
-            (format!("{code});"), code.len() - 1)
-        } else {
-            (format!("{code};"), code.len())
-        };
-        let (user_code, code_info) = CodeBlock::from_original_user_code(&modified_code);
-        let user_code = state.apply(user_code, &code_info.nodes)?;
-        let pad_code = state.analysis_code(user_code);
-        self.analyzer.set_source(pad_code.code_string())?;
-        let wrapped_offset = pad_code.user_offset_to_output_offset(hover_offset)? as u32;
+        // tchbook patch: the source is shaped by `hover_source`.
+        let source = self.hover_source(code, state)?;
+        self.analyzer.set_source(source.code)?;
+        let wrapped_offset = source.offset as u32;
         let text_range = TextRange::new(wrapped_offset.into(), wrapped_offset.into());
         let hover_text = self.analyzer.hover(text_range, false)?;
         let hover_markdown = self.analyzer.hover(text_range, true)?;

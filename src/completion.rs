@@ -1,0 +1,319 @@
+//! Completion and hover, answered within JupyterLab's patience.
+//!
+//! JupyterLab drops a completion reply that comes later than its provider timeout (1 s by
+//! default), and rust-analyzer's first analysis of std and tch takes 6–9 s on two cores: the
+//! first Tab of every fresh kernel used to show nothing. Now:
+//! - the engine shapes the cell as evcxr would for rust-analyzer
+//!   ([`crate::engine::Engine::prepare_completion`]) and lists the notebook's variables;
+//! - rust-analyzer runs in a process of its own ([`analyzer`], [`server`]), started on the
+//!   first completion or hover, so a kernel that never completes never pays its ~1 GiB, and
+//!   nothing rust-analyzer does (panic, hang, blow-up) reaches the evaluation engine;
+//! - until that process has answered once, a request is answered at once from the fallback
+//!   [`index`]: rust-analyzer's own answers for the prelude's types and names, computed once
+//!   per build cache (by `tchbook install`, else in the background on first use);
+//! - once warm, rust-analyzer is given [`DEADLINE`]; a slower answer is replaced by the index's.
+
+mod analyzer;
+mod index;
+pub mod server;
+mod wire;
+
+use analyzer::{Analyzer, Limits, Setup};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, SystemTime};
+use wire::{Index, Reply, Request};
+
+pub use wire::Source;
+
+/// How long a completion waits for a warm rust-analyzer: JupyterLab's 1 s, less the round trip
+/// and the engine's share.
+pub const DEADLINE: Duration = Duration::from_millis(700);
+/// How long a hover (Shift+Tab) may wait; JupyterLab's tooltip has no timeout of its own, but
+/// nobody waits longer than this for a tooltip.
+const HOVER_DEADLINE: Duration = Duration::from_secs(30);
+/// The index's file in the build cache.
+const INDEX_FILE: &str = "completion-index.json";
+
+/// One completion match.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Match {
+    pub text: String,
+    /// JupyterLab's kind names (`function`, `class`, `module`, ...), for its icons.
+    pub kind: String,
+}
+
+/// Completion matches, most relevant first; `start..end` (bytes of the request's code) is the
+/// text they replace.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct Completions {
+    pub matches: Vec<Match>,
+    pub start: usize,
+    pub end: usize,
+}
+
+/// What the engine makes of a completion request.
+#[derive(Debug)]
+pub enum Prepared {
+    /// Answered already (evcxr's `:` commands).
+    Answered(Completions),
+    /// Rust: the source rust-analyzer gets, and the notebook's variables with their types.
+    Rust {
+        source: Source,
+        variables: Vec<(String, String)>,
+    },
+    /// The engine could not prepare it (it is not running, or evcxr failed).
+    Unavailable,
+}
+
+/// Where the fallback index of the build cache in `cache_dir` is kept.
+pub fn index_path(cache_dir: &Path) -> PathBuf {
+    cache_dir.join(INDEX_FILE)
+}
+
+/// Completion and hover for one kernel.
+pub struct Completer {
+    analyzer: Analyzer,
+    header: String,
+    index_path: Option<PathBuf>,
+    index: Mutex<Option<(SystemTime, Arc<Index>)>>,
+    /// A request is held open so the analyzer warms up even though its caller moved on.
+    warming: Arc<AtomicBool>,
+    indexing: Arc<AtomicBool>,
+}
+
+impl Completer {
+    /// A completer for the kernel whose evcxr build directory is `build_dir`; `cache_dir` holds
+    /// the fallback index (none without a build cache). `header` is the `use` line that puts the
+    /// prelude in scope in every cell.
+    pub fn new(build_dir: &Path, cache_dir: Option<&Path>, header: &str) -> Completer {
+        let exe = std::env::current_exe().unwrap_or_else(|_| PathBuf::from("tchbook"));
+        let analyzer = Analyzer::spawn(Setup {
+            exe,
+            build_dir: build_dir.to_owned(),
+            dir: build_dir.join("tchbook-analyzer"),
+            limits: Limits::default(),
+        });
+        Completer {
+            analyzer,
+            header: header.to_owned(),
+            index_path: cache_dir.map(index_path),
+            index: Mutex::new(None),
+            warming: Arc::new(AtomicBool::new(false)),
+            indexing: Arc::new(AtomicBool::new(false)),
+        }
+    }
+
+    /// Completions at byte `position` of `code`.
+    pub async fn complete(&self, code: &str, position: usize, prepared: Prepared) -> Completions {
+        let (source, variables) = match prepared {
+            Prepared::Answered(found) => return found,
+            Prepared::Unavailable => return Completions::empty_at(position),
+            Prepared::Rust { source, variables } => (source, variables),
+        };
+        let from_index = || {
+            // Without an index (not built yet), the notebook's own names still complete.
+            let index = self.index().unwrap_or_default();
+            let defined = index::defined_items(&source.code);
+            let (items, start) = index::lookup(&index, code, position, &variables, &defined)?;
+            let found = Completions {
+                matches: items.into_iter().map(Match::from).collect(),
+                start,
+                end: position,
+            };
+            Some(found.typed_in(code, position))
+        };
+        let request = Request::Complete {
+            source: source.clone(),
+        };
+        if !self.analyzer.is_warm() {
+            // rust-analyzer loads std and tch first (seconds): start that now, so the cases
+            // only it can answer soon can be.
+            self.warm_up(request.clone());
+        }
+        // The index holds rust-analyzer's own answers for the cases it covers, instantly;
+        // rust-analyzer is asked only for the rest (`x.f().`, types the index does not know),
+        // within the deadline (a warm rust-analyzer takes 0.2–1 s on two busy cores, and a
+        // request it has started cannot be called back, so it is not asked twice).
+        if let Some(found) = from_index().filter(|found| !found.matches.is_empty()) {
+            return found;
+        }
+        let answer = self.analyzer.ask(request);
+        let found = match tokio::time::timeout(DEADLINE, answer).await {
+            Ok(Ok(Ok(Reply::Completions { items, start, end }))) => Completions {
+                matches: items.into_iter().map(Match::from).collect(),
+                start: user_offset(&source, position, start).unwrap_or(position),
+                end: user_offset(&source, position, end).unwrap_or(position),
+            },
+            // Failed, late, or the process died: the index's answer, if any.
+            _ => return from_index().unwrap_or_else(|| Completions::empty_at(position)),
+        };
+        found.typed_in(code, position)
+    }
+
+    /// `(plain text, html)` documentation at `source`'s offset.
+    pub async fn inspect(&self, source: Source) -> Option<(String, String)> {
+        let answer = self.analyzer.ask(Request::Hover { source });
+        match tokio::time::timeout(HOVER_DEADLINE, answer).await {
+            Ok(Ok(Ok(Reply::Hover {
+                markdown: Some(markdown),
+                plain,
+            }))) if !markdown.trim().is_empty() => {
+                let mut html = String::new();
+                pulldown_cmark::html::push_html(&mut html, pulldown_cmark::Parser::new(&markdown));
+                Some((plain.unwrap_or(markdown), html))
+            }
+            _ => None,
+        }
+    }
+
+    fn warm_up(&self, request: Request) {
+        if self.warming.swap(true, Ordering::AcqRel) {
+            return;
+        }
+        let answer = self.analyzer.ask(request);
+        let warming = self.warming.clone();
+        tokio::spawn(async move {
+            let _ = answer.await;
+            warming.store(false, Ordering::Release);
+        });
+        self.index_in_background();
+    }
+
+    /// The index, re-read when its file changed (a background build finished).
+    fn index(&self) -> Option<Arc<Index>> {
+        let path = self.index_path.as_ref()?;
+        let modified = std::fs::metadata(path).and_then(|m| m.modified()).ok()?;
+        let mut held = self.index.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some((when, index)) = held.as_ref() {
+            if *when == modified {
+                return Some(index.clone());
+            }
+        }
+        let index = Arc::new(index::load(path)?);
+        *held = Some((modified, index.clone()));
+        Some(index)
+    }
+
+    /// Builds the index in a process of its own when the cache has none (a cache that
+    /// `tchbook install` did not build).
+    fn index_in_background(&self) {
+        let Some(path) = self.index_path.clone() else {
+            return;
+        };
+        if path.exists() || self.indexing.swap(true, Ordering::AcqRel) {
+            return;
+        }
+        let Some(template) = path.parent().map(|dir| dir.join("template")) else {
+            return;
+        };
+        let header = self.header.clone();
+        let _ = std::thread::Builder::new()
+            .name("tchbook-indexer".into())
+            .spawn(move || {
+                if let Err(error) = build_index(&template, &path, &header, true) {
+                    tracing::warn!("building the completion index: {error:#}");
+                }
+            });
+    }
+}
+
+impl Completions {
+    fn empty_at(position: usize) -> Completions {
+        Completions {
+            matches: Vec::new(),
+            start: position,
+            end: position,
+        }
+    }
+
+    /// Only matches that continue what is typed (rust-analyzer also offers `iter` for `v.le`,
+    /// its "auto-iter" suggestions), and libtorch's `internal_` operators after the rest: a
+    /// PyTorch user knows them as `torch._foo`, not what `x.` should offer first.
+    fn typed_in(mut self, code: &str, position: usize) -> Completions {
+        let typed = code.get(self.start..position).unwrap_or_default();
+        self.matches.retain(|m| m.text.starts_with(typed));
+        self.matches.sort_by_key(|m| is_internal(&m.text));
+        self
+    }
+}
+
+fn is_internal(name: &str) -> bool {
+    name.starts_with("internal_") || name.starts_with("f_internal_")
+}
+
+impl From<wire::Item> for Match {
+    fn from(item: wire::Item) -> Match {
+        Match {
+            text: item.text,
+            kind: item.kind,
+        }
+    }
+}
+
+/// A byte offset of rust-analyzer's source as an offset of the user's cell. The replaced text
+/// lies around the cursor, inside one piece of the cell that evcxr copied as it was, so the
+/// distance to the cursor is the same in both.
+fn user_offset(source: &Source, position: usize, offset: usize) -> Option<usize> {
+    if offset <= source.offset {
+        position.checked_sub(source.offset - offset)
+    } else {
+        Some(position + (offset - source.offset))
+    }
+}
+
+/// Builds the fallback index for the build directory `template` (which must hold the prelude's
+/// manifest) into `out`, in an analyzer process of its own; `nice` lowers its priority.
+pub fn build_index(template: &Path, out: &Path, header: &str, nice: bool) -> anyhow::Result<()> {
+    use anyhow::Context;
+    let exe = std::env::current_exe().context("finding this binary")?;
+    let dir = out.with_extension(format!("analyzer-{}", std::process::id()));
+    if nice {
+        // SAFETY: only lowers this thread's scheduling priority (Linux: per thread); the
+        // analyzer thread spawned next, and the process it starts, inherit it.
+        unsafe {
+            libc::setpriority(libc::PRIO_PROCESS, 0, 15);
+        }
+    }
+    let analyzer = Analyzer::spawn(Setup {
+        exe,
+        build_dir: template.to_owned(),
+        dir: dir.clone(),
+        limits: Limits {
+            hang: Duration::from_secs(900),
+            ..Limits::default()
+        },
+    });
+    let answer = analyzer
+        .ask(Request::BuildIndex {
+            header: header.to_owned(),
+        })
+        .blocking_recv();
+    let _ = std::fs::remove_dir_all(&dir);
+    match answer {
+        Ok(Ok(Reply::Index(index))) => index::save(out, &index),
+        Ok(Ok(Reply::Failed { message })) => anyhow::bail!(message),
+        Ok(Ok(other)) => anyhow::bail!("unexpected reply {other:?}"),
+        Ok(Err(error)) => anyhow::bail!(error),
+        Err(_) => anyhow::bail!("the analyzer thread ended"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn offsets_map_back_around_the_cursor() {
+        let source = Source {
+            code: "fn w() {\n    v.le\n}".into(),
+            offset: 17,
+        };
+        // `le` (15..17 in the source) is 2..4 of the cell `v.le`.
+        assert_eq!(user_offset(&source, 4, 15), Some(2));
+        assert_eq!(user_offset(&source, 4, 17), Some(4));
+        assert_eq!(user_offset(&source, 4, 18), Some(5));
+        assert_eq!(user_offset(&source, 1, 10), None);
+    }
+}
