@@ -1,0 +1,100 @@
+#!/usr/bin/env bash
+# The runner inside the GPU bundle that scripts/gpu-check builds (it lands as gpu-check/run.sh).
+# Run it from the root of a copy of the repository (bench/*.py are read from there) on the GPU
+# machine:
+#
+#   tar -xJf target/gpu-check/gpu-check.tar.xz -C /tmp && bash /tmp/gpu-check/run.sh
+#
+# It runs every check in turn, each under a time limit so that one hang cannot take the whole
+# 10-minute slot: gpu_check, the prelude's CUDA-relevant tests, notebooks 01-05 (exported
+# programs, outputs recorded), and the training-loop benchmark on CUDA against PyTorch eager.
+# Everything it produces goes to $OUT (default ./gpu-check-out) as two files, because the GPU
+# machine returns at most 8: summary.txt (one line per step) and gpu-check-results.tar.gz (every
+# log, machine.txt, train-cuda.json, notebooks/NN.json), rewritten after each step so a run cut
+# short still returns what it did. Exits 1 if any step failed. `scripts/gpu-check --apply DIR`
+# writes the results into the repository.
+#
+# Environment: TCHBOOK_PYTHON (default /opt/torch/.venv/bin/python, else python3) is the Python
+# whose torch supplies libtorch and runs the PyTorch side; GPU_CHECK_BENCH_RUNS (default 2) runs
+# per side in the benchmark.
+set -uo pipefail
+bundle=$(cd "$(dirname "$0")" && pwd)
+repo=$PWD
+out=${OUT:-$repo/gpu-check-out}
+mkdir -p "$out"
+results=$(mktemp -d)/results
+mkdir -p "$results/notebooks"
+scratch=$(mktemp -d)   # the notebooks' working directory: stand-in data, saved weights
+
+python=${TCHBOOK_PYTHON:-/opt/torch/.venv/bin/python}
+[ -x "$python" ] || python=$(command -v python3)
+export TCHBOOK_PYTHON=$python
+torch_dir=$("$python" -c 'import torch,os;print(os.path.dirname(torch.__file__))') || {
+  echo "run.sh: $python cannot import torch; set TCHBOOK_PYTHON to a Python with torch 2.11" >&2
+  exit 2
+}
+export LD_LIBRARY_PATH="$torch_dir/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+export LIBTORCH=$torch_dir   # the prelude's tests read it
+
+# The prelude's tests read files beside their sources (prelude/tests) at the path they were built
+# from; give them this copy of the repository there.
+built_at=$(cat "$bundle/prelude_dir" 2>/dev/null || true)
+if [ -n "$built_at" ] && [ ! -e "$built_at" ]; then
+  mkdir -p "$(dirname "$built_at")" && ln -s "$repo/prelude" "$built_at" ||
+    echo "run.sh: could not link $built_at to $repo/prelude; the state-dict round trip test will fail" >&2
+fi
+
+device=cpu
+if command -v nvidia-smi >/dev/null && nvidia-smi -L >/dev/null 2>&1; then device=cuda; fi
+{
+  echo "$(nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader 2>/dev/null | head -1 || true)"
+  echo "torch $("$python" -c 'import torch; print(torch.__version__, "CUDA", torch.version.cuda)')"
+  echo "$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), $(nproc) cores; $(date -u '+%Y-%m-%d %H:%M UTC')"
+} > "$results/machine.txt"
+cp "$bundle/MANIFEST" "$results/" 2>/dev/null
+
+failed=()
+steps=0
+publish() {
+  tar -C "$(dirname "$results")" -czf "$out/gpu-check-results.tar.gz" results
+  {
+    if [ ${#failed[@]} -eq 0 ]; then echo "PASS: $steps step(s) on $device, none failed"
+    else echo "FAIL: ${failed[*]} (of $steps step(s) on $device)"; fi
+    tr '\n' ' ' < "$results/machine.txt"; echo
+    cat "$results/steps.txt" 2>/dev/null
+  } > "$out/summary.txt"
+}
+
+# step NAME LIMIT_S COMMAND...: runs COMMAND with its output in NAME.log, records the outcome.
+step() {
+  local name=$1 limit=$2
+  shift 2
+  steps=$((steps + 1))
+  echo "==> $name"
+  local start=$SECONDS
+  timeout --kill-after=10 "$limit" "$@" > "$results/$name.log" 2>&1
+  local rc=$?
+  local verdict=PASS
+  if [ $rc -eq 124 ] || [ $rc -eq 137 ]; then verdict="FAIL (over its ${limit} s limit)"
+  elif [ $rc -ne 0 ]; then verdict="FAIL (exit $rc)"; fi
+  [ "$verdict" = PASS ] || failed+=("$name")
+  echo "$verdict $name ($((SECONDS - start)) s)" | tee -a "$results/steps.txt"
+  tail -n 5 "$results/$name.log" | sed 's/^/    /'
+  publish
+}
+
+step gpu_check 150 "$bundle/bin/gpu_check"
+# The prelude's modules that touch devices, memory, state dicts, pinned loading and training.
+step prelude-tests 200 "$bundle/bin/prelude-tests" device:: memory:: models:: loader:: train:: \
+  --test-threads 2
+for nb in 01-using-the-gpu 02-cpu-cuda-mps 03-cifar10-on-the-gpu 04-deeplizard-pytorch-on-the-gpu 05-bootcamp-using-gpu; do
+  step "notebook-$nb" 150 bash -c 'cd "$1" && exec "$2" --record "$3"' _ \
+    "$scratch" "$bundle/bin/$nb" "$results/notebooks/$nb.json"
+done
+step bench-"$device" 300 "$python" "$repo/bench/train.py" --bin "$bundle/bin/tchbook-bench" \
+  --device "$device" --runs "${GPU_CHECK_BENCH_RUNS:-2}" --threads 1 --timeout 60 \
+  --out "$results/train-$device.json"
+
+rm -rf "$scratch"
+cat "$out/summary.txt"
+[ ${#failed[@]} -eq 0 ]

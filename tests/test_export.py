@@ -1,0 +1,274 @@
+"""`tchbook export`: every shipped notebook as a standalone program, checked against the kernel.
+
+Each notebook in notebooks/ is exported (`tchbook export --prelude prelude/`, so that the projects
+share this workspace's build of tch and the prelude in one target directory), built with cargo,
+and run from notebooks/ with `--record`; the recorded outputs must match what the kernel gives
+for the same notebook, executed here with nbclient: per cell the same kinds of output in the same
+order (consecutive stream writes taken as one, as nbconvert coalesces them), the same MIME types,
+the same text with measured numbers (times, memory, random values) masked, and equal numbers
+where the notebook seeds them. The `:` commands a program cannot honour (`:vars`, `:help`) must
+leave their cells empty. A small notebook written here checks the rest of the contract: items and
+final values, a `raises-exception` cell that panics, `:timing`, a panic that stops the run, and
+`--merge`.
+
+Needs what tests/test_notebooks.py needs (the kernelspec installed, which scripts/test does) and
+cargo. `TCHBOOK_BIN` names the kernel binary (default: `$CARGO_TARGET_DIR/release/tchbook`, else
+`target/release/tchbook`).
+"""
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from test_notebooks import ALL, BOOTCAMP, DEEPLIZARD, NOTEBOOKS, ROOT, TOUR, execute
+
+TARGET = Path(os.environ.get("CARGO_TARGET_DIR") or ROOT / "target")
+BIN = Path(os.environ.get("TCHBOOK_BIN") or TARGET / "release" / "tchbook")
+# The prelude the kernel runs (TCHBOOK_PRELUDE_DIR makes the kernel use a checkout's), so that the
+# exported programs and the kernel show the same prelude's output.
+PRELUDE = Path(os.environ.get("TCHBOOK_PRELUDE_DIR") or ROOT / "prelude")
+BUILD_TIMEOUT_S = 1800
+RUN_TIMEOUT_S = 1800
+
+# `:` commands the exported program drops (it says so in a comment): no outputs there.
+DROPPED = (":vars", ":help")
+
+
+def tchbook(*args: str) -> str:
+    if not BIN.exists():
+        pytest.fail(f"{BIN} is missing: build the kernel first (`cargo build --release -p tchbook`)")
+    done = subprocess.run([str(BIN), *args], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, f"tchbook {' '.join(args)} failed:\n{done.stderr}"
+    return done.stdout
+
+
+def build(project: Path) -> Path:
+    """Builds an exported project into the shared target directory; returns its binary."""
+    done = subprocess.run(["cargo", "build", "--release", "--message-format=json-render-diagnostics"],
+                          cwd=project, capture_output=True, text=True, timeout=BUILD_TIMEOUT_S,
+                          env={**os.environ, "CARGO_TARGET_DIR": str(TARGET)})
+    assert done.returncode == 0, f"building {project} failed:\n{done.stderr[-6000:]}"
+    for line in done.stdout.splitlines():
+        message = json.loads(line)
+        if message.get("reason") == "compiler-artifact" and message.get("executable") \
+                and "bin" in message["target"]["kind"]:
+            return Path(message["executable"])
+    pytest.fail(f"cargo built no binary for {project}")
+
+
+def run(binary: Path, record: Path, cwd: Path = NOTEBOOKS) -> subprocess.CompletedProcess:
+    return subprocess.run([str(binary), "--record", str(record)], cwd=cwd, capture_output=True,
+                          text=True, timeout=RUN_TIMEOUT_S)
+
+
+@pytest.fixture(scope="session")
+def projects(tmp_path_factory) -> dict[str, Path]:
+    """Every shipped notebook exported and built: name → binary."""
+    out = tmp_path_factory.mktemp("exported")
+    binaries = {}
+    for name in ALL:
+        project = Path(tchbook("export", str(NOTEBOOKS / name), "-o", str(out / Path(name).stem),
+                               "--prelude", str(PRELUDE)).strip())
+        binaries[name] = build(project)
+    return binaries
+
+
+# --- comparing outputs -------------------------------------------------------------------------
+
+NUMBER = re.compile(r"[-+]?\d+(?:\.\d+)?(?:e[-+]?\d+)?")
+UNIT = re.compile(r"#\s*(?:ns|µs|us|ms|s|B|KiB|MiB|GiB|TiB|bytes)\b")
+
+
+def masked(text: str) -> str:
+    """Text with every number (and the unit a measurement picked) replaced by `#`, and without
+    whitespace, which pads numbers to their width (PyTorch's reprs pad positive numbers when any
+    is negative)."""
+    return re.sub(r"\s+", "", UNIT.sub("#", NUMBER.sub("#", text)))
+
+
+def joined(value) -> str:
+    return "".join(value) if isinstance(value, list) else str(value)
+
+
+def coalesced(outputs: list) -> list[dict]:
+    """nbformat outputs with consecutive writes to one stream taken as one output."""
+    result = []
+    for o in outputs:
+        o = dict(o)
+        if o["output_type"] == "stream":
+            o["text"] = joined(o["text"])
+            if result and result[-1]["output_type"] == "stream" and result[-1]["name"] == o["name"]:
+                result[-1]["text"] += o["text"]
+                continue
+        result.append(o)
+    return result
+
+
+def shape(o: dict) -> tuple:
+    if o["output_type"] == "stream":
+        return ("stream", o["name"])
+    if o["output_type"] == "error":
+        return ("error", o["ename"], o["evalue"])
+    return (o["output_type"], tuple(sorted(o.get("data", {}))))
+
+
+def text(o: dict) -> str:
+    if o["output_type"] == "stream":
+        return o["text"]
+    if o["output_type"] == "error":
+        return f"{o['ename']}: {o['evalue']}"
+    return joined(o.get("data", {}).get("text/plain", ""))
+
+
+def data_part(o: dict) -> dict:
+    """The machine-readable numbers a rich output carries."""
+    for mime, value in o.get("data", {}).items():
+        if mime == "application/json" or mime.endswith("+json"):
+            return value if isinstance(value, (dict, list)) else json.loads(value)
+    return {}
+
+
+def seeded_lines(pattern: str, outputs: list) -> list[str]:
+    return [line for o in outputs for line in text(o).splitlines() if re.search(pattern, line)]
+
+
+# Where the notebooks seed torch's generator, the numbers must be equal, not just present.
+SEEDED_TEXT = {
+    BOOTCAMP: {"train": r"epoch: .* loss:", "test-accuracy": r"correct"},
+}
+SEEDED_DATA = {
+    DEEPLIZARD: {"run-table": ("rows", ["run", "loss", "accuracy", "batch_size", "num_workers"])},
+}
+
+
+@pytest.mark.parametrize("name", ALL)
+def test_exported_notebook_records_what_the_kernel_shows(name, projects, tmp_path):
+    record_path = tmp_path / "record.json"
+    done = run(projects[name], record_path)
+    assert done.returncode == 0, f"the exported {name} failed:\n{done.stderr[-4000:]}"
+    record = json.loads(record_path.read_text())
+    assert record["completed"] is True and record["notebook"] == name
+    recorded = {entry["cell"]: entry for entry in record["cells"]}
+
+    kernel = execute(name).nb
+    code_cells = [(i, c) for i, c in enumerate(kernel.cells) if c.cell_type == "code"]
+    assert sorted(recorded) == [i for i, _ in code_cells], "every code cell ran, in order"
+    for count, (index, cell) in enumerate(code_cells, start=1):
+        entry = recorded[index]
+        where = f"{name} cell {index} ({cell.source.splitlines()[0] if cell.source else ''!r})"
+        assert entry["execution_count"] == count, where
+        if cell.source.strip().startswith(DROPPED):
+            assert entry["outputs"] == [], f"{where}: a dropped command shows nothing"
+            continue
+        ours, theirs = coalesced(entry["outputs"]), coalesced(cell.outputs)
+        assert [shape(o) for o in ours] == [shape(o) for o in theirs], where
+        assert [masked(text(o)) for o in ours] == [masked(text(o)) for o in theirs], where
+        tags = cell.metadata.get("tags", [])
+        for tag, pattern in SEEDED_TEXT.get(name, {}).items():
+            if tag in tags:
+                lines = seeded_lines(pattern, ours)
+                assert lines and lines == seeded_lines(pattern, theirs), f"{where}: seeded numbers"
+        for tag, (key, fields) in SEEDED_DATA.get(name, {}).items():
+            if tag in tags:
+                pick = lambda outputs: [[row.get(f) for f in fields]  # noqa: E731
+                                        for o in outputs for row in data_part(o).get(key, [])]
+                assert pick(ours) and pick(ours) == pick(theirs), f"{where}: seeded numbers"
+
+
+def test_exported_tour_prints_rich_output_as_text(projects, tmp_path):
+    done = run(projects[TOUR], tmp_path / "record.json")
+    assert done.returncode == 0, done.stderr[-4000:]
+    # The device card, the memory summary and the final state of the live progress bar, as text.
+    assert "Best device" in done.stdout
+    assert "Process RAM" in done.stdout
+    assert "100% 200/200" in done.stdout
+    # The interrupt cell's error is printed, and the run went on past it.
+    assert "KeyboardInterrupt" in done.stderr
+    assert "the model survived the interrupt" in done.stdout
+    assert "TCHBOOK_" not in done.stdout + done.stderr, "no protocol line leaks into the text"
+
+
+# --- the contract, on a notebook written here --------------------------------------------------
+
+CELLS = [
+    ("fn double(x: i64) -> i64 {\n    x * 2\n}\nlet a = double(21);\nprintln!(\"a = {a}\");\na", []),
+    ("#[derive(Debug)]\nstruct Point { x: i32 }\nlet p = Point { x: 1 };\n"
+     "println!(\"{:?}\", p);\nvec![p.x, 2]", []),
+    ("let lost = 5;\npanic!(\"expected failure after {}\", a);", ["raises-exception"]),
+    (":timing", []),
+    ("// items defined in one cell serve the next\ndouble(a) + 1", []),
+    ("show(&tchbook_prelude::display::Bundle::text(\"shown\"));\n"
+     "panic!(\"the run stops here\");", []),
+    ("println!(\"never printed\");", []),
+]
+
+
+def contract_notebook(path: Path) -> None:
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_markdown_cell("A notebook written by tests/test_export.py")]
+    for source, tags in CELLS:
+        cell = nbformat.v4.new_code_cell(source)
+        if tags:
+            cell.metadata["tags"] = tags
+        nb.cells.append(cell)
+    nbformat.write(nb, path)
+
+
+def test_exported_program_keeps_the_kernels_contract_and_merges_back(tmp_path):
+    notebook = tmp_path / "contract.ipynb"
+    contract_notebook(notebook)
+    project = Path(tchbook("export", str(notebook), "--prelude", str(PRELUDE)).strip())
+    assert project == tmp_path / "contract"
+    main = (project / "src" / "main.rs").read_text()
+    assert "fn double(x: i64) -> i64" in main.split("fn cells()")[0], "items are at the top level"
+    binary = build(project)
+
+    record_path = tmp_path / "record.json"
+    done = run(binary, record_path, cwd=tmp_path)
+    assert done.returncode == 1, "a panic outside a raises-exception cell fails the run"
+    record = json.loads(record_path.read_text())
+    assert record["completed"] is False
+    cells = {entry["cell"]: entry["outputs"] for entry in record["cells"]}
+    assert sorted(cells) == [1, 2, 3, 4, 5, 6], "the run stopped at the panicking cell"
+
+    first = cells[1]
+    assert [o["output_type"] for o in first] == ["stream", "execute_result"]
+    assert first[0]["text"] == "a = 42\n" and first[1]["data"]["text/plain"] == "42"
+    assert cells[2][0]["text"] == "Point { x: 1 }\n"
+    assert cells[2][1]["data"]["text/plain"] == "[1, 2]"
+    error = cells[3][0]
+    assert (error["output_type"], error["ename"], error["evalue"]) == \
+        ("error", "panic", "expected failure after 42")
+    assert cells[4][-1]["data"]["text/plain"] == "Timing: true\n"
+    took, value = cells[5]
+    assert re.fullmatch(r"Took \d+ms\n", took["text"]) and value["data"]["text/plain"] == "85"
+    shown, stop = cells[6]
+    assert shown["output_type"] == "display_data" and shown["data"]["text/plain"] == "shown"
+    assert (stop["ename"], stop["evalue"]) == ("panic", "the run stops here")
+    assert "never printed" not in done.stdout
+    assert "a = 42" in done.stdout and "85" in done.stdout
+    assert "the run stops here" in done.stderr
+
+    # --merge writes the outputs into the notebook; the cell the run never reached is empty.
+    merged = tmp_path / "merged.ipynb"
+    shutil.copy(notebook, merged)
+    tchbook("export", "--merge", str(record_path), str(merged))
+    nb = nbformat.read(merged, as_version=4)
+    nbformat.validate(nb)
+    assert nb.cells[1].outputs[1]["data"]["text/plain"] == "42"
+    assert nb.cells[1].execution_count == 1
+    assert nb.cells[7].outputs == [] and nb.cells[7].execution_count is None
+
+    # A record of other code is refused rather than merged into the wrong cells.
+    nb.cells[1].source = "let a = 1;"
+    nbformat.write(nb, merged)
+    refused = subprocess.run([str(BIN), "export", "--merge", str(record_path), str(merged)],
+                             capture_output=True, text=True)
+    assert refused.returncode != 0 and "changed since it was exported" in refused.stderr
