@@ -480,19 +480,30 @@ impl TorchGenerator {
         TorchGenerator(Mt19937::new(seed as u32))
     }
 
-    /// `torch.empty((), dtype=torch.int64).random_(generator=g)`: `random64()` (first draw
-    /// high) modulo 2^63.
-    fn random_int64(&mut self) -> i64 {
+    /// `CPUGeneratorImpl::random64()`: two draws, the first the high half.
+    fn random64(&mut self) -> u64 {
         let hi = u64::from(self.0.next_u32());
         let lo = u64::from(self.0.next_u32());
-        (((hi << 32) | lo) & (u64::MAX >> 1)) as i64
+        (hi << 32) | lo
     }
 
-    /// `torch.randperm(n, generator=g)` on the CPU: libtorch's swap loop, one draw per place.
+    /// `torch.empty((), dtype=torch.int64).random_(generator=g)`: `random64()` modulo 2^63.
+    fn random_int64(&mut self) -> i64 {
+        (self.random64() & (u64::MAX >> 1)) as i64
+    }
+
+    /// `torch.randperm(n, generator=g)` on the CPU: libtorch's swap loop (`randperm_cpu`), one
+    /// 32-bit draw per place, or a 64-bit one from n = 2^32 / 20 up.
     fn randperm(&mut self, n: usize) -> Vec<i64> {
+        let small = (n as u64) < u64::from(u32::MAX / 20);
         let mut r: Vec<i64> = (0..n as i64).collect();
         for i in 0..n.saturating_sub(1) {
-            let z = (u64::from(self.0.next_u32()) % (n - i) as u64) as usize;
+            let draw = if small {
+                u64::from(self.0.next_u32())
+            } else {
+                self.random64()
+            };
+            let z = (draw % (n - i) as u64) as usize;
             r.swap(i, i + z);
         }
         r
