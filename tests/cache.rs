@@ -100,8 +100,9 @@ impl CacheCopy {
         Kernel::start_with_env(&env).await
     }
 
-    /// The one file under the template's `target/` whose name matches (cells build for an
-    /// explicit target, so libraries are under `target/<triple>/debug/deps`).
+    /// The newest file under the template's `target/` whose name matches (cells build for an
+    /// explicit target, so libraries are under `target/<triple>/debug/deps`; an older build of
+    /// the prelude may lie beside the one in use).
     fn file(&self, matches: impl Fn(&str) -> bool) -> PathBuf {
         fn walk(dir: &Path, found: &mut Vec<PathBuf>, matches: &dyn Fn(&str) -> bool) {
             for entry in std::fs::read_dir(dir).unwrap().flatten() {
@@ -115,8 +116,8 @@ impl CacheCopy {
         }
         let mut found = Vec::new();
         walk(&self.template().join("target"), &mut found, &matches);
-        assert_eq!(found.len(), 1, "{found:?}");
-        found.pop().unwrap()
+        found.sort_by_key(|path| path.metadata().unwrap().modified().unwrap());
+        found.pop().expect("no such file in the template")
     }
 }
 
