@@ -8,6 +8,8 @@ use tch::{Device, Kind, Tensor};
 const THRESHOLD: i64 = 1000;
 /// Items kept at each end of a summarised dimension (PyTorch's `edgeitems`).
 const EDGE: i64 = 3;
+/// Characters per line before a row of numbers wraps (PyTorch's `linewidth`).
+const LINEWIDTH: usize = 80;
 
 /// PyTorch's name for a dtype without the `torch.` prefix.
 pub(crate) fn kind_name(kind: Kind) -> &'static str {
@@ -134,25 +136,25 @@ fn write_nested(
         out.push_str(&cells[0]);
         return;
     }
+    if sizes.len() == 1 {
+        write_row(out, cells, gaps[0], indent + depth);
+        return;
+    }
     let n = sizes[0] as usize;
     let stride: usize = sizes[1..].iter().product::<i64>() as usize;
-    let sep = if sizes.len() == 1 {
-        ", ".to_string()
-    } else {
-        format!(
-            ",{}{}",
-            "\n".repeat(sizes.len() - 1),
-            " ".repeat(indent + depth + 1)
-        )
-    };
+    let sep = format!(
+        ",{}{}",
+        "\n".repeat(sizes.len() - 1),
+        " ".repeat(indent + depth + 1)
+    );
     out.push('[');
     for i in 0..n {
         if i > 0 {
             out.push_str(&sep);
         }
         if gaps[0] && i as i64 == EDGE {
-            // PyTorch: " ..." among the numbers of a row, "..." in place of a row.
-            out.push_str(if sizes.len() == 1 { " ..." } else { "..." });
+            // PyTorch: "..." in place of rows (write_row puts " ..." among a row's numbers).
+            out.push_str("...");
             out.push_str(&sep);
         }
         write_nested(
@@ -164,6 +166,22 @@ fn write_nested(
             indent,
         );
     }
+    out.push(']');
+}
+
+/// One row of numbers, wrapped as PyTorch's `_vector_str` wraps it: as many (padded) numbers per
+/// line as fit in `LINEWIDTH` after `indent` columns, the " ..." of a summarised row counting as
+/// one, continuation lines indented one column past the opening bracket.
+fn write_row(out: &mut String, cells: &[String], gap: bool, indent: usize) {
+    let mut items: Vec<&str> = cells.iter().map(String::as_str).collect();
+    if gap && items.len() as i64 > EDGE {
+        items.insert(EDGE as usize, " ...");
+    }
+    let width = cells.iter().map(|c| c.len()).max().unwrap_or(0);
+    let per_line = (LINEWIDTH.saturating_sub(indent) / (width + 2)).max(1);
+    let lines: Vec<String> = items.chunks(per_line).map(|l| l.join(", ")).collect();
+    out.push('[');
+    out.push_str(&lines.join(&format!(",\n{}", " ".repeat(indent + 1))));
     out.push(']');
 }
 

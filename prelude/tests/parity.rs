@@ -362,3 +362,46 @@ fn tensors_devices_and_shapes_print_as_pytorch_prints_them() {
     assert_eq!(fc.ws.shape().to_string(), "torch.Size([2, 3])");
     assert_eq!(format!("{:?}", fc.ws.shape()), "torch.Size([2, 3])");
 }
+
+#[test]
+fn tensor_reprs_match_pytorchs() {
+    let python = python();
+    let dir = scratch("parity-reprs");
+    tch::manual_seed(4);
+    let cases: Vec<(&str, Tensor)> = vec![
+        ("row10", Tensor::randn([1, 10], cpu()) * 0.1),
+        ("vector100", Tensor::randn([100], cpu())),
+        (
+            "ints40",
+            Tensor::randint(1000, [40], (Kind::Int64, Device::Cpu)),
+        ),
+        ("matrix3x30", Tensor::randn([3, 30], cpu())),
+        ("summarised50x50", Tensor::randn([50, 50], cpu())),
+        ("summarised3000", Tensor::rand([3000], cpu())),
+        ("batch2x3x12", Tensor::randn([2, 3, 12], cpu()) * 100.0),
+    ];
+    let refs: Vec<(&str, &Tensor)> = cases.iter().map(|(n, t)| (*n, t)).collect();
+    let path = dir.join("tensors.safetensors");
+    Tensor::write_safetensors(&refs, &path).unwrap();
+    let script = "import sys, json\nfrom safetensors.torch import load_file\n\
+                  print(json.dumps({k: repr(v) for k, v in load_file(sys.argv[1]).items()}))";
+    let out = Command::new(&python)
+        .args(["-c", script])
+        .arg(&path)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let want: HashMap<String, String> = serde_json::from_slice(&out.stdout).unwrap();
+    for (name, t) in &cases {
+        assert_eq!(
+            t.repr(),
+            want[*name],
+            "{name}: the repr differs from PyTorch's"
+        );
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
