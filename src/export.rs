@@ -504,7 +504,12 @@ fn main_rs(notebook: &str, translation: &Translation) -> String {
     text.push_str(
         "    ],\n};\n\n\
          fn main() -> std::process::ExitCode {\n\
-         \x20   tchbook_runner::run(&NOTEBOOK, tchbook_prelude::runtime::attach, cells)\n\
+         \x20   tchbook_runner::run(\n\
+         \x20       &NOTEBOOK,\n\
+         \x20       tchbook_prelude::runtime::attach,\n\
+         \x20       tchbook_prelude::interrupt::is_pending,\n\
+         \x20       cells,\n\
+         \x20   )\n\
          }\n",
     );
     if !translation.items.is_empty() {

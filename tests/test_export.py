@@ -8,8 +8,8 @@ order (consecutive stream writes taken as one, as nbconvert coalesces them), the
 the same text with measured numbers (times, memory, random values) masked, and equal numbers
 where the notebook seeds them. The `:` commands a program cannot honour (`:vars`, `:help`) must
 leave their cells empty. A small notebook written here checks the rest of the contract: items and
-final values, a `raises-exception` cell that panics, `:timing`, a panic that stops the run, and
-`--merge`.
+final values, a `raises-exception` cell that panics, `:timing`, a panic that stops the run, an
+interrupt that a cell never checks, and `--merge`.
 
 Needs what tests/test_notebooks.py needs (the kernelspec installed, which scripts/test does) and
 cargo. `TCHBOOK_BIN` names the kernel binary (default: `$CARGO_TARGET_DIR/release/tchbook`, else
@@ -205,6 +205,10 @@ CELLS = [
     (":timing", []),
     ("// items defined in one cell serve the next\ndouble(a) + 1", []),
     ("show(&tchbook_prelude::display::Bundle::text(\"shown\"));\n"
+     "if std::env::var_os(\"CONTRACT_HANG\").is_some() {\n"
+     "    interrupt::raise(); // as SIGINT would; this loop never checks it\n"
+     "    loop { std::thread::sleep(std::time::Duration::from_millis(20)); }\n"
+     "}\n"
      "panic!(\"the run stops here\");", []),
     ("println!(\"never printed\");", []),
 ]
@@ -265,6 +269,16 @@ def test_exported_program_keeps_the_kernels_contract_and_merges_back(tmp_path):
     assert nb.cells[1].outputs[1]["data"]["text/plain"] == "42"
     assert nb.cells[1].execution_count == 1
     assert nb.cells[7].outputs == [] and nb.cells[7].execution_count is None
+
+    # An interrupt that a cell never checks ends the program after the grace period.
+    hung_record = tmp_path / "hung.json"
+    hung = subprocess.run([str(binary), "--record", str(hung_record)], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=RUN_TIMEOUT_S,
+                          env={**os.environ, "CONTRACT_HANG": "1", "TCHBOOK_INTERRUPT_GRACE": "1"})
+    assert hung.returncode == 130, hung.stderr[-2000:]
+    last = json.loads(hung_record.read_text())["cells"][-1]
+    assert last["cell"] == 6 and last["outputs"][-1]["ename"] == "KeyboardInterrupt"
+    assert "grace period" in last["outputs"][-1]["evalue"]
 
     # A record of other code is refused rather than merged into the wrong cells.
     nb.cells[1].source = "let a = 1;"

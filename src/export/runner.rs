@@ -494,6 +494,7 @@ fn usage(notebook: &Notebook) -> String {
 pub fn run(
     notebook: &'static Notebook,
     attach: fn(),
+    interrupt_pending: fn() -> bool,
     cells: fn() -> Result<(), CellError>,
 ) -> ExitCode {
     let mut record = None;
@@ -534,6 +535,7 @@ pub fn run(
     capture_output();
     attach();
     install_panic_hook();
+    watch_interrupts(interrupt_pending);
     let outcome = std::panic::catch_unwind(cells);
     let runner = runner();
     let code = match outcome {
@@ -642,6 +644,43 @@ fn install_panic_hook() {
             );
         }
     }));
+}
+
+/// SIGINT (Ctrl-C, or a scheduler's signal) sets the prelude's interrupt flag, which its loops
+/// check and answer with a `KeyboardInterrupt` panic. A cell that never checks would run on for
+/// ever, so, as the kernel does, the flag gets a grace period (`TCHBOOK_INTERRUPT_GRACE`, default
+/// 3 s): still pending after it, the cell is recorded as interrupted and the program exits (130).
+fn watch_interrupts(pending: fn() -> bool) {
+    let grace = std::env::var("TCHBOOK_INTERRUPT_GRACE")
+        .ok()
+        .and_then(|s| s.parse::<f64>().ok())
+        .map_or(Duration::from_secs(3), Duration::from_secs_f64);
+    let watch = move || {
+        let mut since: Option<Instant> = None;
+        loop {
+            std::thread::sleep(Duration::from_millis(100));
+            if !pending() {
+                since = None;
+                continue;
+            }
+            if since.get_or_insert_with(Instant::now).elapsed() < grace {
+                continue;
+            }
+            let evalue = format!(
+                "the cell did not stop within the grace period ({:.0?}), so the program ended",
+                grace
+            );
+            let traceback = vec![format!(
+                "{RED}KeyboardInterrupt{RESET}{BOLD}: {evalue}{RESET}"
+            )];
+            lock(runner()).error("KeyboardInterrupt", &evalue, traceback);
+            write_record(false);
+            std::process::exit(130);
+        }
+    };
+    let _ = std::thread::Builder::new()
+        .name("tchbook-export-interrupts".into())
+        .spawn(watch);
 }
 
 /// Waits until everything written to fds 1 and 2 so far has been read: a sync line through
