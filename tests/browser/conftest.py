@@ -13,8 +13,11 @@ Needs: the `tchbook` kernelspec installed where this Python's Jupyter finds it (
 `tchbook install --sys-prefix`), and Chromium at $TCHBOOK_CHROMIUM (default /usr/bin/chromium;
 `apt-get install chromium`). Playwright's own browser download is never used.
 
-Screenshots (each notebook in full after Run All, and its tables and plots one by one) go to
-$TCHBOOK_SCREENSHOTS, default `$CARGO_TARGET_DIR/browser-screenshots` (or `target/...`).
+Screenshots (each notebook in full after Run All, and its tagged cells that show a table or a
+picture, one by one) go to $TCHBOOK_SCREENSHOTS, default `$CARGO_TARGET_DIR/browser-screenshots`
+(or `target/...`); nothing commits them. The README shows three, copied by hand into
+docs/screenshots/: `00-tour--live-training.png` as live-training.png, `00-tour--device-card.png`
+as device-card.png and `04-deeplizard-pytorch-on-the-gpu--run-table.png` as run-table.png.
 """
 from __future__ import annotations
 

@@ -118,8 +118,15 @@ class Notebook:
     # --- waiting -----------------------------------------------------------------------------
 
     def wait_idle(self, timeout_s: float = 300) -> None:
-        """Until the kernel is started and idle (the toolbar's indicator says so)."""
-        self.page.wait_for_selector(IDLE, timeout=timeout_s * 1000)
+        """Until the kernel is started and idle.
+
+        The toolbar's indicator alone is not enough: it reads "idle" for a moment while the
+        session has no kernel yet, and a cell run then is silently dropped. The status bar names
+        the kernel once it is connected ("Rust (tchbook) | Idle")."""
+        self.page.wait_for_function(
+            """([idle]) => document.querySelector(idle) && [...document.querySelectorAll('.jp-StatusBar-TextItem')]
+                   .some(e => /^(?!No Kernel).* \\| Idle$/.test(e.textContent.trim()))""",
+            arg=[IDLE], timeout=timeout_s * 1000, polling=50)
 
     def done(self, index: int) -> bool:
         """Whether the cell's prompt shows an execution count (it ran, and is not queued)."""
@@ -164,10 +171,18 @@ class Notebook:
         editor.click()
         return editor
 
-    def run_cell(self, index: int, timeout_s: float = 300) -> None:
-        """Shift+Enter in the cell, then waits until it has run."""
+    def start_cell(self, index: int) -> None:
+        """Shift+Enter in the cell; returns once its prompt shows it queued or run."""
         self.edit(index)
         self.page.keyboard.press("Shift+Enter")
+        self.page.wait_for_function(
+            """([sel, i]) => /^\\[(\\*|\\d+)\\]/.test(document.querySelectorAll(sel)[i]
+                   ?.querySelector('.jp-InputArea-prompt')?.textContent.trim() ?? '')""",
+            arg=[CELLS, index], timeout=10_000, polling=50)
+
+    def run_cell(self, index: int, timeout_s: float = 300) -> None:
+        """Shift+Enter in the cell, then waits until it has run."""
+        self.start_cell(index)
         self.wait_cell_done(index, timeout_s)
 
     def press_stop(self) -> None:
@@ -188,8 +203,12 @@ class Notebook:
 
     # --- pictures ----------------------------------------------------------------------------
 
-    def screenshot_full(self, path: Path) -> None:
-        """The whole notebook in one picture: the window grows to the notebook's height."""
+    def screenshots(self, full: Path, cells: dict[int, Path]) -> None:
+        """The whole notebook in one picture, and some cells on their own.
+
+        The notebook scrolls inside its panel, so the window grows to the notebook's height
+        first: then every cell is on screen at once, none is cut by the panel's edge, and the
+        browser lays out all of them (it skips cells off screen)."""
         scroller = self.page.locator(".jp-NotebookPanel .jp-WindowedPanel-outer").first
         content = scroller.evaluate("e => e.scrollHeight")
         top = scroller.evaluate("e => e.getBoundingClientRect().top")
@@ -199,6 +218,8 @@ class Notebook:
         try:
             scroller.evaluate("e => { e.scrollTop = 0; }")
             self.page.wait_for_timeout(500)  # JupyterLab lays its panels out again, images redraw
-            self.page.locator(".jp-NotebookPanel").first.screenshot(path=str(path))
+            self.page.locator(".jp-NotebookPanel").first.screenshot(path=str(full))
+            for index, path in cells.items():
+                self.cell(index).screenshot(path=str(path))
         finally:
             self.page.set_viewport_size(old)

@@ -58,8 +58,7 @@ SAMPLE = """(os) => {
 
 def test_progress_bar_and_plot_update_in_place_and_end_complete(notebook):
     nb = notebook(LIVE_CELL)
-    nb.edit(0)
-    nb.page.keyboard.press("Shift+Enter")
+    nb.start_cell(0)
     outputs = nb.cell(0).locator(OUTPUT)
 
     def sample() -> dict:
@@ -99,8 +98,7 @@ def test_stop_button_ends_a_prelude_loop_within_a_second_and_keeps_variables(not
         'println!("kept after the interrupt: {:?}", kept);',
     )
     nb.run_cell(0)
-    nb.edit(1)
-    nb.page.keyboard.press("Shift+Enter")
+    nb.start_cell(1)
     # The bar's first output means the loop runs (it is compiled and started).
     nb.cell(1).locator(OUTPUT).first.wait_for(timeout=COMPILE_S * 1000)
     time.sleep(0.5)
@@ -121,8 +119,7 @@ def test_stop_button_on_a_plain_loop_names_the_lost_variables(notebook):
         "1 + 1",
     )
     nb.run_cell(0)
-    nb.edit(1)
-    nb.page.keyboard.press("Shift+Enter")
+    nb.start_cell(1)
     wait_for_text(nb, 1, "spinning", COMPILE_S)
     nb.press_stop()
     # The loop never checks the flag: the kernel waits its grace period (3 s), then restarts

@@ -66,13 +66,12 @@ def executed(request, lab, context, screenshots) -> Executed:
         nb.run_all(RUN_ALL_TIMEOUT_S)
         saved = nb.save()
         stem = Path(name).stem
-        nb.screenshot_full(screenshots / f"{stem}.png")
+        # Besides the whole notebook, each tagged cell that shows a table or a picture.
+        pictures = {i: screenshots / f"{stem}--{c.metadata['tags'][0]}.png"
+                    for i, c in enumerate(saved.cells) if c.metadata.get("tags")
+                    and nb.cell(i).locator(f"{OUTPUT} table, {OUTPUT} img").count()}
+        nb.screenshots(screenshots / f"{stem}.png", pictures)
         run = Executed(nb, saved, committed)
-        for i, cell in enumerate(saved.cells):
-            tags = cell.metadata.get("tags", [])
-            shows = nb.cell(i).locator(f"{OUTPUT} table, {OUTPUT} img")
-            if tags and shows.count():
-                nb.cell(i).screenshot(path=str(screenshots / f"{stem}--{tags[0]}.png"))
     except BaseException:
         nb.page.screenshot(path=str(screenshots / f"failed--{Path(name).stem}.png"))
         nb.close()
