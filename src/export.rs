@@ -67,8 +67,8 @@ struct Translation {
     items: Vec<String>,
     /// The body of `fn cells()`.
     body: String,
-    /// `(cell index, source hash)` per code cell.
-    cells: Vec<(usize, String)>,
+    /// `(cell index, source hash, source)` per code cell.
+    cells: Vec<(usize, String, String)>,
 }
 
 /// Writes the project; returns its directory.
@@ -225,7 +225,8 @@ fn translate(cells: &[CodeCell]) -> Result<Translation> {
     // Item name → (cell position, text): evcxr keeps one definition per name.
     let mut named: BTreeMap<String, (usize, String)> = BTreeMap::new();
     for (position, cell) in cells.iter().enumerate() {
-        out.cells.push((cell.index, source_hash(&cell.source)));
+        out.cells
+            .push((cell.index, source_hash(&cell.source), cell.source.clone()));
         let count = position + 1;
         let mut body = String::new();
         let mut rust = String::new();
@@ -498,11 +499,11 @@ fn main_rs(notebook: &str, translation: &Translation) -> String {
          \x20   cells: &[\n",
         version = crate::VERSION,
     );
-    for (index, hash) in &translation.cells {
-        let _ = writeln!(text, "        ({index}, {hash:?}),");
+    for (index, hash, source) in &translation.cells {
+        let _ = writeln!(text, "        ({index}, {hash:?}, {source:?}),");
     }
     text.push_str(
-        "    ],\n};\n\n\
+        "    ],\n    main_rs: include_str!(\"main.rs\"),\n};\n\n\
          fn main() -> std::process::ExitCode {\n\
          \x20   tchbook_runner::run(\n\
          \x20       &NOTEBOOK,\n\

@@ -250,6 +250,7 @@ def test_exported_program_keeps_the_kernels_contract_and_merges_back(tmp_path):
     error = cells[3][0]
     assert (error["output_type"], error["ename"], error["evalue"]) == \
         ("error", "panic", "expected failure after 42")
+    assert error["traceback"][1].startswith("  at cell line 2\n"), "placed on the cell's line, as the kernel does"
     assert cells[4][-1]["data"]["text/plain"] == "Timing: true\n"
     took, value = cells[5]
     assert re.fullmatch(r"Took \d+ms\n", took["text"]) and value["data"]["text/plain"] == "85"

@@ -51,6 +51,7 @@ const SYNC_TIMEOUT: Duration = Duration::from_secs(30);
 
 const RED: &str = "\x1b[1;31m";
 const BOLD: &str = "\x1b[1m";
+const BLUE: &str = "\x1b[1;34m";
 const RESET: &str = "\x1b[0m";
 
 /// The notebook a program was exported from.
@@ -59,9 +60,11 @@ pub struct Notebook {
     pub name: &'static str,
     /// The version of tchbook that exported it.
     pub exported_by: &'static str,
-    /// Per code cell, in order: its index among the notebook's cells and a hash of its source
-    /// (`--merge` refuses a record whose cells have changed since).
-    pub cells: &'static [(usize, &'static str)],
+    /// Per code cell, in order: its index among the notebook's cells, a hash of its source
+    /// (`--merge` refuses a record whose cells have changed since) and the source itself.
+    pub cells: &'static [(usize, &'static str, &'static str)],
+    /// The generated `src/main.rs`: a panic's location is a line there, shown as the cell's line.
+    pub main_rs: &'static str,
 }
 
 /// What `?` returns in a cell: like evcxr, any error that displays converts, and its message is
@@ -728,7 +731,7 @@ fn sync() {
 /// Starts code cell number `position` (0-based, in notebook order).
 pub fn begin(position: usize) {
     let runner = runner();
-    let (cell, hash) = runner.notebook.cells[position];
+    let (cell, hash, _) = runner.notebook.cells[position];
     {
         let mut state = runner.state.lock().unwrap_or_else(|e| e.into_inner());
         state.position = position;
@@ -783,9 +786,33 @@ fn record_panic() {
     };
     let mut traceback = vec![format!("{RED}{ename}{RESET}{BOLD}: {shown}{RESET}")];
     if !location.is_empty() {
-        traceback.push(format!("  at {location}"));
+        let position = runner
+            .state
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .position;
+        let cell = runner.notebook.cells.get(position).map_or("", |c| c.2);
+        traceback.push(panic_place(&location, runner.notebook.main_rs, cell));
     }
     lock(runner).error(ename, &evalue, traceback);
+}
+
+/// Where a panic happened, as the kernel says it: the cell's own line number and text when the
+/// location is a line of the cell's code in `src/main.rs`, else the location itself.
+fn panic_place(location: &str, main_rs: &str, cell: &str) -> String {
+    let mut parts = location.rsplitn(3, ':');
+    let (_column, line, file) = (parts.next(), parts.next(), parts.next());
+    let text = line
+        .and_then(|l| l.parse::<usize>().ok())
+        .filter(|_| file.is_some_and(|f| f.ends_with("src/main.rs")))
+        .and_then(|l| main_rs.lines().nth(l.checked_sub(1)?));
+    let Some(wanted) = text.map(str::trim) else {
+        return format!("  at {location}");
+    };
+    match cell.lines().position(|l| l.trim() == wanted) {
+        Some(n) => format!("  at cell line {}\n{BLUE}   |{RESET} {wanted}", n + 1),
+        None => format!("  at {location}\n{BLUE}   |{RESET} {wanted}"),
+    }
 }
 
 /// `:timing`: toggles printing each cell's run time, and shows the new state as evcxr does.
@@ -966,6 +993,18 @@ mod tests {
         let outputs = &r.cells[0].outputs;
         assert_eq!(outputs[0]["text"], "warning\n");
         assert_eq!(outputs[1]["data"]["text/plain"], "42");
+    }
+
+    #[test]
+    fn a_panic_in_the_cells_code_is_placed_on_the_cells_line() {
+        let main_rs =
+            "fn cells() {\n    tchbook_runner::begin(0);\nlet x = 1;\nassert!(x > 1);\n}\n";
+        let cell = "let x = 1;\nassert!(x > 1);";
+        let place = panic_place("src/main.rs:4:1", main_rs, cell);
+        assert!(place.starts_with("  at cell line 2\n"), "{place}");
+        assert!(place.ends_with("assert!(x > 1);"), "{place}");
+        let elsewhere = panic_place("/x/prelude/src/data/loader.rs:9:5", main_rs, cell);
+        assert_eq!(elsewhere, "  at /x/prelude/src/data/loader.rs:9:5");
     }
 
     #[test]
