@@ -230,14 +230,18 @@ def main():
     if args.load:
         lines.append(f"| load average | {args.load} |")
     lines.append("")
+    devices = set()
     for t in args.train:
         if t.exists():
-            lines.extend(train_section(json.loads(t.read_text())))
+            train = json.loads(t.read_text())
+            devices.add(train["device"])
+            lines.extend(train_section(train))
             lines.append("")
     if kernels:
         lines.extend(kernel_section(kernels))
         lines.append("")
-    if m["gpu"] == "none":
+    # A CUDA table measured elsewhere (scripts/gpu-check --apply) names its machine in its note.
+    if m["gpu"] == "none" and "cuda" not in devices:
         lines.append("No GPU on this machine, so there is no CUDA table: `scripts/bench` on a machine where "
                      "`nvidia-smi` sees a GPU adds one (or `scripts/bench --only train --device cuda`).\n")
     if args.notes and args.notes.exists():
