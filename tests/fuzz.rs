@@ -1,9 +1,10 @@
 //! Fuzzing shell and control: random frames, bad JSON, valid signatures over garbage. The kernel
 //! and the notebook's variables must survive all of it.
 
+use crate::protocol::frames;
 use crate::support::{children, Kernel, REPLY};
 use std::time::Duration;
-use zeromq::{Socket, SocketRecv, SocketSend, ZmqMessage};
+use zeromq::{Socket, SocketRecv, SocketSend};
 
 /// xorshift64*: reproducible from the seed the test prints.
 struct Rng(u64);
@@ -183,16 +184,6 @@ fn hmac_matches_the_rfc_4231_vector() {
         hmac_sha256_hex(b"Jefe", &[b"what do ya want ", b"for nothing?"]),
         "5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843"
     );
-}
-
-fn frames(parts: Vec<Vec<u8>>) -> ZmqMessage {
-    ZmqMessage::try_from(
-        parts
-            .into_iter()
-            .map(bytes::Bytes::from)
-            .collect::<Vec<_>>(),
-    )
-    .unwrap()
 }
 
 /// Request types that do no lasting harm when fuzzed. Not `shutdown_request` (it would end

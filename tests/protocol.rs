@@ -76,7 +76,7 @@ async fn raw_shell(kernel: &Kernel) -> zeromq::DealerSocket {
     socket
 }
 
-fn frames(parts: Vec<Vec<u8>>) -> ZmqMessage {
+pub(crate) fn frames(parts: Vec<Vec<u8>>) -> ZmqMessage {
     ZmqMessage::try_from(
         parts
             .into_iter()

@@ -279,6 +279,21 @@ fn cell_link_arguments(
     if let Some(parent) = Path::new(library).parent() {
         out.push(format!("-Wl,-rpath,{}", parent.display()).into());
     }
+    // Every cell's library stays mapped in the evaluation process for good (evcxr never
+    // unloads one: a variable may hold a vtable, a function pointer or a string literal of the
+    // cell that made it, and nothing tells which). Each loadable segment is a memory map, and a
+    // process may have 65,530: with the linkers' default layout (read-only data, code, RELRO,
+    // data) that was 4 maps per cell; with code and read-only data in one segment and no RELRO
+    // segment it is 2. GNU ld, lld and mold read `-z`; only lld and mold (rustc's own linker is
+    // lld, `-fuse-ld=lld`) know `--no-rosegment`, which lld needs to merge the first two.
+    let lld_or_mold = out
+        .iter()
+        .any(|arg| arg == "-fuse-ld=lld" || arg == "-fuse-ld=mold");
+    out.push("-Wl,-z,noseparate-code".into());
+    out.push("-Wl,-z,norelro".into());
+    if lld_or_mold {
+        out.push("-Wl,--no-rosegment".into());
+    }
     out
 }
 
@@ -376,6 +391,7 @@ mod tests {
             "-ltorch_cpu",
             "-lc10",
             "-lc",
+            "-fuse-ld=lld",
         ]
         .map(OsString::from)
         .to_vec();
@@ -401,7 +417,11 @@ mod tests {
                 "/rust/lib/libcompiler_builtins-3.rlib",
                 "-lstdc++",
                 "-lc",
+                "-fuse-ld=lld",
                 "-Wl,-rpath,/b/target/tchbook-link",
+                "-Wl,-z,noseparate-code",
+                "-Wl,-z,norelro",
+                "-Wl,--no-rosegment",
             ]
             .map(OsString::from)
         );
