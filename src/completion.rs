@@ -5,13 +5,14 @@
 //! first Tab of every fresh kernel used to show nothing. Now:
 //! - the engine shapes the cell as evcxr would for rust-analyzer
 //!   ([`crate::engine::Engine::prepare_completion`]) and lists the notebook's variables;
-//! - rust-analyzer runs in a process of its own ([`analyzer`], [`server`]), started on the
-//!   first completion or hover, so a kernel that never completes never pays its ~1 GiB, and
-//!   nothing rust-analyzer does (panic, hang, blow-up) reaches the evaluation engine;
-//! - until that process has answered once, a request is answered at once from the fallback
-//!   [`index`]: rust-analyzer's own answers for the prelude's types and names, computed once
-//!   per build cache (by `tchbook install`, else in the background on first use);
-//! - once warm, rust-analyzer is given [`DEADLINE`]; a slower answer is replaced by the index's.
+//! - a request is answered at once from the [`index`] where it can be: rust-analyzer's own
+//!   answers for the types and names in scope, computed once per build cache (by `tchbook
+//!   install`, else in the background on first use);
+//! - the rest goes to rust-analyzer, which runs in a process of its own ([`analyzer`],
+//!   [`server`]), started by the first request the index cannot answer or the first hover, so a
+//!   kernel whose completions the index answers never pays its ~1.1 GiB, and nothing
+//!   rust-analyzer does (panic, hang, blow-up) reaches the evaluation engine; it is given
+//!   [`DEADLINE`], and a slower answer is replaced by the index's (or nothing).
 
 mod analyzer;
 mod index;
@@ -124,20 +125,22 @@ impl Completer {
             };
             Some(found.typed_in(code, position))
         };
+        self.index_in_background();
         let request = Request::Complete {
             source: source.clone(),
         };
-        if !self.analyzer.is_warm() {
-            // rust-analyzer loads std and tch first (seconds): start that now, so the cases
-            // only it can answer soon can be.
-            self.warm_up(request.clone());
-        }
         // The index holds rust-analyzer's own answers for the cases it covers, instantly;
         // rust-analyzer is asked only for the rest (`x.f().`, types the index does not know),
         // within the deadline (a warm rust-analyzer takes 0.2–1 s on two busy cores, and a
-        // request it has started cannot be called back, so it is not asked twice).
+        // request it has started cannot be called back, so it is not asked twice). So a
+        // notebook whose completions the index answers never starts rust-analyzer (~1.1 GiB).
         if let Some(found) = from_index().filter(|found| !found.matches.is_empty()) {
             return found;
+        }
+        if !self.analyzer.is_warm() {
+            // rust-analyzer loads std and tch first (seconds): this request starts that, and
+            // the same question asked again a few seconds later is answered.
+            self.warm_up(request.clone());
         }
         let answer = self.analyzer.ask(request);
         let found = match tokio::time::timeout(DEADLINE, answer).await {
@@ -178,7 +181,6 @@ impl Completer {
             let _ = answer.await;
             warming.store(false, Ordering::Release);
         });
-        self.index_in_background();
     }
 
     /// The index, re-read when its file changed (a background build finished).

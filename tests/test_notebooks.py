@@ -244,6 +244,16 @@ def test_notebook_is_committed_with_outputs_of_a_real_run(name):
 
 
 @pytest.mark.parametrize("name", ALL)
+def test_committed_outputs_open_as_pictures_and_tables_not_json_trees(name):
+    """A reader who opens the committed notebook in JupyterLab sees what the cells rendered:
+    an `application/json` part anywhere would be shown as a JSON tree instead."""
+    nb = nbformat.read(NOTEBOOKS / name, as_version=4)
+    for c in nb.cells:
+        for o in c.get("outputs", []):
+            assert "application/json" not in o.get("data", {}), (c.metadata.get("tags"), sorted(o["data"]))
+
+
+@pytest.mark.parametrize("name", ALL)
 def test_first_cell_names_the_device_the_committed_outputs_show(name):
     nb = nbformat.read(NOTEBOOKS / name, as_version=4)
     first = nb.cells[0]
