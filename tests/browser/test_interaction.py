@@ -132,34 +132,67 @@ def test_stop_button_on_a_plain_loop_names_the_lost_variables(notebook):
     wait_for_text(nb, 2, "2", 60)
 
 
+# The open completion menu: each item's name and the kind JupyterLab draws beside it (a letter
+# from `_jupyter_types_experimental`), and the text of the cell being completed.
+MENU = """(cell) => {
+    const menu = document.querySelector('.jp-Completer');
+    const open = menu && !menu.classList.contains('lm-mod-hidden');
+    const items = open ? [...menu.querySelectorAll('.jp-Completer-item')].map(li => ({
+        name: li.querySelector('.jp-Completer-match')?.textContent.trim(),
+        kind: li.querySelector('.jp-Completer-type')?.textContent.trim() ?? '',
+    })) : [];
+    const source = document.querySelectorAll('.jp-Notebook .jp-Cell')[cell].querySelector('.cm-content').textContent;
+    return {items, names: items.map(i => i.name), source};
+}"""
+
+
+def complete(nb: Notebook, cell: int, typed: str, want: str) -> tuple[dict, float]:
+    """Types `typed` in the cell and presses Tab once; returns what the menu shows as soon as it
+    offers `want` (or the cell's text changed: a single match is inserted without a menu), or
+    what it shows after 5 s. JupyterLab drops a kernel reply slower than its provider timeout
+    (1000 ms), so waiting longer cannot bring a late reply; 5 s only absorb the browser's pace."""
+    nb.page.keyboard.type(typed)
+    started = time.monotonic()
+    nb.page.keyboard.press("Tab")
+    while True:
+        found = nb.page.evaluate(MENU, cell)
+        took = time.monotonic() - started
+        if want in found["names"] or found["source"] != typed or took > 5:
+            return found, took
+        time.sleep(0.05)
+
+
 def test_first_tab_completion_on_a_fresh_kernel_shows_the_method(notebook):
     nb = notebook("let v = vec![1, 2, 3];", "")
     nb.run_cell(0)
     nb.edit(1)
-    nb.page.keyboard.type("v.le")
-    started = time.monotonic()
-    nb.page.keyboard.press("Tab")
-    # JupyterLab drops a kernel reply slower than its provider timeout (1000 ms): waiting longer
-    # than that cannot bring the menu; a few seconds only absorb the browser's own pace.
-    found = None
-    while time.monotonic() - started < 5:
-        found = nb.page.evaluate("""() => {
-            const menu = document.querySelector('.jp-Completer');
-            const items = menu && !menu.classList.contains('lm-mod-hidden')
-                ? [...menu.querySelectorAll('.jp-Completer-item .jp-Completer-match')].map(e => e.textContent.trim())
-                : [];
-            const cells = document.querySelectorAll('.jp-Notebook .jp-Cell');
-            return {items, source: cells[1].querySelector('.cm-content').textContent};
-        }""")
-        if "len" in found["items"] or found["source"] != "v.le":
-            break
-        time.sleep(0.05)
-    took = time.monotonic() - started
-    # A single match is inserted without a menu; several show the menu. The menu may also hold
-    # words of the notebook itself (JupyterLab's context provider), which need no kernel.
-    assert "len" in found["items"] or found["source"] == "v.len", (
+    found, took = complete(nb, 1, "v.le", "len")
+    # The menu may also hold words of the notebook itself (JupyterLab's context provider), which
+    # need no kernel.
+    assert "len" in found["names"] or found["source"] == "v.len", (
         f"the first Tab on a fresh kernel offered no `len` within {took:.1f} s (JupyterLab drops kernel "
-        f"replies slower than 1 s): menu {found['items'][:10]}, cell now {found['source']!r}")
+        f"replies slower than 1 s): menu {found['names'][:10]}, cell now {found['source']!r}")
+
+
+def test_tab_after_the_first_lists_public_members_first_with_their_kinds(notebook):
+    """A person presses Tab again a moment later. JupyterLab's completer asks the kernel for the
+    documentation of the item it highlights (an inspect_request) right after each reply, so a
+    slow answer to that would hold up the next completion past the 1 s JupyterLab waits."""
+    nb = notebook("let v = vec![1, 2, 3];", "")
+    nb.run_cell(0)
+    nb.edit(1)
+    complete(nb, 1, "v.le", "len")
+    nb.page.keyboard.press("Escape")  # closes the menu, stays in the editor
+    nb.page.keyboard.press("Control+a")
+    nb.page.keyboard.press("Backspace")
+    found, took = complete(nb, 1, "v.", "push")
+    status = nb.page.locator(".jp-StatusBar-TextItem").filter(has_text="|").all_text_contents()
+    assert "push" in found["names"], (
+        f"the second Tab (`v.`) offered no `push` within {took:.1f} s; kernel status {status}, "
+        f"menu {found['names'][:10]}")
+    # Vec's public API first, never its private fields (`buf`), every kernel item with its kind.
+    assert "buf" not in found["names"][:10], f"a private field among the first items: {found['names'][:10]}"
+    assert all(i["kind"] for i in found["items"] if i["name"] in ("push", "len", "iter")), found["items"][:10]
 
 
 def test_shift_tab_shows_documentation(notebook):
