@@ -140,10 +140,12 @@ class Notebook:
             arg=[CELLS, index], timeout=timeout_s * 1000, polling=100)
 
     def wait_all_done(self, timeout_s: float) -> None:
-        """Until no code cell is queued or running and the kernel is idle again."""
+        """Until no code cell is queued or running and the kernel is idle again. (After an error
+        in a cell not tagged raises-exception the kernel aborts the queued cells, and JupyterLab
+        puts their prompts back to `[ ]:`: they never show a count.)"""
         self.page.wait_for_function(
-            """() => [...document.querySelectorAll('.jp-Notebook .jp-CodeCell .jp-InputArea-prompt')]
-                     .every(p => /^\\[\\d+\\]/.test(p.textContent.trim()))""",
+            """() => ![...document.querySelectorAll('.jp-Notebook .jp-CodeCell .jp-InputArea-prompt')]
+                     .some(p => p.textContent.includes('*'))""",
             timeout=timeout_s * 1000, polling=250)
         self.wait_idle(60)
 

@@ -166,4 +166,6 @@ def test_only_the_deliberate_errors_are_shown(executed):
         assert errors[i].ename in shown, f"cell {i}: the error {errors[i].ename} is not on the page: {shown[:300]}"
         if "interrupt" in saved.cells[i].metadata.get("tags", []):
             assert errors[i].ename == "KeyboardInterrupt", f"{errors[i].ename}: {errors[i].evalue}"
-    assert all(re.fullmatch(r"\[\d+\]:", p.strip()) for p in executed.nb.prompts()), executed.nb.prompts()
+    prompts = executed.nb.prompts()
+    not_run = [i for i, p in enumerate(prompts) if not re.fullmatch(r"\[\d+\]:", p.strip())]
+    assert not not_run, f"code cells {not_run} (counting code cells only) never ran: {prompts}"
