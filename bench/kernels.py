@@ -365,7 +365,7 @@ def bench_kernel(ksm, kernel, runtime, args):
             first_completes.append(t_complete)
             first_hits.append(t_complete < 1.0 and any(m.split("(")[0].endswith("zeros") for m in matches))
             # What completion costs in memory once it has warmed up (rust-analyzer loaded).
-            time.sleep(20)
+            time.sleep(30)
             mem_after.append(tree_memory(s.pid)[0])
             if i == 0:
                 res["kernel_info"] = {k: s.info.get(k) for k in ("implementation", "implementation_version")}
@@ -381,6 +381,8 @@ def bench_kernel(ksm, kernel, runtime, args):
     res["first_complete_shown"] = sum(first_hits)
     res["mem_before_completion"] = summary(mem_before)
     res["mem_after_completion"] = summary(mem_after)
+    if args.fresh_only:
+        return res
 
     s = Session(ksm, kernel, runtime)
     try:
@@ -488,6 +490,8 @@ def main():
     p.add_argument("--evcxr-tmpdir", type=Path,
                    default=Path.home() / ".cache" / "tchbook" / "bench" / "evcxr-tmpdir")
     p.add_argument("--timeout", type=float, default=300)
+    p.add_argument("--fresh-only", action="store_true",
+                   help="only the fresh-kernel measurements (start, first tch result, first completion, memory)")
     args = p.parse_args()
     args.kernels = [k for k in args.kernels.split(",") if k]
     args.starts = args.starts or args.reps

@@ -157,7 +157,7 @@ def kernel_section(k):
                + " | ".join(f"{ks[n]['first_complete_shown']} of {k['starts']}" if "first_complete_shown" in ks[n]
                             else "–" for n in names) + " |")
     for label, key in (("fresh kernel's memory before its first completion", "mem_before_completion"),
-                       ("… 20 s after it", "mem_after_completion")):
+                       ("… 30 s after it", "mem_after_completion")):
         out.append(f"| {label} | " + " | ".join(
             f"{ks[n][key]['median']:.0f} MiB" if key in ks[n] else "–" for n in names) + " |")
 
