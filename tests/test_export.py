@@ -27,7 +27,8 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from test_notebooks import ALL, BOOTCAMP, DEEPLIZARD, NOTEBOOKS, ROOT, TOUR, execute
+from test_notebooks import (  # noqa: F401 (fresh_stand_ins is a fixture)
+    ALL, BOOTCAMP, DEEPLIZARD, NOTEBOOKS, ROOT, TOUR, execute, fresh_stand_ins)
 
 TARGET = Path(os.environ.get("CARGO_TARGET_DIR") or ROOT / "target")
 BIN = Path(os.environ.get("TCHBOOK_BIN") or TARGET / "release" / "tchbook")
@@ -149,7 +150,7 @@ SEEDED_DATA = {
 
 
 @pytest.mark.parametrize("name", ALL)
-def test_exported_notebook_records_what_the_kernel_shows(name, projects, tmp_path):
+def test_exported_notebook_records_what_the_kernel_shows(name, projects, tmp_path, fresh_stand_ins):
     record_path = tmp_path / "record.json"
     done = run(projects[name], record_path)
     assert done.returncode == 0, f"the exported {name} failed:\n{done.stderr[-4000:]}"
@@ -157,7 +158,7 @@ def test_exported_notebook_records_what_the_kernel_shows(name, projects, tmp_pat
     assert record["completed"] is True and record["notebook"] == name
     recorded = {entry["cell"]: entry for entry in record["cells"]}
 
-    kernel = execute(name).nb
+    kernel = execute(name).nb  # the same run tests/test_notebooks.py checks (cached)
     code_cells = [(i, c) for i, c in enumerate(kernel.cells) if c.cell_type == "code"]
     assert sorted(recorded) == [i for i, _ in code_cells], "every code cell ran, in order"
     for count, (index, cell) in enumerate(code_cells, start=1):

@@ -14,6 +14,7 @@ Needs the `tchbook` kernelspec installed (scripts/test installs it first; by han
 from __future__ import annotations
 
 import copy
+import functools
 import json
 import re
 import struct
@@ -118,6 +119,8 @@ def fresh_stand_ins():
     remove_stale_stand_ins()
 
 
+# Once per session: tests/test_export.py compares its exported programs with these same runs.
+@functools.lru_cache(maxsize=None)
 def execute(name: str) -> Run:
     from jupyter_client.kernelspec import KernelSpecManager, NoSuchKernel
     from nbclient import NotebookClient
