@@ -91,7 +91,9 @@ class Notebook:
                                arg=[CELLS, cells], timeout=120_000)
         # The file browser opens beside it; folding it away gives the notebook the whole width,
         # as in the screenshots.
-        page.locator(".jp-SideBar.jp-mod-left .lm-TabBar-tab.lm-mod-current").click()
+        file_browser = page.locator(".jp-SideBar.jp-mod-left .lm-TabBar-tab.lm-mod-current")
+        if file_browser.count():
+            file_browser.click()
         return cls(lab, page, name)
 
     def close(self) -> None:
