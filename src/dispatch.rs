@@ -15,11 +15,10 @@ use jupyter_protocol::{
     ClearOutput, CodeMirrorMode, CommClose, CommInfoReply, CommOpen, CompleteReply,
     CompleteRequest, DisplayData, ErrorOutput, ExecuteInput, ExecuteReply, ExecuteRequest,
     ExecuteResult, ExecutionCount, ExpressionResult, HelpLink, HistoryReply, HistoryRequest,
-    InputRequest, InspectReply, InspectRequest, InterruptReply, IsCompleteReply,
-    IsCompleteReplyStatus, IsCompleteRequest, JupyterMessage, JupyterMessageContent,
-    KernelInfoReply, LanguageInfo, Media, MediaType, Payload, ReplyError, ReplyStatus,
-    ShutdownReply, ShutdownRequest, Status, StreamContent, Transient, UnknownMessage,
-    UpdateDisplayData,
+    InputRequest, InspectReply, InterruptReply, IsCompleteReply, IsCompleteReplyStatus,
+    IsCompleteRequest, JupyterMessage, JupyterMessageContent, KernelInfoReply, LanguageInfo, Media,
+    MediaType, Payload, ReplyError, ReplyStatus, ShutdownReply, ShutdownRequest, Status,
+    StreamContent, Transient, UnknownMessage, UpdateDisplayData,
 };
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex};
@@ -177,7 +176,7 @@ pub struct Shell {
     pub shell: Router,
     pub stdin: Router,
     pub engine: Engine,
-    completer: Completer,
+    completer: Arc<Completer>,
     startup: Option<Startup>,
     warned: bool,
     execution_count: usize,
@@ -201,7 +200,7 @@ impl Shell {
             shell,
             stdin,
             engine,
-            completer,
+            completer: Arc::new(completer),
             startup: None,
             warned: false,
             execution_count: 0,
@@ -271,8 +270,27 @@ impl Shell {
                 self.reply(reply.as_child_of(message));
             }
             JupyterMessageContent::InspectRequest(request) => {
-                let reply = self.inspect_request(request).await;
-                self.reply(reply.as_child_of(message));
+                // The first hover waits for rust-analyzer to load (seconds), and JupyterLab asks
+                // for the highlighted item's documentation after every completion reply: the
+                // reply, then `idle`, come from a task of their own, so the requests behind it
+                // (the next Tab, with its one-second limit) are not held up.
+                let code = &request.code;
+                let position = syntax::code_point_to_byte(code, request.cursor_pos);
+                let end = syntax::end_of_identifier(code, position);
+                let source = self.engine.prepare_hover(code.clone(), end).await;
+                let completer = self.completer.clone();
+                let shared = self.shared.clone();
+                let outgoing = self.shell.outgoing.clone();
+                let message = message.clone();
+                tokio::spawn(async move {
+                    let found = match source {
+                        Some(source) => completer.inspect(source).await,
+                        None => None,
+                    };
+                    let _ = outgoing.send(inspect_reply(found).as_child_of(&message));
+                    shared.status(&message, Status::idle());
+                });
+                return;
             }
             JupyterMessageContent::IsCompleteRequest(request) => {
                 self.reply(is_complete_request(request).as_child_of(message));
@@ -616,27 +634,6 @@ impl Shell {
         self.completer.inspect(source).await
     }
 
-    async fn inspect_request(&mut self, request: &InspectRequest) -> InspectReply {
-        let code = &request.code;
-        let position = syntax::code_point_to_byte(code, request.cursor_pos);
-        let end = syntax::end_of_identifier(code, position);
-        let found = self.documentation(code.clone(), end).await;
-        let data = match &found {
-            Some((plain, html)) => Media::new(vec![
-                MediaType::Plain(plain.clone()),
-                MediaType::Html(html.clone()),
-            ]),
-            None => Media::default(),
-        };
-        InspectReply {
-            found: found.is_some(),
-            data,
-            metadata: serde_json::Map::new(),
-            status: ReplyStatus::Ok,
-            error: None,
-        }
-    }
-
     fn history_request(&self, request: &HistoryRequest) -> HistoryReply {
         HistoryReply::new(self.history.answer(request))
     }
@@ -652,6 +649,23 @@ impl Shell {
             }
             .as_child_of(message),
         );
+    }
+}
+
+fn inspect_reply(found: Option<(String, String)>) -> InspectReply {
+    let data = match &found {
+        Some((plain, html)) => Media::new(vec![
+            MediaType::Plain(plain.clone()),
+            MediaType::Html(html.clone()),
+        ]),
+        None => Media::default(),
+    };
+    InspectReply {
+        found: found.is_some(),
+        data,
+        metadata: serde_json::Map::new(),
+        status: ReplyStatus::Ok,
+        error: None,
     }
 }
 

@@ -175,10 +175,15 @@ pub fn table_media(table: &Table) -> Media {
         format!("<tr>{cells}</tr>")
     };
     let body: String = table.rows.iter().map(|row| html_row("td", row)).collect();
-    let html = format!(
+    let mut html = format!(
         "<table><thead>{}</thead><tbody>{body}</tbody></table>",
         html_row("th", &table.header)
     );
+    if let Some(note) = &table.note {
+        text.push_str("\n\n");
+        text.push_str(note);
+        html.push_str(&format!("<p>{}</p>", escape_html(note)));
+    }
     Media::new(vec![MediaType::Plain(text), MediaType::Html(html)])
 }
 
@@ -670,6 +675,21 @@ mod tests {
                 text: "50%".into()
             }
         );
+    }
+
+    #[test]
+    fn tables_are_left_aligned_with_their_note_below() {
+        let table = Table {
+            header: vec!["Variable".into(), "Type".into()],
+            rows: vec![vec!["v".into(), "Vec<i32>".into()]],
+            note: Some("a <note>".into()),
+        };
+        let media = serde_json::to_value(table_media(&table)).unwrap();
+        let html = media["text/html"].as_str().unwrap();
+        assert_eq!(html.matches("text-align: left").count(), 4, "{html}");
+        assert!(html.contains("Vec&lt;i32&gt;") && html.ends_with("<p>a &lt;note&gt;</p>"));
+        let text = media["text/plain"].as_str().unwrap();
+        assert_eq!(text, "Variable  Type\nv         Vec<i32>\n\na <note>");
     }
 
     #[test]

@@ -834,6 +834,7 @@ impl State {
                         Table {
                             header: vec!["Variable".into(), "Type".into()],
                             rows,
+                            note: None,
                         }
                     }
                 });
@@ -1120,23 +1121,22 @@ enum Listing {
 pub struct Table {
     pub header: Vec<String>,
     pub rows: Vec<Vec<String>>,
+    /// A paragraph shown under the table.
+    pub note: Option<String>,
 }
 
 /// The commands tchbook adds to evcxr's, for `:help`.
-const OWN_COMMANDS: &[(&str, &str)] = &[
-    (
-        ":timeit",
-        "Time an expression like IPython's %timeit: `:timeit [-n LOOPS] [-r RUNS] EXPR` \
+const OWN_COMMANDS: &[(&str, &str)] = &[(
+    ":timeit",
+    "Time an expression like IPython's %timeit: `:timeit [-n LOOPS] [-r RUNS] EXPR` \
          (the rest of the cell). Compilation is not timed.",
-    ),
-    (
-        "processes",
-        "Processes a cell starts end with the kernel: at shutdown, restart, or when the \
-         evaluation process dies. To keep one running on purpose, start it in a session of \
-         its own: `Command::new(\"setsid\").args([\"-f\", \"server\"]).spawn()`, or call \
-         `.process_group(0)` (std::os::unix::process::CommandExt) on its Command.",
-    ),
-];
+)];
+
+/// Said under `:help`'s table: what happens to processes a cell starts.
+const PROCESSES_NOTE: &str = "Processes a cell starts end with the kernel: at shutdown, restart, \
+    or when the evaluation process dies. To keep one running on purpose, start it in a session \
+    of its own: `Command::new(\"setsid\").args([\"-f\", \"server\"]).spawn()`, or call \
+    `.process_group(0)` (std::os::unix::process::CommandExt) on its Command.";
 
 fn rewrite_commands(code: &str) -> Rewritten {
     let trimmed = code.trim_start();
@@ -1174,6 +1174,7 @@ fn help_table(evcxr_text: &str) -> Table {
     Table {
         header: vec!["Command".into(), "Description".into()],
         rows,
+        note: Some(PROCESSES_NOTE.to_owned()),
     }
 }
 
