@@ -31,9 +31,10 @@ pub use wire::Source;
 /// How long a completion waits for a warm rust-analyzer: JupyterLab's 1 s, less the round trip
 /// and the engine's share.
 pub const DEADLINE: Duration = Duration::from_millis(700);
-/// How long a hover (Shift+Tab) may wait; JupyterLab's tooltip has no timeout of its own, but
-/// nobody waits longer than this for a tooltip.
-const HOVER_DEADLINE: Duration = Duration::from_secs(30);
+/// How long a hover (Shift+Tab) may wait: the first one loads rust-analyzer, which takes tens of
+/// seconds on two busy cores. JupyterLab's tooltip has no timeout of its own, and the reply
+/// comes from a task of its own, so nothing else waits for it.
+const HOVER_DEADLINE: Duration = Duration::from_secs(120);
 /// The index's file in the build cache.
 const INDEX_FILE: &str = "completion-index.json";
 
@@ -82,6 +83,8 @@ pub struct Completer {
     /// A request is held open so the analyzer warms up even though its caller moved on.
     warming: Arc<AtomicBool>,
     indexing: Arc<AtomicBool>,
+    /// The last answer that came after its request had given up, with the source it answers.
+    late: Arc<Mutex<Option<(Source, Reply)>>>,
 }
 
 impl Completer {
@@ -103,6 +106,7 @@ impl Completer {
             index: Mutex::new(None),
             warming: Arc::new(AtomicBool::new(false)),
             indexing: Arc::new(AtomicBool::new(false)),
+            late: Arc::new(Mutex::new(None)),
         }
     }
 
@@ -142,17 +146,44 @@ impl Completer {
             // the same question asked again a few seconds later is answered.
             self.warm_up(request.clone());
         }
-        let answer = self.analyzer.ask(request);
-        let found = match tokio::time::timeout(DEADLINE, answer).await {
-            Ok(Ok(Ok(Reply::Completions { items, start, end }))) => Completions {
+        // rust-analyzer's answer to this very text that came after its request gave up (Tab
+        // pressed again on an unchanged cell).
+        let late = {
+            let mut late = self.late.lock().unwrap_or_else(|p| p.into_inner());
+            late.take().filter(|(asked, _)| *asked == source)
+        };
+        let reply = match late {
+            Some((_, reply)) => Some(reply),
+            None => {
+                let mut answer = self.analyzer.ask(request);
+                match tokio::time::timeout(DEADLINE, &mut answer).await {
+                    Ok(Ok(Ok(reply))) => Some(reply),
+                    Ok(_) => None,
+                    Err(_) => {
+                        // Too late for this Tab: kept for the next one on the same text.
+                        let late = self.late.clone();
+                        let asked = source.clone();
+                        tokio::spawn(async move {
+                            if let Ok(Ok(reply)) = answer.await {
+                                *late.lock().unwrap_or_else(|p| p.into_inner()) =
+                                    Some((asked, reply));
+                            }
+                        });
+                        None
+                    }
+                }
+            }
+        };
+        match reply {
+            Some(Reply::Completions { items, start, end }) => Completions {
                 matches: items.into_iter().map(Match::from).collect(),
                 start: user_offset(&source, position, start).unwrap_or(position),
                 end: user_offset(&source, position, end).unwrap_or(position),
-            },
+            }
+            .typed_in(code, position),
             // Failed, late, or the process died: the index's answer, if any.
-            _ => return from_index().unwrap_or_else(|| Completions::empty_at(position)),
-        };
-        found.typed_in(code, position)
+            _ => from_index().unwrap_or_else(|| Completions::empty_at(position)),
+        }
     }
 
     /// `(plain text, html)` documentation at `source`'s offset.
@@ -175,10 +206,17 @@ impl Completer {
         if self.warming.swap(true, Ordering::AcqRel) {
             return;
         }
+        let asked = match &request {
+            Request::Complete { source } => Some(source.clone()),
+            _ => None,
+        };
         let answer = self.analyzer.ask(request);
         let warming = self.warming.clone();
+        let late = self.late.clone();
         tokio::spawn(async move {
-            let _ = answer.await;
+            if let (Ok(Ok(reply)), Some(asked)) = (answer.await, asked) {
+                *late.lock().unwrap_or_else(|p| p.into_inner()) = Some((asked, reply));
+            }
             warming.store(false, Ordering::Release);
         });
     }

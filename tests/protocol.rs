@@ -292,13 +292,15 @@ async fn inspect_shows_the_type_of_a_variable() {
     let mut kernel = Kernel::start().await;
     kernel.run_ok("let numbers: Vec<u32> = vec![1, 2];").await;
     let code = "numbers";
-    let reply = kernel
-        .request(InspectRequest {
+    // The first hover loads rust-analyzer: tens of seconds on two busy cores.
+    kernel
+        .send_shell(InspectRequest {
             code: code.into(),
             cursor_pos: 3,
             detail_level: Some(0),
         })
         .await;
+    let reply = kernel.shell_reply(Duration::from_secs(200)).await;
     let JupyterMessageContent::InspectReply(reply) = reply.content else {
         panic!("{reply:?}")
     };
