@@ -25,6 +25,12 @@ if [ "$(cat "$TCHBOOK_VENV/.tchbook-requirements" 2>/dev/null)" != "$_tchbook_wa
   echo "$_tchbook_want" > "$TCHBOOK_VENV/.tchbook-requirements"
 fi
 
+# Completion (rust-analyzer, and the index `tchbook install` makes with it) reads std's sources.
+if command -v rustup >/dev/null && ! [ -d "$(rustc --print sysroot 2>/dev/null)/lib/rustlib/src/rust/library" ]; then
+  echo "tchbook: adding the rust-src component (std's sources, for completion)" >&2
+  rustup component add rust-src >&2 || echo "tchbook: could not add rust-src; std completions will be missing" >&2
+fi
+
 _tchbook_site=$("$TCHBOOK_VENV/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
 export LIBTORCH="$_tchbook_site/torch"
 # libtorch's lib/ must be on the loader path of every process that loads it: the prelude's tests,
