@@ -4,7 +4,7 @@
 //! does with odd input, the notebook's variables stay.
 
 use crate::support::Kernel;
-use jupyter_protocol::{CompleteReply, CompleteRequest, InspectRequest, JupyterMessageContent};
+use jupyter_protocol::{CompleteReply, CompleteRequest, JupyterMessageContent};
 use std::time::{Duration, Instant};
 
 async fn complete(kernel: &mut Kernel, code: &str) -> CompleteReply {
@@ -145,18 +145,7 @@ async fn odd_characters_in_completed_cells_never_cost_the_notebooks_variables() 
 async fn hover_on_a_prelude_type_shows_its_documentation_without_private_fields() {
     let mut kernel = Kernel::start().await;
     let code = "LossPlot";
-    // The first hover loads rust-analyzer: tens of seconds on two busy cores.
-    kernel
-        .send_shell(InspectRequest {
-            code: code.into(),
-            cursor_pos: 4,
-            detail_level: Some(0),
-        })
-        .await;
-    let reply = kernel.shell_reply(Duration::from_secs(200)).await;
-    let JupyterMessageContent::InspectReply(reply) = reply.content else {
-        panic!("{reply:?}")
-    };
+    let reply = kernel.inspect(code, 4).await;
     assert!(reply.found, "{reply:?}");
     let text = serde_json::to_string(&reply.data).unwrap();
     assert!(text.contains("LossPlot"), "{text}");

@@ -2,8 +2,8 @@
 
 use crate::support::{Kernel, REPLY};
 use jupyter_protocol::{
-    CommId, CommInfoRequest, CommOpen, CompleteRequest, HistoryRequest, InspectRequest,
-    IsCompleteReplyStatus, IsCompleteRequest, JupyterMessageContent, UnknownMessage,
+    CommId, CommInfoRequest, CommOpen, CompleteRequest, HistoryRequest, IsCompleteReplyStatus,
+    IsCompleteRequest, JupyterMessageContent, UnknownMessage,
 };
 use std::time::Duration;
 use zeromq::{Socket, SocketRecv, SocketSend, ZmqMessage};
@@ -292,18 +292,7 @@ async fn inspect_shows_the_type_of_a_variable() {
     let mut kernel = Kernel::start().await;
     kernel.run_ok("let numbers: Vec<u32> = vec![1, 2];").await;
     let code = "numbers";
-    // The first hover loads rust-analyzer: tens of seconds on two busy cores.
-    kernel
-        .send_shell(InspectRequest {
-            code: code.into(),
-            cursor_pos: 3,
-            detail_level: Some(0),
-        })
-        .await;
-    let reply = kernel.shell_reply(Duration::from_secs(200)).await;
-    let JupyterMessageContent::InspectReply(reply) = reply.content else {
-        panic!("{reply:?}")
-    };
+    let reply = kernel.inspect(code, 3).await;
     assert!(reply.found, "{reply:?}");
     let text = serde_json::to_string(&reply.data).unwrap();
     assert!(text.contains("Vec<u32>"), "{text}");

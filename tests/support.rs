@@ -356,6 +356,27 @@ impl Kernel {
         execution
     }
 
+    /// The documentation at `cursor_pos` of `code` (an `inspect_reply`). The first hover of a
+    /// kernel loads rust-analyzer, tens of seconds on two busy cores, so it waits longer than
+    /// other requests.
+    pub async fn inspect(
+        &mut self,
+        code: &str,
+        cursor_pos: usize,
+    ) -> jupyter_protocol::InspectReply {
+        self.send_shell(jupyter_protocol::InspectRequest {
+            code: code.into(),
+            cursor_pos,
+            detail_level: Some(0),
+        })
+        .await;
+        let reply = self.shell_reply(Duration::from_secs(200)).await;
+        let JupyterMessageContent::InspectReply(reply) = reply.content else {
+            panic!("{reply:?}")
+        };
+        reply
+    }
+
     pub async fn kernel_info(&mut self) -> JupyterMessage {
         self.request(KernelInfoRequest {}).await
     }
