@@ -1,7 +1,7 @@
 //! Limits a long notebook meets: memory it cannot have, thousands of cells, huge output.
 
 use crate::support::{children, Kernel};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 #[tokio::test(flavor = "multi_thread")]
 async fn out_of_memory_is_one_short_line_at_the_cell_line_and_variables_are_kept() {
@@ -56,7 +56,7 @@ async fn many_cells_do_not_grow_the_evaluation_process_maps() {
         .first()
         .expect("no evaluation process");
     let before = map_count(evaluation);
-    const CELLS: usize = 200;
+    const CELLS: usize = 2000;
     for i in 0..CELLS {
         // Cells of both kinds: with and without a variable.
         if i % 2 == 0 {
@@ -77,15 +77,25 @@ async fn many_cells_do_not_grow_the_evaluation_process_maps() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
-async fn a_50_mb_line_arrives_whole_and_fast() {
+async fn a_50_mb_line_arrives_whole_and_no_slower_than_the_same_bytes_in_short_lines() {
     let mut kernel = Kernel::start().await;
     kernel.run_ok("let line = \"x\".repeat(50 << 20);").await;
+    // The same bytes as 1 KiB lines, side by side in one kernel: a ratio, not a time limit.
+    let started = Instant::now();
+    let run = kernel
+        .run_ok("for chunk in line.as_bytes().chunks(1023) { println!(\"{}\", std::str::from_utf8(chunk).unwrap()); }")
+        .await;
+    let short_lines = started.elapsed();
+    assert!(run.stdout().len() > 50 << 20);
     let started = Instant::now();
     let run = kernel.run_ok("println!(\"{line}\");").await;
-    let took = started.elapsed();
-    eprintln!("one 50 MB line: {took:.2?} from execute_request to its reply and output");
+    let one_line = started.elapsed();
+    eprintln!("one 50 MB line: {one_line:.2?}; the same bytes in 1 KiB lines: {short_lines:.2?}");
     assert_eq!(run.stdout().len(), (50 << 20) + 1);
-    // 26 s before the pump stopped rescanning the pending line; ~3 s for the same bytes in
-    // 1 KiB lines.
-    assert!(took < Duration::from_secs(10), "took {took:?}");
+    // Before the pump stopped rescanning the pending line: 26 s against 2.8 s (9×); after it:
+    // 3.6 s against 9.7 s.
+    assert!(
+        one_line < short_lines * 2,
+        "one line {one_line:?}, short lines {short_lines:?}"
+    );
 }

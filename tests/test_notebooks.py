@@ -116,6 +116,14 @@ def remove_stale_stand_ins() -> None:
 
 @pytest.fixture(scope="session")
 def fresh_stand_ins():
+    _remove_stale_stand_ins_once()
+
+
+# Once per session even though tests/test_export.py imports the fixture (pytest then holds two
+# session fixtures of that name): a second removal would delete the stand-ins the cached
+# notebook runs wrote, and the data checks would read the folders differently from the run.
+@functools.lru_cache(maxsize=None)
+def _remove_stale_stand_ins_once() -> None:
     remove_stale_stand_ins()
 
 
