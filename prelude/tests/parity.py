@@ -12,6 +12,7 @@ Every workload runs on one thread, as the Rust side does, so that both reduce in
 """
 
 import sys
+from pathlib import Path
 
 import numpy as np
 import torch
@@ -21,69 +22,11 @@ from safetensors.torch import load_file, save_file
 from torch.utils.data import DataLoader, TensorDataset
 
 
-# The tutorials' models, as the tutorials write them (layers created in this order).
-class Model(nn.Module):  # PyTorch BootCamp, Iris
-    def __init__(self, in_features=4, h1=8, h2=9, out_features=3):
-        super().__init__()
-        self.fc1 = nn.Linear(in_features, h1)
-        self.fc2 = nn.Linear(h1, h2)
-        self.out = nn.Linear(h2, out_features)
-
-    def forward(self, x):
-        x = F.relu(self.fc1(x))
-        x = F.relu(self.fc2(x))
-        return self.out(x)
-
-
-class Classifier_MLP(nn.Module):  # "Using the GPU"
-    def __init__(self, in_dim, hidden_dim, out_dim):
-        super().__init__()
-        self.h1 = nn.Linear(in_dim, hidden_dim)
-        self.h2 = nn.Linear(hidden_dim, hidden_dim)
-        self.out = nn.Linear(hidden_dim, out_dim)
-        self.out_dim = out_dim
-
-    def forward(self, x):
-        x = F.relu(self.h1(x))
-        x = F.relu(self.h2(x))
-        x = self.out(x)
-        return x, F.softmax(x, dim=1)
-
-
-class Net(nn.Module):  # CIFAR-10 tutorial
-    def __init__(self):
-        super(Net, self).__init__()
-        self.conv1 = nn.Conv2d(3, 6, 5)
-        self.pool = nn.MaxPool2d(2, 2)
-        self.conv2 = nn.Conv2d(6, 16, 5)
-        self.fc1 = nn.Linear(16 * 5 * 5, 120)
-        self.fc2 = nn.Linear(120, 84)
-        self.fc3 = nn.Linear(84, 10)
-
-    def forward(self, x):
-        x = self.pool(F.relu(self.conv1(x)))
-        x = self.pool(F.relu(self.conv2(x)))
-        x = x.view(-1, 16 * 5 * 5)
-        x = F.relu(self.fc1(x))
-        x = F.relu(self.fc2(x))
-        return self.fc3(x)
-
-
-class Network(nn.Module):  # deeplizard
-    def __init__(self):
-        super().__init__()
-        self.conv1 = nn.Conv2d(in_channels=1, out_channels=6, kernel_size=5)
-        self.conv2 = nn.Conv2d(in_channels=6, out_channels=12, kernel_size=5)
-        self.fc1 = nn.Linear(in_features=12 * 4 * 4, out_features=120)
-        self.fc2 = nn.Linear(in_features=120, out_features=60)
-        self.out = nn.Linear(in_features=60, out_features=10)
-
-    def forward(self, t):
-        t = F.max_pool2d(F.relu(self.conv1(t)), kernel_size=2, stride=2)
-        t = F.max_pool2d(F.relu(self.conv2(t)), kernel_size=2, stride=2)
-        t = F.relu(self.fc1(t.reshape(-1, 12 * 4 * 4)))
-        t = F.relu(self.fc2(t))
-        return self.out(t)
+# The tutorials' models, as the tutorials write them (layers created in this order): the same
+# definitions the benchmark's PyTorch side trains (bench/torch_loops.py), one copy for both.
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
+from torch_loops import Classifier_MLP, Net, Network  # noqa: E402
+from torch_loops import IrisModel as Model  # noqa: E402  (PyTorch BootCamp's name)
 
 
 def iris_split(d, random_state):
