@@ -23,22 +23,20 @@ fn main() {
 
     let mut out = String::from("pub(crate) static PRELUDE_FILES: &[(&str, &[u8])] = &[\n");
     let out_dir = PathBuf::from(std::env::var("OUT_DIR").unwrap());
+    // Paths are written relative to `CARGO_MANIFEST_DIR`/`OUT_DIR` as rustc sees them, never
+    // absolute: a target directory shared by two checkouts (a CI clone and a working tree, say)
+    // keeps this script's output when the other checkout's files are older, and absolute paths
+    // would then embed the other checkout's prelude, or fail once it is gone.
     for relative in &files {
-        let source = prelude.join(relative);
         let embedded = if relative == "Cargo.toml" {
-            let text = std::fs::read_to_string(&source).unwrap();
+            let text = std::fs::read_to_string(prelude.join(relative)).unwrap();
             let standalone = out_dir.join("prelude-Cargo.toml");
             std::fs::write(&standalone, detach_from_workspace(&text, &workspace_values)).unwrap();
-            standalone
+            "concat!(env!(\"OUT_DIR\"), \"/prelude-Cargo.toml\")".to_owned()
         } else {
-            source
+            format!("concat!(env!(\"CARGO_MANIFEST_DIR\"), \"/prelude/{relative}\")")
         };
-        writeln!(
-            out,
-            "    ({relative:?}, include_bytes!({:?})),",
-            embedded.display().to_string()
-        )
-        .unwrap();
+        writeln!(out, "    ({relative:?}, include_bytes!({embedded})),").unwrap();
     }
     out.push_str("];\n");
     std::fs::write(out_dir.join("prelude_files.rs"), out).unwrap();
