@@ -83,7 +83,7 @@ impl From<Device> for DeviceIndex {
 /// let _ = tchbook_prelude::cuda::is_available();
 /// ```
 pub fn is_available() -> bool {
-    crate::device::load_cuda();
+    crate::backend::load_cuda();
     tch::Cuda::is_available()
 }
 
@@ -368,7 +368,7 @@ pub enum AllocatorState {
 
 /// Asks the shim about libtorch's CUDA caching allocator (never panics).
 pub fn allocator_state() -> AllocatorState {
-    crate::device::load_cuda();
+    crate::backend::load_cuda();
     // SAFETY: the shim catches every C++ exception.
     match unsafe { tchbook_cuda_allocator_state() } {
         2 => AllocatorState::Initialized,

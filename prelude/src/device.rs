@@ -4,66 +4,9 @@ use crate::cuda::{self, DeviceProperties, Versions};
 use crate::display::{Bundle, Render, html_table, rich, text_table};
 use crate::sys;
 use crate::tensor_fmt::kind_name;
-use std::sync::{Once, OnceLock};
+
+pub use crate::backend::{load_cuda, nvidia_driver_present};
 use tch::{Device, TchError, Tensor, nn::VarStore};
-
-/// Loads `libtorch_cuda.so` into the process (RTLD_GLOBAL) so that libtorch registers its CUDA
-/// backend — on a machine with an NVIDIA driver ([`nvidia_driver_present`]). Rust links with
-/// `--as-needed`, which drops the library from a binary that calls none of its symbols; CUDA then
-/// looks absent on a GPU machine (tch-rs issue #980). [`crate::runtime::attach`] and every CUDA
-/// query call this, so a notebook needs nothing more; a program that asks tch itself
-/// (`Device::cuda_if_available()`) must call it first: libtorch settles once, at its first CUDA
-/// question, whether it has a CUDA backend.
-///
-/// Without a driver CUDA cannot work anyway, and loading the library would map libtorch's CUDA
-/// kernels and the CUDA runtime, cuBLAS and cuDNN (≈230 MB resident) for nothing. Runs once per
-/// copy of the prelude; harmless on a CPU-only libtorch.
-///
-/// ```
-/// tchbook_prelude::device::load_cuda();
-/// ```
-pub fn load_cuda() {
-    static ONCE: Once = Once::new();
-    ONCE.call_once(|| {
-        if !nvidia_driver_present() {
-            return;
-        }
-        for candidate in cuda_library_candidates() {
-            let Ok(path) = std::ffi::CString::new(candidate) else {
-                continue;
-            };
-            // SAFETY: dlopen with a valid C string; the handle is deliberately never closed.
-            let handle = unsafe { libc::dlopen(path.as_ptr(), libc::RTLD_NOW | libc::RTLD_GLOBAL) };
-            if !handle.is_null() {
-                return;
-            }
-        }
-    });
-}
-
-/// Whether this machine has an NVIDIA driver, the condition for [`load_cuda`] to load
-/// libtorch's CUDA backend: the driver's control device `/dev/nvidiactl` exists (Linux hosts,
-/// containers given a GPU), or its library `libcuda.so.1` loads (WSL2 has no `/dev/nvidia*`).
-///
-/// ```
-/// use tchbook_prelude::{cuda, device};
-/// if !device::nvidia_driver_present() {
-///     assert!(!cuda::is_available());
-/// }
-/// ```
-pub fn nvidia_driver_present() -> bool {
-    static PRESENT: OnceLock<bool> = OnceLock::new();
-    *PRESENT.get_or_init(|| {
-        if std::path::Path::new("/dev/nvidiactl").exists() {
-            return true;
-        }
-        // SAFETY: dlopen with a valid C string. Lazy and local: nothing is bound or exported.
-        // A handle found is kept, as the CUDA runtime will open the library again anyway.
-        let handle =
-            unsafe { libc::dlopen(c"libcuda.so.1".as_ptr(), libc::RTLD_LAZY | libc::RTLD_LOCAL) };
-        !handle.is_null()
-    })
-}
 
 /// What libtorch says when asked for CUDA on a machine without a driver (its CUDA backend's
 /// message, and what notebooks showed when the prelude still loaded that backend everywhere).
@@ -75,24 +18,6 @@ const NO_NVIDIA_DRIVER: &str = "Found no NVIDIA driver on your system. Please ch
 fn cuda_backend_missing(message: &str) -> bool {
     (message.starts_with("Could not run '") && message.contains("CUDA' backend"))
         || message.contains("without ATen_cuda library")
-}
-
-fn cuda_library_candidates() -> Vec<String> {
-    let mut out = Vec::new();
-    // The directory of the libtorch_cpu.so already mapped into this process is the surest place.
-    if let Ok(maps) = std::fs::read_to_string("/proc/self/maps")
-        && let Some(path) = maps
-            .lines()
-            .filter_map(|l| l.split_whitespace().nth(5))
-            .find(|p| p.ends_with("/libtorch_cpu.so"))
-    {
-        out.push(path.replace("/libtorch_cpu.so", "/libtorch_cuda.so"));
-    }
-    if let Some(lib) = std::env::var_os("LIBTORCH") {
-        out.push(format!("{}/lib/libtorch_cuda.so", lib.to_string_lossy()));
-    }
-    out.push("libtorch_cuda.so".to_string());
-    out
 }
 
 /// The best device here: CUDA if a CUDA device is present, else Apple's MPS, else the CPU —

@@ -19,6 +19,7 @@
 
 #![warn(missing_docs)]
 
+mod backend;
 pub mod cuda;
 pub mod data;
 pub mod device;

@@ -124,7 +124,7 @@ pub fn attach() {
     install_sigint_handler();
     install_sigterm_handler();
     tune_allocator();
-    crate::device::load_cuda();
+    crate::backend::load_cuda();
     if std::env::var_os("TCHBOOK_NO_PUMP").is_none() {
         start_pump();
     }
