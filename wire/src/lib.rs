@@ -1,0 +1,380 @@
+//! The line protocol between the tchbook kernel and the prelude in its evaluation process, as
+//! Rust types, and the names of the environment variables the kernel, the prelude, the
+//! evaluation process and the vendored evcxr share ([`env`]).
+//!
+//! While a cell runs, evcxr hands the kernel every line the evaluation process writes to its
+//! stdout that is not one of evcxr's own. The prelude speaks to the kernel through those lines,
+//! one JSON object each, behind one prefix ([`PREFIX`]):
+//!
+//! ```text
+//! TCHBOOK_DISPLAY {"op":"display","data":{MIME bundle},"metadata":{},"display_id":"id"|null}
+//! TCHBOOK_DISPLAY {"op":"update","data":{MIME bundle},"metadata":{},"display_id":"id"}
+//! TCHBOOK_DISPLAY {"op":"clear","wait":true}
+//! TCHBOOK_DISPLAY {"op":"stream","name":"stdout"|"stderr","text":"50%"}
+//! TCHBOOK_DISPLAY {"op":"panic","message":..,"location":"file:line:col","thread":..,"main":true}
+//! ```
+//!
+//! and asks for input with evcxr's own lines, which evcxr answers with one line on stdin
+//! ([`InputRequest`]). Writers: the prelude (`prelude/src/runtime/`) and the panic hook
+//! ([`install_panic_hook`]). Readers: the kernel (`src/display/`) and the runner of exported
+//! notebooks (`src/export/runner.rs`). Both sides use these types, so they cannot disagree; the
+//! prelude's tests check that what its writer emits reads back as the same [`Message`].
+//!
+//! Reading is lenient where the kernel always was (a user may print such a line by hand): a
+//! missing or `null` bundle is empty, a display id that is not a string is none, a stream that
+//! is not `stderr` is stdout. A line with the prefix that still does not read is the caller's to
+//! show as text, never to lose.
+//!
+//! This crate is compiled into every notebook's dependency build (through the prelude), so it
+//! depends on serde and serde_json only, which tch brings there anyway.
+
+pub mod env;
+mod panic;
+
+pub use panic::{install_panic_hook, payload_text, print_line, Panic};
+
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use serde_json::{Map, Value};
+
+/// The prefix of every message line, the space included.
+///
+/// ```
+/// assert_eq!(tchbook_wire::PREFIX, "TCHBOOK_DISPLAY ");
+/// ```
+pub const PREFIX: &str = "TCHBOOK_DISPLAY ";
+
+/// What every line the kernel (or evcxr) reads as a command starts with: the evaluation
+/// process's stdout pump forwards such lines whole, never as `stream` text.
+pub const LINE_TOKENS: [&str; 2] = ["EVCXR_", "TCHBOOK_"];
+
+/// Starts one of a cell's final values, one MIME type per block (evcxr's protocol): the block's
+/// lines follow, then [`END_CONTENT`] on a line of its own.
+pub const BEGIN_CONTENT: &str = "EVCXR_BEGIN_CONTENT ";
+/// Ends a block started by [`BEGIN_CONTENT`].
+pub const END_CONTENT: &str = "EVCXR_END_CONTENT";
+
+/// A MIME bundle: MIME type to content (a string, or a JSON value for `*json` types).
+pub type Bundle = Map<String, Value>;
+
+/// One message from the prelude to the kernel.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "op", rename_all = "lowercase")]
+pub enum Message {
+    /// Jupyter's `display_data`, with a `display_id` when the display can be updated later.
+    Display {
+        #[serde(default, deserialize_with = "bundle_or_null")]
+        data: Bundle,
+        #[serde(default, deserialize_with = "bundle_or_null")]
+        metadata: Bundle,
+        #[serde(default, deserialize_with = "string_or_none")]
+        display_id: Option<String>,
+    },
+    /// `update_display_data`: replaces what the display with this id shows.
+    Update {
+        #[serde(default, deserialize_with = "bundle_or_null")]
+        data: Bundle,
+        #[serde(default, deserialize_with = "bundle_or_null")]
+        metadata: Bundle,
+        display_id: String,
+    },
+    /// `clear_output(wait)`.
+    Clear {
+        #[serde(default, deserialize_with = "bool_or_false")]
+        wait: bool,
+    },
+    /// Text without a trailing newline, flushed by the prelude's stdout pump (a `print!`
+    /// progress bar).
+    Stream {
+        #[serde(default)]
+        name: StreamName,
+        text: String,
+    },
+    /// A panic in the evaluation process ([`install_panic_hook`]).
+    Panic(Panic),
+}
+
+/// Which stream a [`Message::Stream`] belongs to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum StreamName {
+    #[default]
+    Stdout,
+    Stderr,
+}
+
+impl StreamName {
+    /// Jupyter's name for it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            StreamName::Stdout => "stdout",
+            StreamName::Stderr => "stderr",
+        }
+    }
+}
+
+impl Serialize for StreamName {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(self.as_str())
+    }
+}
+
+impl<'de> Deserialize<'de> for StreamName {
+    /// `"stderr"` is stderr; anything else is stdout, as the kernel always read it.
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let name = Value::deserialize(deserializer)?;
+        Ok(match name.as_str() {
+            Some("stderr") => StreamName::Stderr,
+            _ => StreamName::Stdout,
+        })
+    }
+}
+
+impl Message {
+    /// A display of `data`, updatable later when it has a `display_id`.
+    ///
+    /// ```
+    /// use tchbook_wire::{Bundle, Message};
+    /// let mut data = Bundle::new();
+    /// data.insert("text/plain".into(), "hi".into());
+    /// let line = Message::display(data, Some("d1".into())).to_line();
+    /// assert!(line.starts_with("TCHBOOK_DISPLAY {") && line.ends_with("}\n"));
+    /// ```
+    pub fn display(data: Bundle, display_id: Option<String>) -> Message {
+        Message::Display {
+            data,
+            metadata: Bundle::new(),
+            display_id,
+        }
+    }
+
+    /// An update of the display with this id.
+    pub fn update(data: Bundle, display_id: String) -> Message {
+        Message::Update {
+            data,
+            metadata: Bundle::new(),
+            display_id,
+        }
+    }
+
+    /// The line (newline included) that carries this message. serde_json escapes newlines and
+    /// control characters, so it is always one line.
+    ///
+    /// ```
+    /// use tchbook_wire::Message;
+    /// assert_eq!(
+    ///     Message::Clear { wait: false }.to_line(),
+    ///     "TCHBOOK_DISPLAY {\"op\":\"clear\",\"wait\":false}\n"
+    /// );
+    /// ```
+    pub fn to_line(&self) -> String {
+        // Serialising these types cannot fail: every map key is a string.
+        let json = serde_json::to_string(self).unwrap_or_default();
+        format!("{PREFIX}{json}\n")
+    }
+
+    /// Reads one line (with or without its newline): `None` when it is not a message line,
+    /// `Some(Err)` when it has the prefix but does not read as a message.
+    ///
+    /// ```
+    /// use tchbook_wire::Message;
+    /// let line = r#"TCHBOOK_DISPLAY {"op":"clear","wait":true}"#;
+    /// assert_eq!(Message::parse_line(line).unwrap().unwrap(), Message::Clear { wait: true });
+    /// assert!(Message::parse_line("epoch 1").is_none());
+    /// assert!(Message::parse_line("TCHBOOK_DISPLAY {not json").unwrap().is_err());
+    /// ```
+    pub fn parse_line(line: &str) -> Option<Result<Message, serde_json::Error>> {
+        let json = line.strip_prefix(PREFIX)?;
+        Some(serde_json::from_str(json.trim_end_matches(['\n', '\r'])))
+    }
+}
+
+/// evcxr's request for a line of input (Python's `input()`): the evaluation process writes it
+/// and reads the answer, one line, from its stdin. evcxr takes the prompt up to its first `:`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct InputRequest {
+    pub prompt: String,
+    /// Whether the typed text is hidden (Python's `getpass`).
+    pub password: bool,
+}
+
+impl InputRequest {
+    const PLAIN: &'static str = "EVCXR_INPUT_REQUEST";
+    const PASSWORD: &'static str = "EVCXR_INPUT_REQUEST_PASSWORD";
+
+    /// The line (newline included) that asks for input.
+    ///
+    /// ```
+    /// use tchbook_wire::InputRequest;
+    /// let request = InputRequest { prompt: "Your name".into(), password: true };
+    /// assert_eq!(request.to_line(), "EVCXR_INPUT_REQUEST_PASSWORD:Your name\n");
+    /// ```
+    pub fn to_line(&self) -> String {
+        let kind = if self.password {
+            Self::PASSWORD
+        } else {
+            Self::PLAIN
+        };
+        format!("{kind}:{}\n", self.prompt)
+    }
+
+    /// Reads a line as evcxr reads it: the prompt is what lies between the first and the
+    /// second `:`.
+    ///
+    /// ```
+    /// use tchbook_wire::InputRequest;
+    /// let request = InputRequest::parse_line("EVCXR_INPUT_REQUEST:Name").unwrap();
+    /// assert_eq!((request.prompt.as_str(), request.password), ("Name", false));
+    /// assert!(InputRequest::parse_line("name: x").is_none());
+    /// ```
+    pub fn parse_line(line: &str) -> Option<InputRequest> {
+        let rest = line.strip_prefix(Self::PLAIN)?;
+        let (password, rest) = match rest.strip_prefix("_PASSWORD") {
+            Some(rest) => (true, rest),
+            None => (false, rest),
+        };
+        let prompt = rest.strip_prefix(':')?;
+        let prompt = prompt.split(':').next().unwrap_or_default();
+        Some(InputRequest {
+            prompt: prompt.trim_end_matches(['\n', '\r']).to_owned(),
+            password,
+        })
+    }
+}
+
+/// A bundle, with `null` read as an empty one; anything else but an object does not read.
+fn bundle_or_null<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Bundle, D::Error> {
+    Ok(Option::<Bundle>::deserialize(deserializer)?.unwrap_or_default())
+}
+
+fn string_or_none<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Option<String>, D::Error> {
+    Ok(match Value::deserialize(deserializer)? {
+        Value::String(text) => Some(text),
+        _ => None,
+    })
+}
+
+fn bool_or_false<'de, D: Deserializer<'de>>(deserializer: D) -> Result<bool, D::Error> {
+    Ok(Value::deserialize(deserializer)?.as_bool().unwrap_or(false))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn bundle(value: Value) -> Bundle {
+        match value {
+            Value::Object(map) => map,
+            other => panic!("not a bundle: {other}"),
+        }
+    }
+
+    fn read(line: &str) -> Message {
+        Message::parse_line(line)
+            .expect("a message line")
+            .unwrap_or_else(|error| panic!("{line}: {error}"))
+    }
+
+    #[test]
+    fn every_message_reads_back_as_itself() {
+        let messages = [
+            Message::display(
+                bundle(json!({"text/plain": "a\nb", "application/json": {"loss": [3, 2]}})),
+                Some("tchbook-1-0".into()),
+            ),
+            Message::display(bundle(json!({"text/html": "<b>x</b>"})), None),
+            Message::Update {
+                data: bundle(json!({"text/plain": "2"})),
+                metadata: bundle(json!({"isolated": true})),
+                display_id: "d1".into(),
+            },
+            Message::Clear { wait: true },
+            Message::Clear { wait: false },
+            Message::Stream {
+                name: StreamName::Stderr,
+                text: "50%\r\u{1b}[K".into(),
+            },
+            Message::Panic(Panic {
+                message: "called `Option::unwrap()` on a `None` value\n\"quoted\" \\".into(),
+                location: "src/lib.rs:3:5".into(),
+                thread: "<unnamed>".into(),
+                on_main: false,
+            }),
+        ];
+        for message in messages {
+            let line = message.to_line();
+            assert!(line.starts_with(PREFIX), "{line}");
+            assert_eq!(line.matches('\n').count(), 1, "one line: {line:?}");
+            assert_eq!(read(&line), message);
+            assert_eq!(read(line.trim_end()), message);
+        }
+    }
+
+    #[test]
+    fn lines_written_by_hand_read_as_the_kernel_always_read_them() {
+        // tests/display.rs and users print such lines themselves.
+        assert_eq!(
+            read(r#"TCHBOOK_DISPLAY {"op":"display","data":{"text/plain":"x"},"display_id":null}"#),
+            Message::display(bundle(json!({"text/plain": "x"})), None)
+        );
+        assert_eq!(
+            read(r#"TCHBOOK_DISPLAY {"op":"display","data":null,"metadata":null,"display_id":7}"#),
+            Message::display(Bundle::new(), None)
+        );
+        assert_eq!(
+            read(r#"TCHBOOK_DISPLAY {"op":"clear"}"#),
+            Message::Clear { wait: false }
+        );
+        assert_eq!(
+            read(r#"TCHBOOK_DISPLAY {"op":"stream","text":"50%"}"#),
+            Message::Stream {
+                name: StreamName::Stdout,
+                text: "50%".into()
+            }
+        );
+        assert_eq!(
+            read(r#"TCHBOOK_DISPLAY {"op":"panic","message":"boom"}"#),
+            Message::Panic(Panic {
+                message: "boom".into(),
+                location: String::new(),
+                thread: String::new(),
+                on_main: true,
+            })
+        );
+    }
+
+    #[test]
+    fn what_is_not_a_message_is_told_apart() {
+        assert!(Message::parse_line("plain output").is_none());
+        assert!(Message::parse_line("EVCXR_END_CONTENT").is_none());
+        for unreadable in [
+            "TCHBOOK_DISPLAY {not json",
+            r#"TCHBOOK_DISPLAY {"op":"dance"}"#,
+            r#"TCHBOOK_DISPLAY {"op":"update","data":{}}"#,
+            r#"TCHBOOK_DISPLAY {"op":"display","data":"text"}"#,
+            r#"TCHBOOK_DISPLAY {"op":"stream","name":"stdout"}"#,
+            r#"TCHBOOK_DISPLAY ["op","clear"]"#,
+        ] {
+            assert!(
+                matches!(Message::parse_line(unreadable), Some(Err(_))),
+                "{unreadable}"
+            );
+        }
+    }
+
+    #[test]
+    fn input_requests_read_back_and_keep_evcxrs_prompt_rule() {
+        for password in [false, true] {
+            let request = InputRequest {
+                prompt: "Your name".into(),
+                password,
+            };
+            assert_eq!(
+                InputRequest::parse_line(&request.to_line()),
+                Some(request.clone())
+            );
+        }
+        let cut = InputRequest::parse_line("EVCXR_INPUT_REQUEST:Name: first").unwrap();
+        assert_eq!(cut.prompt, "Name");
+        assert!(InputRequest::parse_line("EVCXR_INPUT_REQUESTED:x").is_none());
+    }
+}
