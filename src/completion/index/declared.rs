@@ -1,0 +1,137 @@
+//! What the cell's own text declares, for the index's lookups: the type a `let` gives a name,
+//! the names `let` binds, the items a notebook defined, and a type's key in the index.
+
+use super::super::wire::Item;
+use super::context::is_ident_char;
+
+/// The index's key for a type as rustc or evcxr write it: `&mut alloc::vec::Vec<i32>` → `Vec`.
+pub(crate) fn type_key(type_name: &str) -> &str {
+    let mut t = type_name.trim();
+    loop {
+        let stripped = t
+            .trim_start_matches('&')
+            .trim_start()
+            .trim_start_matches("mut ")
+            .trim_start();
+        let stripped = match stripped.strip_prefix('\'') {
+            Some(lifetime) => lifetime
+                .split_once(' ')
+                .map_or(stripped, |(_, rest)| rest.trim_start()),
+            None => stripped,
+        };
+        if stripped == t {
+            break;
+        }
+        t = stripped;
+    }
+    let head = t.split('<').next().unwrap_or(t);
+    head.rsplit("::").next().unwrap_or(head).trim()
+}
+
+/// The type of `name` as the cell's text declares it before the cursor, for the usual forms:
+/// `let name: T = …`, `let name = T::…`, `let name = T {…`, `let name = vec![…`.
+pub(crate) fn declared_type<'a>(before: &'a str, name: &str) -> Option<&'a str> {
+    let mut found = None;
+    for statement in before.split(';') {
+        let Some(rest) = statement.trim_start().strip_prefix("let ") else {
+            continue;
+        };
+        let rest = rest.trim_start();
+        let rest = rest.strip_prefix("mut ").unwrap_or(rest).trim_start();
+        let Some(after) = rest.strip_prefix(name) else {
+            continue;
+        };
+        if after.starts_with(is_ident_char) {
+            continue;
+        }
+        let after = after.trim_start();
+        if let Some(annotated) = after.strip_prefix(':') {
+            let ty = annotated.split('=').next().unwrap_or_default().trim();
+            found = Some(ty);
+        } else if let Some(value) = after.strip_prefix('=') {
+            let value = value.trim_start();
+            if value.starts_with("vec!") {
+                found = Some("Vec");
+            } else if value.starts_with('"') {
+                found = Some("str");
+            } else {
+                let end = value
+                    .find(|c: char| !(is_ident_char(c) || c == ':'))
+                    .unwrap_or(value.len());
+                let path = &value[..end];
+                // `Tensor::randn(…)`, `LossPlot::new(…)`: a constructor of the type before `::`.
+                found = path
+                    .rsplit_once("::")
+                    .map(|(ty, _)| ty)
+                    .filter(|ty| ty.starts_with(|c: char| c.is_uppercase()))
+                    .or(Some(path).filter(|p| p.starts_with(|c: char| c.is_uppercase())));
+            }
+        }
+    }
+    found
+}
+
+/// The items a notebook defined (evcxr copies them into the source it gives rust-analyzer):
+/// functions, types, constants, modules, as completion items.
+pub(crate) fn defined_items(source: &str) -> Vec<Item> {
+    use ra_ap_syntax::ast::{self, HasModuleItem, HasName};
+    let file = ra_ap_syntax::SourceFile::parse(source, ra_ap_syntax::Edition::Edition2024).tree();
+    file.items()
+        .filter_map(|item| {
+            let (name, kind) = match item {
+                ast::Item::Fn(f) => (f.name()?, "function"),
+                ast::Item::Struct(s) => (s.name()?, "class"),
+                ast::Item::Enum(e) => (e.name()?, "class"),
+                ast::Item::Trait(t) => (t.name()?, "class"),
+                ast::Item::TypeAlias(t) => (t.name()?, "class"),
+                ast::Item::Union(u) => (u.name()?, "class"),
+                ast::Item::Const(c) => (c.name()?, "instance"),
+                ast::Item::Static(s) => (s.name()?, "instance"),
+                ast::Item::Module(m) => (m.name()?, "module"),
+                _ => return None,
+            };
+            let text = name.text().to_string();
+            (!text.starts_with("evcxr_")).then(|| Item {
+                text,
+                kind: kind.into(),
+            })
+        })
+        .collect()
+}
+
+/// The names the cell's text binds with `let` (`let x`, `let mut x`).
+pub(super) fn let_names(text: &str) -> impl Iterator<Item = &str> {
+    text.match_indices("let ").filter_map(move |(at, _)| {
+        let before_ok = text[..at]
+            .chars()
+            .next_back()
+            .is_none_or(|c| !is_ident_char(c));
+        let rest = text[at + 4..].trim_start();
+        let rest = rest.strip_prefix("mut ").unwrap_or(rest).trim_start();
+        let name = &rest[..rest.find(|c: char| !is_ident_char(c)).unwrap_or(rest.len())];
+        (before_ok && !name.is_empty()).then_some(name)
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn type_keys_drop_references_paths_and_generics() {
+        assert_eq!(type_key("alloc::vec::Vec<i32>"), "Vec");
+        assert_eq!(type_key("&mut Vec<Vec<f64>>"), "Vec");
+        assert_eq!(type_key("&'static str"), "str");
+        assert_eq!(type_key("tch::wrappers::tensor::Tensor"), "Tensor");
+        assert_eq!(type_key("i64"), "i64");
+    }
+
+    #[test]
+    fn declared_types_come_from_the_usual_let_forms() {
+        let cell = "let v = vec![1, 2];\nlet mut t = Tensor::randn([2], (Kind::Float, Device::Cpu));\nlet n: usize = 3;\n";
+        assert_eq!(declared_type(cell, "v"), Some("Vec"));
+        assert_eq!(declared_type(cell, "t"), Some("Tensor"));
+        assert_eq!(declared_type(cell, "n"), Some("usize"));
+        assert_eq!(declared_type(cell, "m"), None);
+    }
+}

@@ -1,0 +1,68 @@
+//! Reading a notebook file: its code cells as the export translates them, and the hash that ties
+//! a record's cells to the sources that were run.
+
+use anyhow::{bail, Context, Result};
+use serde_json::Value;
+use std::path::Path;
+
+/// One code cell of a notebook.
+#[derive(Debug, Clone)]
+pub(super) struct CodeCell {
+    /// Its index among all the notebook's cells.
+    pub(super) index: usize,
+    pub(super) source: String,
+    pub(super) tags: Vec<String>,
+}
+
+pub(super) fn read_notebook(path: &Path) -> Result<Value> {
+    let text = std::fs::read_to_string(path)
+        .with_context(|| format!("reading the notebook {}", path.display()))?;
+    let notebook: Value = serde_json::from_str(&text)
+        .with_context(|| format!("{} is not a notebook (not JSON)", path.display()))?;
+    if !notebook["cells"].is_array() {
+        bail!("{} is not a notebook (no cells)", path.display());
+    }
+    Ok(notebook)
+}
+
+/// nbformat keeps multi-line text as a list of lines or as one string.
+pub(super) fn joined(value: &Value) -> String {
+    match value {
+        Value::String(s) => s.clone(),
+        Value::Array(lines) => lines.iter().filter_map(Value::as_str).collect(),
+        _ => String::new(),
+    }
+}
+
+pub(super) fn read_code_cells(path: &Path) -> Result<Vec<CodeCell>> {
+    let notebook = read_notebook(path)?;
+    let cells = notebook["cells"].as_array().cloned().unwrap_or_default();
+    Ok(cells
+        .iter()
+        .enumerate()
+        .filter(|(_, cell)| cell["cell_type"] == "code")
+        .map(|(index, cell)| CodeCell {
+            index,
+            source: joined(&cell["source"]),
+            tags: cell["metadata"]["tags"]
+                .as_array()
+                .map(|tags| {
+                    tags.iter()
+                        .filter_map(Value::as_str)
+                        .map(str::to_owned)
+                        .collect()
+                })
+                .unwrap_or_default(),
+        })
+        .collect())
+}
+
+/// FNV-1a of a cell's source: `--merge` checks the cell is still the one that was run.
+pub(super) fn source_hash(source: &str) -> String {
+    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
+    for byte in source.as_bytes() {
+        hash ^= u64::from(*byte);
+        hash = hash.wrapping_mul(0x0100_0000_01b3);
+    }
+    format!("{hash:016x}")
+}

@@ -1,0 +1,110 @@
+//! The program's own output captured: fds 1 and 2 pointed at pipes, one reader thread per pipe
+//! handing the bytes to the recorder, and the sync that finds a cell's end in-band.
+
+use super::process::{lock, runner};
+use super::recorder::Stream;
+use std::io::Write;
+use std::time::{Duration, Instant};
+
+/// Written by the runner at a cell's end; never recorded or printed.
+pub(super) const SYNC: &str = "TCHBOOK_EXPORT_SYNC ";
+/// How long a cell end waits for the pump to pass the sync line on.
+const SYNC_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// Points fds 1 and 2 at pipes read by this runner; keeps the real ones for the printed text.
+pub(super) fn capture_output() {
+    let runner = runner();
+    let _ = std::io::stdout().flush();
+    let _ = std::io::stderr().flush();
+    let mut real = [0; 2];
+    for (fd, stream) in [(1, Stream::Stdout), (2, Stream::Stderr)] {
+        let mut pipe = [0; 2];
+        // SAFETY: plain fd juggling on this process's own descriptors; on failure the stream
+        // stays as it is (its output is then printed but not recorded).
+        unsafe {
+            let saved = libc::dup(fd);
+            if saved < 0 || libc::pipe(pipe.as_mut_ptr()) != 0 {
+                eprintln!(
+                    "tchbook: could not capture {}; it is not recorded",
+                    stream.name()
+                );
+                real[stream as usize] = fd;
+                continue;
+            }
+            libc::fcntl(saved, libc::F_SETFD, libc::FD_CLOEXEC);
+            libc::fcntl(pipe[0], libc::F_SETFD, libc::FD_CLOEXEC);
+            libc::dup2(pipe[1], fd);
+            libc::close(pipe[1]);
+            real[stream as usize] = saved;
+        }
+        let read_fd = pipe[0];
+        std::thread::Builder::new()
+            .name(format!("tchbook-export-{}", stream.name()))
+            .spawn(move || read_loop(read_fd, stream))
+            .expect("spawning an output reader thread");
+    }
+    lock(runner).real = Some(real);
+}
+
+fn read_loop(fd: libc::c_int, stream: Stream) {
+    use std::io::Read;
+    use std::os::fd::FromRawFd;
+    let runner = runner();
+    // SAFETY: the read end of the runner's own pipe; this thread owns it from here on.
+    let mut pipe = unsafe { std::fs::File::from_raw_fd(fd) };
+    let mut buffer = vec![0u8; 64 * 1024];
+    loop {
+        let n = match pipe.read(&mut buffer) {
+            Ok(0) => return,
+            Ok(n) => n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(_) => return,
+        };
+        let mut recorder = lock(runner);
+        recorder.bytes(stream, &buffer[..n]);
+        drop(recorder);
+        runner.synced.notify_all();
+    }
+}
+
+/// Waits until everything written to fds 1 and 2 so far has been read: a sync line through
+/// stderr first (whose pump may flush a partial stderr line to stdout on the way), then one
+/// through stdout.
+pub(super) fn sync() {
+    let runner = runner();
+    let token = {
+        let mut state = runner.state();
+        state.sync_token += 1;
+        state.sync_token
+    };
+    for stream in [Stream::Stderr, Stream::Stdout] {
+        let _ = std::io::stdout().flush();
+        match stream {
+            Stream::Stdout => {
+                let mut out = std::io::stdout().lock();
+                let _ = writeln!(out, "{SYNC}{token}");
+                let _ = out.flush();
+            }
+            Stream::Stderr => {
+                let _ = writeln!(std::io::stderr().lock(), "{SYNC}{token}");
+            }
+        }
+        let deadline = Instant::now() + SYNC_TIMEOUT;
+        let mut recorder = lock(runner);
+        while recorder.synced[stream as usize] < token {
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                recorder.print(
+                    Stream::Stderr,
+                    "tchbook: the cell's output did not arrive within 30 s; its record may be incomplete\n",
+                );
+                break;
+            }
+            recorder = runner
+                .synced
+                .wait_timeout(recorder, left)
+                .unwrap_or_else(|e| e.into_inner())
+                .0;
+        }
+    }
+}

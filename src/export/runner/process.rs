@@ -1,0 +1,59 @@
+//! The process-wide runner: what the cells (on the main thread), the two reader threads, the
+//! panic hook and the interrupt watch share, each part behind its own lock.
+
+use super::recorder::Recorder;
+use super::Notebook;
+use std::sync::{Condvar, Mutex, MutexGuard, OnceLock};
+use std::time::Instant;
+
+pub(super) struct Runner {
+    pub(super) recorder: Mutex<Recorder>,
+    /// Notified whenever a reader thread has handled bytes (a sync line among them, perhaps).
+    pub(super) synced: Condvar,
+    pub(super) notebook: &'static Notebook,
+    pub(super) record: Option<std::path::PathBuf>,
+    pub(super) state: Mutex<CellState>,
+    /// The main-thread panic being unwound: message and location.
+    pub(super) panic: Mutex<Option<(String, String)>>,
+}
+
+/// The running cell and the `:` command settings.
+#[derive(Default)]
+pub(super) struct CellState {
+    pub(super) position: usize,
+    pub(super) started: Option<Instant>,
+    pub(super) timing: bool,
+    pub(super) pretty: bool,
+    pub(super) types: bool,
+    pub(super) sync_token: u64,
+}
+
+impl Runner {
+    pub(super) fn new(notebook: &'static Notebook, record: Option<std::path::PathBuf>) -> Self {
+        Runner {
+            recorder: Mutex::new(Recorder::default()),
+            synced: Condvar::new(),
+            notebook,
+            record,
+            state: Mutex::new(CellState::default()),
+            panic: Mutex::new(None),
+        }
+    }
+
+    /// The cell state; a panic while it was held does not make it unusable.
+    pub(super) fn state(&self) -> MutexGuard<'_, CellState> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+pub(super) static RUNNER: OnceLock<Runner> = OnceLock::new();
+
+pub(super) fn runner() -> &'static Runner {
+    RUNNER
+        .get()
+        .expect("tchbook_runner::run starts the notebook")
+}
+
+pub(super) fn lock(runner: &Runner) -> MutexGuard<'_, Recorder> {
+    runner.recorder.lock().unwrap_or_else(|e| e.into_inner())
+}

@@ -1,0 +1,304 @@
+//! The lines read from the runner's pipes, as the kernel reads the evaluation process's output:
+//! the prelude's live display lines (DEVELOPERS.md, "The live display line protocol"), evcxr's
+//! content blocks for a cell's final value, its input prompts, the runner's own sync lines, and
+//! everything else as stream text.
+
+use super::capture::SYNC;
+use super::recorder::{plain_text, Printed, Recorder, Shown, Stream};
+use serde_json::{json, Map, Value};
+use std::time::{Duration, Instant};
+
+/// The prelude's live display lines (its `runtime::PROTOCOL_PREFIX`).
+const DISPLAY: &str = "TCHBOOK_DISPLAY ";
+const BEGIN_CONTENT: &str = "EVCXR_BEGIN_CONTENT ";
+const END_CONTENT: &str = "EVCXR_END_CONTENT";
+const INPUT_REQUEST: &str = "EVCXR_INPUT_REQUEST";
+/// How often an updated display's text is printed again while its cell runs.
+const UPDATE_PRINT_INTERVAL: Duration = Duration::from_secs(10);
+
+impl Recorder {
+    /// Bytes read from the pipe of `stream`: complete lines are handled, the rest kept.
+    pub(super) fn bytes(&mut self, stream: Stream, bytes: &[u8]) {
+        let mut buffer = std::mem::take(&mut self.partial[stream as usize]);
+        buffer.extend_from_slice(bytes);
+        let mut start = 0;
+        while let Some(n) = buffer[start..].iter().position(|&b| b == b'\n') {
+            let line = String::from_utf8_lossy(&buffer[start..start + n]).into_owned();
+            self.line(stream, &line);
+            start += n + 1;
+        }
+        buffer.drain(..start);
+        self.partial[stream as usize] = buffer;
+    }
+
+    /// One complete line (without its newline) read from the runner's pipe for `stream`.
+    fn line(&mut self, stream: Stream, line: &str) {
+        // Content blocks come on stdout only; stderr (the sync line, too) may arrive meanwhile.
+        if stream == Stream::Stdout && self.block.is_some() {
+            self.block_line(line);
+            return;
+        }
+        if let Some(at) = line.find(SYNC) {
+            // Without the pump, an unfinished `print!` arrives glued to the sync line.
+            self.stream(stream, &line[..at]);
+            if let Ok(token) = line[at + SYNC.len()..].trim().parse::<u64>() {
+                self.synced[stream as usize] = token;
+            }
+            return;
+        }
+        if stream == Stream::Stdout {
+            if let Some(mime) = line.strip_prefix(BEGIN_CONTENT) {
+                self.block = Some((mime.trim().to_owned(), Vec::new()));
+                return;
+            }
+            if let Some(json) = line.strip_prefix(DISPLAY) {
+                if let Ok(Value::Object(message)) = serde_json::from_str::<Value>(json) {
+                    if self.protocol(message) {
+                        return;
+                    }
+                }
+            }
+            if let Some(rest) = line.strip_prefix(INPUT_REQUEST) {
+                // `input()`: the prompt goes to the terminal; the prelude reads stdin itself.
+                let prompt = rest.split_once(':').map_or("", |(_, p)| p);
+                self.print(Stream::Stdout, prompt);
+                return;
+            }
+        }
+        self.stream(stream, &format!("{line}\n"));
+    }
+
+    /// A stdout line inside an evcxr content block: its end keeps the block as the value's
+    /// text for its MIME type (a later block of the same type replaces it, as in evcxr).
+    fn block_line(&mut self, line: &str) {
+        if line != END_CONTENT {
+            if let Some((_, lines)) = &mut self.block {
+                lines.push(line.to_owned());
+            }
+            return;
+        }
+        let (mime, lines) = self.block.take().unwrap_or_default();
+        let content = lines.join("\n");
+        match self.value.iter_mut().find(|(m, _)| *m == mime) {
+            Some(slot) => slot.1 = content,
+            None => self.value.push((mime, content)),
+        }
+    }
+
+    /// A `TCHBOOK_DISPLAY` message; false when it is not one this runner knows (then the line is
+    /// kept as text, as the kernel keeps it).
+    fn protocol(&mut self, mut message: Map<String, Value>) -> bool {
+        let id = message
+            .get("display_id")
+            .and_then(Value::as_str)
+            .map(str::to_owned);
+        match message.get("op").and_then(Value::as_str) {
+            Some("display") => {
+                let data = object(&mut message, "data");
+                let metadata = object(&mut message, "metadata");
+                self.display(data, metadata, id);
+                true
+            }
+            Some("update") => {
+                let Some(id) = id else { return false };
+                let data = object(&mut message, "data");
+                let metadata = object(&mut message, "metadata");
+                self.update(data, metadata, id);
+                true
+            }
+            Some("clear") => {
+                if message.get("wait").and_then(Value::as_bool) == Some(true) {
+                    self.clear_pending = true;
+                } else {
+                    self.clear_now();
+                }
+                true
+            }
+            Some("stream") => {
+                let stream = match message.get("name").and_then(Value::as_str) {
+                    Some("stderr") => Stream::Stderr,
+                    _ => Stream::Stdout,
+                };
+                match message.get("text").and_then(Value::as_str) {
+                    Some(text) => {
+                        self.stream(stream, text);
+                        true
+                    }
+                    None => false,
+                }
+            }
+            _ => false,
+        }
+    }
+
+    /// A new display: printed, recorded, and remembered under its id for later updates.
+    fn display(&mut self, data: Value, metadata: Value, id: Option<String>) {
+        let text = plain_text(&data);
+        self.print(Stream::Stdout, &format!("{text}\n"));
+        let output = json!({"output_type": "display_data", "data": data, "metadata": metadata});
+        if let (Some(at), Some(id)) = (self.push_output(output), id) {
+            let cell = self.cells.len() - 1;
+            self.displays.insert(id.clone(), Shown { cell, output: at });
+            self.printed.insert(
+                id,
+                Printed {
+                    last: Some(Instant::now()),
+                    text,
+                    pending: None,
+                },
+            );
+        }
+    }
+
+    /// An update of the display `id`: replaced in the record; its text printed again when it
+    /// changed and `UPDATE_PRINT_INTERVAL` has passed, else kept for the cell's end.
+    fn update(&mut self, data: Value, metadata: Value, id: String) {
+        let text = plain_text(&data);
+        let shown = self.displays.get(&id).copied();
+        let output = shown.and_then(|shown| {
+            self.cells
+                .get_mut(shown.cell)
+                .and_then(|c| c.outputs.get_mut(shown.output))
+        });
+        if let Some(output) = output {
+            output["data"] = data;
+            output["metadata"] = metadata;
+        }
+        let printed = self.printed.entry(id).or_default();
+        let due = printed
+            .last
+            .is_none_or(|at| at.elapsed() >= UPDATE_PRINT_INTERVAL);
+        if due && text != printed.text {
+            printed.last = Some(Instant::now());
+            printed.text = text.clone();
+            printed.pending = None;
+            self.print(Stream::Stdout, &format!("{text}\n"));
+        } else if text != printed.text {
+            printed.pending = Some(text);
+        }
+    }
+}
+
+/// The object under `key` in a message (taken out of it), or an empty one.
+fn object(message: &mut Map<String, Value>, key: &str) -> Value {
+    match message.remove(key) {
+        Some(Value::Object(map)) => Value::Object(map),
+        _ => Value::Object(Map::new()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn null() -> libc::c_int {
+        use std::os::fd::IntoRawFd;
+        let file = std::fs::OpenOptions::new().write(true).open("/dev/null");
+        file.expect("/dev/null").into_raw_fd()
+    }
+
+    fn recorder_with_cell() -> Recorder {
+        let mut recorder = Recorder {
+            real: Some([null(), null()]), // printed text goes nowhere in tests
+            ..Recorder::default()
+        };
+        recorder.begin(3, "h", 1);
+        recorder
+    }
+
+    fn lines(recorder: &mut Recorder, text: &str) {
+        recorder.bytes(Stream::Stdout, text.as_bytes());
+    }
+
+    #[test]
+    fn streams_coalesce_and_displays_update_in_place() {
+        let mut r = recorder_with_cell();
+        lines(&mut r, "epoch 1\nepoch 2\n");
+        lines(
+            &mut r,
+            "TCHBOOK_DISPLAY {\"op\":\"display\",\"data\":{\"text/plain\":\"0%\"},\"metadata\":{},\"display_id\":\"p\"}\n",
+        );
+        lines(
+            &mut r,
+            "TCHBOOK_DISPLAY {\"op\":\"update\",\"data\":{\"text/plain\":\"100%\"},\"metadata\":{},\"display_id\":\"p\"}\n",
+        );
+        lines(
+            &mut r,
+            "TCHBOOK_DISPLAY {\"op\":\"stream\",\"name\":\"stdout\",\"text\":\"done\"}\n",
+        );
+        let outputs = &r.cells[0].outputs;
+        assert_eq!(outputs.len(), 3, "{outputs:?}");
+        assert_eq!(outputs[0]["text"], "epoch 1\nepoch 2\n");
+        assert_eq!(outputs[1]["output_type"], "display_data");
+        assert_eq!(outputs[1]["data"]["text/plain"], "100%");
+        assert_eq!(outputs[2]["text"], "done");
+    }
+
+    #[test]
+    fn a_final_value_becomes_the_execute_result_after_took() {
+        let mut r = recorder_with_cell();
+        lines(
+            &mut r,
+            "EVCXR_BEGIN_CONTENT text/plain\nline 1\nline 2\nEVCXR_END_CONTENT\n\
+             EVCXR_BEGIN_CONTENT application/vnd.tchbook.x+json\n{\"n\":1}\nEVCXR_END_CONTENT\n",
+        );
+        r.end(Some(Duration::from_millis(12)));
+        let outputs = &r.cells[0].outputs;
+        assert_eq!(outputs[0]["text"], "Took 12ms\n");
+        assert_eq!(outputs[1]["output_type"], "execute_result");
+        assert_eq!(outputs[1]["execution_count"], 1);
+        assert_eq!(outputs[1]["data"]["text/plain"], "line 1\nline 2");
+        assert_eq!(outputs[1]["data"]["application/vnd.tchbook.x+json"]["n"], 1);
+    }
+
+    #[test]
+    fn unit_values_are_not_shown_and_clear_waits_for_the_next_output() {
+        let mut r = recorder_with_cell();
+        lines(
+            &mut r,
+            "old\nTCHBOOK_DISPLAY {\"op\":\"clear\",\"wait\":true}\n",
+        );
+        assert_eq!(r.cells[0].outputs.len(), 1);
+        lines(
+            &mut r,
+            "new\nEVCXR_BEGIN_CONTENT text/plain\n()\nEVCXR_END_CONTENT\n",
+        );
+        r.end(None);
+        let outputs = &r.cells[0].outputs;
+        assert_eq!(outputs.len(), 1, "{outputs:?}");
+        assert_eq!(outputs[0]["text"], "new\n");
+    }
+
+    #[test]
+    fn sync_lines_split_from_a_partial_line_and_are_never_recorded() {
+        let mut r = recorder_with_cell();
+        lines(&mut r, "50%TCHBOOK_EXPORT_SYNC 7\n");
+        r.bytes(Stream::Stderr, b"TCHBOOK_EXPORT_SYNC 7\n");
+        assert_eq!(r.synced, [7, 7]);
+        assert_eq!(r.cells[0].outputs.len(), 1);
+        assert_eq!(r.cells[0].outputs[0]["text"], "50%");
+    }
+
+    #[test]
+    fn stderr_lines_do_not_enter_a_value_being_read() {
+        let mut r = recorder_with_cell();
+        lines(&mut r, "EVCXR_BEGIN_CONTENT text/plain\n42\n");
+        r.bytes(Stream::Stderr, b"TCHBOOK_EXPORT_SYNC 3\nwarning\n");
+        lines(&mut r, "EVCXR_END_CONTENT\n");
+        r.end(None);
+        assert_eq!(r.synced[Stream::Stderr as usize], 3);
+        let outputs = &r.cells[0].outputs;
+        assert_eq!(outputs[0]["text"], "warning\n");
+        assert_eq!(outputs[1]["data"]["text/plain"], "42");
+    }
+
+    #[test]
+    fn unknown_protocol_lines_stay_text() {
+        let mut r = recorder_with_cell();
+        lines(&mut r, "TCHBOOK_DISPLAY {\"op\":\"dance\"}\n");
+        assert_eq!(
+            r.cells[0].outputs[0]["text"],
+            "TCHBOOK_DISPLAY {\"op\":\"dance\"}\n"
+        );
+    }
+}
