@@ -1,0 +1,39 @@
+"""tchbook: a Jupyter kernel for GPU tensor notebooks in Rust, and `%%rust` cells for Python ones.
+
+The wheel carries the `tchbook` binary (on PATH once installed; `python -m tchbook install
+--user` installs its kernelspec and pre-builds the prelude). In an IPython kernel,
+
+    %load_ext tchbook
+
+starts this notebook's Rust kernel and adds `%%rust` (a Rust cell), `%rust EXPR`,
+`%rust_restart` and `%rust_status`; see `tchbook.bridge` for what is forwarded and how.
+"""
+from __future__ import annotations
+
+from .bridge import RustError, RustInterrupt, RustKernel, RustKernelDied, RustValue
+
+__all__ = ["RustError", "RustInterrupt", "RustKernel", "RustKernelDied", "RustValue", "kernel"]
+
+_kernel: RustKernel | None = None
+
+
+def kernel() -> RustKernel:
+    """This Python process's Rust kernel (one per Python kernel), made on first use."""
+    global _kernel
+    if _kernel is None:
+        _kernel = RustKernel()
+    return _kernel
+
+
+def load_ipython_extension(ipython) -> None:
+    from .magics import RustMagics
+
+    rust = kernel()
+    ipython.register_magics(RustMagics(ipython, rust))
+    # Started now rather than in the first cell: the kernel's start overlaps the user's typing.
+    rust.ensure()
+
+
+def unload_ipython_extension(ipython) -> None:
+    if _kernel is not None:
+        _kernel.shutdown()
