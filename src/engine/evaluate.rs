@@ -1,0 +1,335 @@
+//! One cell through evcxr: the cell's `:` commands rewritten, its input requests passed on, and
+//! what its outcome means for the user (a value, a table, a compile error, a lost process).
+
+use super::commands::{rewrite_commands, Listing, PlainFormat, Rewritten};
+use super::diagnostics::{describe_evcxr_error, diagnostic};
+use super::interrupt::kill_process_group;
+use super::pump::PumpMessage;
+use super::startup::PANIC_HOOK;
+use super::{CellError, CellValue, Event, Finished, Interrupter, Table};
+use crate::cache;
+use crate::completion::{self, Prepared, Source};
+use crossbeam_channel::Sender;
+use evcxr::{CommandContext, EvalCallbacks, EvalOutputs};
+use std::collections::BTreeSet;
+use std::path::PathBuf;
+use std::time::Instant;
+
+/// What the engine thread owns: evcxr's context and what it knows of the evaluation process.
+pub(super) struct State {
+    pub(super) context: CommandContext,
+    pub(super) pump: Sender<PumpMessage>,
+    interrupter: Interrupter,
+    pub(super) prelude_loaded: bool,
+    /// How std values are shown (`:fmt`, `:types`); the prelude's `PlainDisplay` follows it.
+    plain_format: PlainFormat,
+    cells: u64,
+    child_pid: u32,
+    /// Where cells are built, to tell a full disk from a real build failure.
+    build_dir: PathBuf,
+}
+
+impl State {
+    pub(super) fn new(
+        context: CommandContext,
+        pump: Sender<PumpMessage>,
+        interrupter: Interrupter,
+        build_dir: PathBuf,
+    ) -> State {
+        let child_pid = context.process_handle().lock().unwrap().id();
+        State {
+            context,
+            pump,
+            interrupter,
+            prelude_loaded: false,
+            plain_format: PlainFormat::default(),
+            cells: 0,
+            child_pid,
+            build_dir,
+        }
+    }
+
+    pub(super) fn install_panic_hook(&mut self) {
+        if let Err(error) = self.context.execute(PANIC_HOOK) {
+            tracing::error!("installing the panic hook failed: {error}");
+        }
+    }
+
+    /// After the evaluation process restarted (crash, kill, `:restart`, `:clear`), the new
+    /// process needs the prelude's runtime and the panic hook again.
+    fn reattach(&mut self) {
+        let code = if self.prelude_loaded {
+            format!(
+                "{PANIC_HOOK}\ntchbook_prelude::runtime::attach();\n{}",
+                self.plain_format.prelude_call()
+            )
+        } else {
+            PANIC_HOOK.to_owned()
+        };
+        if let Err(error) = self.context.execute(&code) {
+            tracing::error!("re-attaching the runtime failed: {error}");
+        }
+    }
+
+    fn variables(&self) -> BTreeSet<String> {
+        self.context
+            .variables_and_types()
+            .map(|(name, _)| name.to_owned())
+            .collect()
+    }
+
+    pub(super) fn execute(&mut self, code: &str, allow_stdin: bool) -> Finished {
+        self.cells += 1;
+        let before = self.variables();
+        let pump = self.pump.clone();
+        // evcxr does not export its `InputRequest` type; the closure's parameter type comes
+        // from the field it is written into.
+        let mut callbacks = EvalCallbacks {
+            input_reader: &move |request| {
+                if !allow_stdin {
+                    return String::new();
+                }
+                let (reply, answer) = crossbeam_channel::bounded(1);
+                let _ = pump.send(PumpMessage::Event(Event::Input {
+                    prompt: request.prompt,
+                    password: request.is_password,
+                    reply,
+                }));
+                answer.recv().unwrap_or_default()
+            },
+        };
+        let code = rewrite_commands(code);
+        self.interrupter.begin(self.cells);
+        let started = Instant::now();
+        let result = self
+            .context
+            .execute_with_callbacks(&code.code, &mut callbacks);
+        let interrupted = self.interrupter.end();
+        if let Ok(outputs) = &result {
+            let phases: Vec<String> = outputs
+                .phases
+                .iter()
+                .map(|p| format!("{} {:.0?}", p.name, p.duration))
+                .collect();
+            tracing::debug!(
+                "cell {} took {:.0?}: {}",
+                self.cells,
+                started.elapsed(),
+                phases.join(", ")
+            );
+        }
+        release_freed_memory();
+        let source = self.context.last_source().ok();
+        let outcome = match result {
+            Ok(outputs) => Ok(self.value(outputs, &code)),
+            Err(error) => Err(self.error(error, &before, interrupted)),
+        };
+        let outcome = self.after_cell(outcome, &code.code);
+        Finished { outcome, source }
+    }
+
+    /// A cell's value: its MIME bundle, or the table `:help` and `:vars` become.
+    fn value(&self, outputs: EvalOutputs, code: &Rewritten) -> CellValue {
+        if !outputs.lost_on_panic.is_empty() {
+            // Values the cell's panic (an interrupt) dropped: said, never silent.
+            let note = lost_on_panic_note(&outputs.lost_on_panic);
+            let _ = self.pump.send(PumpMessage::Event(Event::Stderr(note)));
+        }
+        let mut mime: Vec<(String, String)> = outputs.content_by_mime_type.into_iter().collect();
+        mime.sort();
+        let table = code.listing.map(|listing| match listing {
+            Listing::Help => Table::help(
+                mime.iter()
+                    .find(|(kind, _)| kind == "text/plain")
+                    .map_or("", |(_, text)| text.as_str()),
+            ),
+            Listing::Vars => Table::variables(self.context.variables_and_types()),
+        });
+        CellValue {
+            mime,
+            table,
+            timing: outputs.timing,
+        }
+    }
+
+    /// What evcxr's error means for the user; a dead evaluation process takes what its cells
+    /// started with it, and the variables it held are named.
+    fn error(
+        &self,
+        error: evcxr::Error,
+        before: &BTreeSet<String>,
+        interrupted: bool,
+    ) -> CellError {
+        let error = match error {
+            evcxr::Error::CompilationErrors(errors) => {
+                CellError::Compile(errors.iter().map(diagnostic).collect())
+            }
+            evcxr::Error::SubprocessTerminated(message) => {
+                // What the dead process's cells started goes with it, now (evcxr may start
+                // the next process only with the next cell).
+                kill_process_group(self.child_pid);
+                let after = self.variables();
+                let lost = before.difference(&after).cloned().collect();
+                if interrupted {
+                    CellError::Interrupted { lost }
+                } else {
+                    CellError::Crashed { message, lost }
+                }
+            }
+            error => CellError::Failed(describe_evcxr_error(&error)),
+        };
+        // A full disk makes builds fail in ways that do not say so (the linker dies with a bus
+        // error when the file it maps cannot grow): say it first.
+        let low_space = matches!(error, CellError::Compile(_) | CellError::Failed(_))
+            .then(|| cache::low_space_problem(&self.build_dir))
+            .flatten();
+        match (&error, low_space) {
+            (CellError::Compile(diagnostics), Some(problem)) => {
+                let rendered: Vec<&str> = diagnostics.iter().map(|d| d.rendered.as_str()).collect();
+                CellError::Failed(format!("{problem}\n\n{}", rendered.join("\n")))
+            }
+            (CellError::Failed(message), Some(problem)) => {
+                CellError::Failed(format!("{problem}\n\n{message}"))
+            }
+            _ => error,
+        }
+    }
+
+    /// What follows any cell: `:fmt`/`:types` passed to the prelude, the build directory's
+    /// sizes recorded after a `:dep`, and a replaced evaluation process set up again.
+    fn after_cell(
+        &mut self,
+        outcome: Result<CellValue, CellError>,
+        code: &str,
+    ) -> Result<CellValue, CellError> {
+        let outcome = outcome.map(|mut value| {
+            if let Some(note) = self.follow_format_commands(code) {
+                for (kind, text) in value.mime.iter_mut() {
+                    if kind == "text/plain" {
+                        text.push_str(&note);
+                    }
+                }
+            }
+            value
+        });
+        if outcome.is_ok()
+            && code
+                .lines()
+                .any(|line| line.trim_start().starts_with(":dep"))
+        {
+            // cargo rebuilt dependencies in place: record their sizes anew (`cache::verify`).
+            if let Err(error) = cache::write_manifest(&self.build_dir) {
+                tracing::warn!("recording the build directory's files: {error:#}");
+            }
+        }
+        let pid = self.context.process_handle().lock().unwrap().id();
+        if pid != self.child_pid {
+            // The evaluation process was replaced (a crash, the kill after an interrupt,
+            // `:restart`, `:clear`): what its cells started goes with it.
+            kill_process_group(self.child_pid);
+            self.child_pid = pid;
+            self.reattach();
+        }
+        outcome
+    }
+
+    /// After a cell with `:fmt` or `:types` ran: tells the prelude, whose `PlainDisplay` shows
+    /// std values in place of evcxr's fallback. Returns a note for formats it cannot follow.
+    fn follow_format_commands(&mut self, code: &str) -> Option<String> {
+        let format = self.plain_format.after(code);
+        if format == self.plain_format {
+            return None;
+        }
+        self.plain_format = format;
+        if self.prelude_loaded {
+            if let Err(error) = self.context.execute(&self.plain_format.prelude_call()) {
+                tracing::warn!("passing the output format to the prelude failed: {error}");
+            }
+        }
+        (!self.plain_format.followed()).then(|| {
+            format!(
+                "(std values such as numbers, strings and Vec keep {{:?}}; {} applies to your own types)\n",
+                self.plain_format.format
+            )
+        })
+    }
+
+    /// evcxr's shaping of the cell for rust-analyzer, and the variables with their types. The
+    /// analysis itself runs in the analyzer process (`completion`), never on this thread.
+    pub(super) fn prepare_completion(&mut self, code: &str, position: usize) -> Prepared {
+        let context = &mut self.context;
+        let prepared = guarded("preparing a completion", || {
+            context.completion_source(code, position)
+        });
+        match prepared {
+            Some(evcxr::CompletionSource::Commands(found)) => {
+                Prepared::Answered(completion::Completions {
+                    matches: found
+                        .completions
+                        .into_iter()
+                        .map(|c| completion::Match {
+                            text: c.code,
+                            kind: c.kind.to_owned(),
+                        })
+                        .collect(),
+                    start: found.start_offset,
+                    end: found.end_offset,
+                })
+            }
+            Some(evcxr::CompletionSource::Rust(source)) => Prepared::Rust {
+                source: source.into(),
+                variables: self
+                    .context
+                    .variables_and_types()
+                    .map(|(name, ty)| (name.to_owned(), ty.to_owned()))
+                    .collect(),
+            },
+            None => Prepared::Unavailable,
+        }
+    }
+
+    pub(super) fn prepare_hover(&mut self, code: &str, position: usize) -> Option<Source> {
+        let context = &mut self.context;
+        guarded("preparing a hover", || context.hover_source(code, position)).map(Source::from)
+    }
+}
+
+/// Runs an evcxr call that only reshapes text, logging its error or panic: neither may end the
+/// engine thread, which owns the notebook's variables.
+fn guarded<T>(what: &str, call: impl FnOnce() -> anyhow::Result<T>) -> Option<T> {
+    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(call)) {
+        Ok(Ok(value)) => Some(value),
+        Ok(Err(error)) => {
+            tracing::warn!("{what}: {error:#}");
+            None
+        }
+        Err(_) => {
+            tracing::error!("{what}: evcxr panicked (see the message above)");
+            None
+        }
+    }
+}
+
+/// rust-analyzer (inside evcxr) allocates hundreds of MB while analysing a cell and frees
+/// most of it; glibc keeps freed pages mapped unless asked. Returning them keeps the idle
+/// kernel small.
+pub(super) fn release_freed_memory() {
+    // SAFETY: malloc_trim only releases free heap memory.
+    unsafe {
+        libc::malloc_trim(0);
+    }
+}
+
+/// What the user is told when a cell that stopped early (a panic, an interrupt) had declared
+/// existing variables again in a way that kept the old values from being put back.
+fn lost_on_panic_note(lost: &[String]) -> String {
+    let names = lost
+        .iter()
+        .map(|name| format!("`{name}`"))
+        .collect::<Vec<_>>()
+        .join(", ");
+    format!(
+        "Lost: {names} (declared again by this cell, which stopped before the new value was \
+         stored; the old value was used by the cell, so it could not be put back)."
+    )
+}

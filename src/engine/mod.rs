@@ -1,0 +1,297 @@
+//! The evaluation engine: evcxr's `CommandContext` on a thread of its own.
+//!
+//! evcxr's calls block (a cell compiles, then runs in the evaluation process while evcxr reads
+//! its stdout), so the engine lives on a dedicated thread and talks to the async kernel through
+//! channels. It knows nothing of Jupyter: it reports [`Event`]s made of plain Rust values.
+//!
+//! Ordering: evcxr forwards every ordinary stdout line of a running cell through a channel and,
+//! before `execute` returns, waits until that channel is empty. A second thread, the pump,
+//! reads those lines and the engine's own messages; when the engine reports a finished cell the
+//! pump first drains every line still queued, so [`Event::Finished`] is always the last event
+//! of its cell.
+//!
+//! One file per job:
+//! - this file: the values the engine reports and the async side's [`Engine`] handle, with the
+//!   engine thread's request loop;
+//! - `interrupt`: SIGINT, then SIGKILL after the grace period; the evaluation process's group;
+//!   the parent watch;
+//! - `pump`: the thread that orders output lines before each cell's end;
+//! - `startup`: the build directory, the evaluation process and the start-up cell;
+//! - `evaluate`: one cell through evcxr, and what its outcome means;
+//! - `commands`: tchbook's own `:` commands (`:timeit`, `:help` and `:vars` as tables, `:fmt`);
+//! - `diagnostics`: evcxr's compile errors as plain [`Diagnostic`] values.
+
+mod commands;
+mod diagnostics;
+mod evaluate;
+mod interrupt;
+mod pump;
+mod startup;
+
+pub(crate) use commands::timeit_code;
+pub use commands::Table;
+pub use interrupt::{exit_with_parent, Interrupter};
+
+use crate::cache::BuildCache;
+use crate::completion::{Prepared, Source};
+use crossbeam_channel::{unbounded, Receiver, Sender};
+use evaluate::State;
+use pump::{pump, PumpMessage};
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+use tokio::sync::{mpsc, oneshot};
+
+/// How the engine is set up.
+pub struct EngineOptions {
+    /// The evcxr build directory this kernel owns (`EVCXR_TMPDIR` must already name it).
+    pub build_dir: PathBuf,
+    /// Where a fresh build directory is seeded from, and where the first full build is kept.
+    pub cache: Option<BuildCache>,
+    /// The prelude crate's directory and stamp, or why it cannot be loaded (libtorch missing).
+    pub prelude: Result<(PathBuf, String), String>,
+    /// libtorch's `lib/` directory, put on the evaluation process's loader path.
+    pub libtorch_lib: Option<PathBuf>,
+    /// How long an interrupted cell may take to end by itself before the evaluation process
+    /// is killed.
+    pub interrupt_grace: Duration,
+    /// Optimisation level for cells (dependencies are always built at 2).
+    pub cell_opt_level: String,
+}
+
+/// What the engine reports, in order.
+#[derive(Debug)]
+pub enum Event {
+    /// The engine is ready (or could not start; then every cell fails with `warning`).
+    Started(Startup),
+    /// One line the evaluation process printed to stdout (without its newline).
+    Stdout(String),
+    /// One line the evaluation process printed to stderr.
+    Stderr(String),
+    /// The running cell reads input; answer through `reply`.
+    Input {
+        prompt: String,
+        password: bool,
+        reply: Sender<String>,
+    },
+    /// The running cell ended. Always the last event of its cell.
+    Finished(Finished),
+}
+
+#[derive(Debug, Clone)]
+pub struct Startup {
+    /// Something the user must be told with the first cell (e.g. libtorch missing).
+    pub warning: Option<String>,
+    /// Whether cells can run at all.
+    pub usable: bool,
+    /// `tch::Cuda::device_count()` as the evaluation process saw it.
+    pub cuda_devices: Option<usize>,
+    pub elapsed: Duration,
+}
+
+#[derive(Debug)]
+pub struct Finished {
+    pub outcome: Result<CellValue, CellError>,
+    /// The generated source of the last compiled cell, to show the line a panic points at.
+    pub source: Option<String>,
+}
+
+/// A cell's final value, one string per MIME type, and its timing when `:timing` is on.
+#[derive(Debug, Default)]
+pub struct CellValue {
+    pub mime: Vec<(String, String)>,
+    /// Set for `:help` and `:vars`, whose answer the front end shows as a table.
+    pub table: Option<Table>,
+    pub timing: Option<Duration>,
+}
+
+#[derive(Debug)]
+pub enum CellError {
+    /// The cell did not compile.
+    Compile(Vec<Diagnostic>),
+    /// The cell was interrupted and did not end within the grace period, so the evaluation
+    /// process was restarted.
+    Interrupted { lost: Vec<String> },
+    /// The evaluation process died (segfault, abort, exit) and was restarted.
+    Crashed { message: String, lost: Vec<String> },
+    /// Anything else evcxr reports (bad `:` command, failed `:dep`, ...).
+    Failed(String),
+}
+
+/// A rustc diagnostic, with spans in the cell's own lines and columns (1-based, in chars).
+#[derive(Debug, Clone)]
+pub struct Diagnostic {
+    pub level: String,
+    pub code: Option<String>,
+    pub message: String,
+    pub spans: Vec<DiagnosticSpan>,
+    pub help: Vec<String>,
+    /// rustc's own rendering, for errors without a span in the cell.
+    pub rendered: String,
+}
+
+#[derive(Debug, Clone)]
+pub struct DiagnosticSpan {
+    pub start_line: usize,
+    pub start_column: usize,
+    pub end_line: usize,
+    pub end_column: usize,
+    pub label: String,
+    pub primary: bool,
+}
+
+/// The `use` line that puts the prelude in scope in every cell (the start-up cell runs it).
+pub const PRELUDE_IMPORT: &str = "use tchbook_prelude::prelude::*;";
+
+enum Request {
+    Execute {
+        code: String,
+        allow_stdin: bool,
+    },
+    Complete {
+        code: String,
+        position: usize,
+        reply: oneshot::Sender<Prepared>,
+    },
+    Inspect {
+        code: String,
+        position: usize,
+        reply: oneshot::Sender<Option<Source>>,
+    },
+}
+
+/// The async side's handle on the engine.
+pub struct Engine {
+    requests: Sender<Request>,
+    /// Events in order; only the shell loop reads them.
+    pub events: mpsc::UnboundedReceiver<Event>,
+    pub interrupter: Interrupter,
+}
+
+impl Engine {
+    pub fn spawn(options: EngineOptions) -> Engine {
+        let (request_tx, request_rx) = unbounded();
+        let (pump_tx, pump_rx) = unbounded();
+        let (event_tx, event_rx) = mpsc::unbounded_channel();
+        let interrupter = Interrupter::new(options.interrupt_grace);
+        std::thread::Builder::new()
+            .name("tchbook-pump".into())
+            .spawn(move || pump(pump_rx, event_tx))
+            .expect("spawning the output pump");
+        let engine_interrupter = interrupter.clone();
+        std::thread::Builder::new()
+            .name("tchbook-engine".into())
+            .spawn(move || run(options, request_rx, pump_tx, engine_interrupter))
+            .expect("spawning the engine thread");
+        Engine {
+            requests: request_tx,
+            events: event_rx,
+            interrupter,
+        }
+    }
+
+    /// Starts a cell; its events follow on [`Engine::events`], ending with `Finished`.
+    pub fn execute(&self, code: String, allow_stdin: bool) {
+        let _ = self.requests.send(Request::Execute { code, allow_stdin });
+    }
+
+    /// What rust-analyzer must be given to complete at byte offset `position` (evcxr wraps the
+    /// cell with the notebook's variables and items), or evcxr's own answer for `:` commands.
+    pub async fn prepare_completion(&self, code: String, position: usize) -> Prepared {
+        let (reply, answer) = oneshot::channel();
+        let _ = self.requests.send(Request::Complete {
+            code,
+            position,
+            reply,
+        });
+        answer.await.unwrap_or(Prepared::Unavailable)
+    }
+
+    /// What rust-analyzer must be given for the documentation of the name ending at byte
+    /// offset `position`.
+    pub async fn prepare_hover(&self, code: String, position: usize) -> Option<Source> {
+        let (reply, answer) = oneshot::channel();
+        let _ = self.requests.send(Request::Inspect {
+            code,
+            position,
+            reply,
+        });
+        answer.await.ok().flatten()
+    }
+}
+
+/// The engine thread: starts evcxr and the evaluation process, then serves requests in order.
+fn run(
+    options: EngineOptions,
+    requests: Receiver<Request>,
+    pump: Sender<PumpMessage>,
+    interrupter: Interrupter,
+) {
+    let started = Instant::now();
+    let (mut state, startup) = match startup::start(&options, &pump, &interrupter) {
+        Ok((state, mut startup)) => {
+            startup.elapsed = started.elapsed();
+            (Some(state), startup)
+        }
+        Err(error) => (
+            None,
+            Startup {
+                warning: Some(format!("The evaluation engine could not start: {error:#}")),
+                usable: false,
+                cuda_devices: None,
+                elapsed: started.elapsed(),
+            },
+        ),
+    };
+    tracing::info!("engine started in {:.2?}", startup.elapsed);
+    let failure = startup.warning.clone().unwrap_or_default();
+    let _ = pump.send(PumpMessage::Event(Event::Started(startup)));
+    while let Ok(request) = requests.recv() {
+        match &mut state {
+            Some(state) => serve(state, request),
+            None => refuse(request, &pump, &failure),
+        }
+    }
+}
+
+fn serve(state: &mut State, request: Request) {
+    match request {
+        Request::Execute { code, allow_stdin } => {
+            let finished = state.execute(&code, allow_stdin);
+            let _ = state
+                .pump
+                .send(PumpMessage::Event(Event::Finished(finished)));
+        }
+        Request::Complete {
+            code,
+            position,
+            reply,
+        } => {
+            let _ = reply.send(state.prepare_completion(&code, position));
+        }
+        Request::Inspect {
+            code,
+            position,
+            reply,
+        } => {
+            let _ = reply.send(state.prepare_hover(&code, position));
+        }
+    }
+}
+
+/// An engine that could not start answers every cell with why.
+fn refuse(request: Request, pump: &Sender<PumpMessage>, failure: &str) {
+    match request {
+        Request::Execute { .. } => {
+            let _ = pump.send(PumpMessage::Event(Event::Finished(Finished {
+                outcome: Err(CellError::Failed(failure.to_owned())),
+                source: None,
+            })));
+        }
+        Request::Complete { reply, .. } => {
+            let _ = reply.send(Prepared::Unavailable);
+        }
+        Request::Inspect { reply, .. } => {
+            let _ = reply.send(None);
+        }
+    }
+}
