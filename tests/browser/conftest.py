@@ -103,8 +103,11 @@ def lab(lab_root, tmp_path_factory):
     home = tmp_path_factory.mktemp("lab-home")
     write_settings(home / "settings")
     port, token = free_port(), secrets.token_hex(16)
+    # Kernelspecs a test adds go to `server.jupyter_path / "kernels"` (tests/browser/test_hosted.py).
+    jupyter_path = home / "jupyter-path"
     env = dict(os.environ, JUPYTER_CONFIG_DIR=str(home / "config"),
-               JUPYTER_RUNTIME_DIR=str(home / "runtime"))
+               JUPYTER_RUNTIME_DIR=str(home / "runtime"),
+               JUPYTER_PATH=os.pathsep.join(p for p in [str(jupyter_path), os.environ.get("JUPYTER_PATH", "")] if p))
     log_path = home / "jupyterlab.log"
     log = log_path.open("wb")
     proc = subprocess.Popen(
@@ -138,6 +141,7 @@ def lab(lab_root, tmp_path_factory):
                     f"`cargo build --release -p tchbook && target/release/tchbook install --sys-prefix` "
                     f"with this Python's environment active (scripts/test does this)")
     server.log_tail = log_tail
+    server.jupyter_path = jupyter_path
     yield server
     proc.terminate()  # JupyterLab shuts its kernels down on SIGTERM
     try:

@@ -44,6 +44,8 @@ class Lab:
         self.token = token
         self.root = root
         self.log_tail = lambda: ""
+        # A folder on the server's JUPYTER_PATH: a test may add kernelspecs under its kernels/.
+        self.jupyter_path: Path | None = None
 
     def url(self, path: str) -> str:
         sep = "&" if "?" in path else "?"
