@@ -1,0 +1,414 @@
+"""The hosted-notebook path (python/, README "Hosted notebooks"): the wheel, and `%%rust` cells in a
+Python notebook, as a Colab or JupyterHub user gets them.
+
+The wheel is the one scripts/test built with the README's command (its path in $TCHBOOK_WHEEL), or
+else is built here once per session the same way (with --no-build-isolation, so the maturin pinned
+in scripts/requirements.txt builds it). It is installed into a fresh venv that holds
+only the wheel, what pip installs with it, and ipykernel (which every hosted Python notebook has).
+torch comes from the tooling venv through a folder holding just a link to its `torch/` package,
+so the 4.6 GB wheel is not copied again. A kernelspec `python3-tchbook-wheel` in a temporary
+JUPYTER_PATH entry starts that venv's ipykernel, and `tests/hosted/rust-cells.ipynb` runs on it
+with nbclient, acting as a front end with an input box (nbclient itself has none) that records
+every message the Python kernel sends, per cell, in order. `notebooks/colab-setup.ipynb` runs on
+it too, without its installation cells (tagged `install`).
+
+The Rust kernel behind the bridge is the wheel's binary; its build cache is the usual one
+(`tchbook install`, which scripts/test runs first, fills it), so no cell compiles tch.
+"""
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+import zipfile
+from pathlib import Path
+
+import nbformat
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+NOTEBOOK = ROOT / "tests" / "hosted" / "rust-cells.ipynb"
+COLAB = ROOT / "notebooks" / "colab-setup.ipynb"
+KERNEL = "python3-tchbook-wheel"
+CELL_TIMEOUT_S = 900
+# What the notebook's input cell is answered with.
+NAME = "Ada"
+ANSI = re.compile(r"\x1b\[[0-9;]*m")
+
+
+def run(cmd: list[str], **kwargs) -> subprocess.CompletedProcess:
+    done = subprocess.run(cmd, capture_output=True, text=True, **kwargs)
+    assert done.returncode == 0, f"{' '.join(map(str, cmd))} failed ({done.returncode}):\n{done.stdout}\n{done.stderr}"
+    return done
+
+
+# --- the wheel, and a fresh venv with it -------------------------------------------------------
+
+@pytest.fixture(scope="session")
+def wheel(tmp_path_factory) -> Path:
+    built = os.environ.get("TCHBOOK_WHEEL")
+    if built:
+        assert Path(built).is_file(), f"TCHBOOK_WHEEL names {built}, which is not a file"
+        return Path(built)
+    # Building here relinks the kernel binary, stripped, in place of target/release/tchbook
+    # (cargo rustc uplifts it): no kernel started from that path must be running meanwhile.
+    out = tmp_path_factory.mktemp("wheel")
+    run([sys.executable, "-m", "pip", "wheel", "--no-build-isolation", "--no-deps", "./python",
+         "-w", str(out)], cwd=ROOT)
+    wheels = list(out.glob("tchbook-*.whl"))
+    assert len(wheels) == 1, f"expected one tchbook wheel in {out}, found {wheels}"
+    return wheels[0]
+
+
+@pytest.fixture(scope="session")
+def hosted(tmp_path_factory, wheel) -> dict:
+    """A fresh venv with the wheel and ipykernel, its kernelspec, and where they are."""
+    base = tmp_path_factory.mktemp("hosted")
+    venv = base / "venv"
+    run([sys.executable, "-m", "venv", str(venv)])
+    python = venv / "bin" / "python"
+    ipykernel = next(line for line in (ROOT / "scripts" / "requirements.txt").read_text().splitlines()
+                     if line.startswith("ipykernel=="))
+    run([str(python), "-m", "pip", "install", "--quiet", "--disable-pip-version-check", str(wheel), ipykernel])
+    # torch, and nothing else of the tooling venv: a folder with one link, on the venv's path.
+    import torch as _unused  # noqa: F401  (the tooling venv has it: scripts/env.sh)
+    torch_dir = Path(_unused.__file__).parent
+    torch_only = base / "torch-only"
+    torch_only.mkdir()
+    (torch_only / "torch").symlink_to(torch_dir, target_is_directory=True)
+    site = run([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"]).stdout.strip()
+    (Path(site) / "torch-only.pth").write_text(f"{torch_only}\n")
+    specs = base / "jupyter-path"
+    spec_dir = specs / "kernels" / KERNEL
+    spec_dir.mkdir(parents=True)
+    (spec_dir / "kernel.json").write_text(json.dumps({
+        "argv": [str(python), "-m", "ipykernel_launcher", "-f", "{connection_file}"],
+        "display_name": "Python 3 (tchbook wheel)", "language": "python"}))
+    # The bridge must find the wheel's binary by itself, and nothing of this checkout.
+    env = {k: v for k, v in os.environ.items() if k not in ("TCHBOOK_BIN", "PYTHONPATH", "LIBTORCH")}
+    env["PATH"] = f"{venv / 'bin'}{os.pathsep}{env['PATH']}"
+    env["JUPYTER_PATH"] = os.pathsep.join(p for p in [str(specs), env.get("JUPYTER_PATH", "")] if p)
+    return {"venv": venv, "python": python, "env": env, "torch": torch_dir, "jupyter_path": specs}
+
+
+def test_maturin_is_pinned_once_for_both_builds():
+    """The README's isolated build and scripts/test's build use the same maturin."""
+    import tomllib
+
+    pyproject = tomllib.loads((ROOT / "python" / "pyproject.toml").read_text())
+    requirements = (ROOT / "scripts" / "requirements.txt").read_text().splitlines()
+    assert [r for r in requirements if r.startswith("maturin")] == pyproject["build-system"]["requires"]
+
+
+def test_wheel_carries_the_stripped_kernel_binary_and_the_package(wheel):
+    with zipfile.ZipFile(wheel) as z:
+        names = z.namelist()
+        binary = [n for n in names if n.endswith(".data/scripts/tchbook")]
+        assert binary, f"no tchbook binary among the wheel's scripts: {names}"
+        size = z.getinfo(binary[0]).file_size
+        for module in ("tchbook/__init__.py", "tchbook/__main__.py", "tchbook/bridge.py", "tchbook/magics.py"):
+            assert module in names, f"{module} missing from the wheel: {names}"
+    # The release binary with its line tables is ~230 MB; stripped it is ~30 MB.
+    assert size < 80 * 2**20, f"the wheel's tchbook binary is {size / 2**20:.0f} MiB: not stripped?"
+
+
+def test_pip_install_puts_tchbook_on_path(hosted):
+    where = run(["which", "tchbook"], env=hosted["env"]).stdout.strip()
+    assert where == str(hosted["venv"] / "bin" / "tchbook")
+    version = run(["tchbook", "--version"], env=hosted["env"]).stdout
+    assert version.startswith("tchbook "), version
+
+
+def test_python_m_tchbook_install_user_does_what_tchbook_install_does(hosted, tmp_path):
+    env = dict(hosted["env"], JUPYTER_DATA_DIR=str(tmp_path / "data"))
+    done = run([str(hosted["python"]), "-m", "tchbook", "install", "--user"], env=env)
+    spec = json.loads((tmp_path / "data" / "kernels" / "tchbook" / "kernel.json").read_text())
+    assert spec["argv"][0] == str(hosted["venv"] / "bin" / "tchbook"), spec
+    # libtorch is this Python's torch (resolved: the same package however it is reached).
+    assert Path(spec["env"]["LIBTORCH"]) == hosted["torch"].resolve(), spec
+    assert "Installed the tchbook kernelspec" in done.stdout
+    # ... and it pre-built the prelude (here the template is already built: it checks it).
+    assert (tmp_path / "data" / "kernels" / "tchbook" / "logo-64x64.png").is_file()
+
+
+def test_python_m_tchbook_without_the_binary_says_what_to_do(tmp_path):
+    env = {k: v for k, v in os.environ.items() if k != "TCHBOOK_BIN"}
+    env.update(PATH="/usr/bin:/bin", PYTHONPATH=str(ROOT / "python"), PYTHONUSERBASE=str(tmp_path))
+    done = subprocess.run([sys.executable, "-c", "import sys, tchbook.__main__ as m; sys.exit(m.main(['--version']))"],
+                          capture_output=True, text=True, env=env)
+    if done.returncode == 0:
+        pytest.skip("a tchbook binary is installed in this Python's scripts folder")
+    assert "tchbook binary was not found" in done.stderr and "pip install" in done.stderr, done.stderr
+
+
+# --- the notebook, through nbclient ------------------------------------------------------------
+
+def executed(path: Path, hosted: dict, skip_tag: str = "skip-execution", interrupt_tag: str | None = None):
+    """Runs a notebook on the wheel's venv kernel; returns (notebook, recorder)."""
+    from nbclient import NotebookClient
+
+    class Recorder(NotebookClient):
+        """nbclient as a front end that has an input box and an interrupt button: it answers
+        input_request with NAME, interrupts the cell tagged `interrupt_tag` once it printed
+        "started", and keeps (time, msg_type, content) of every iopub message per cell and each
+        cell's execute_reply."""
+
+        def __init__(self, *args, **kwargs):
+            super().__init__(*args, **kwargs)
+            self.messages: dict[int, list] = {}
+            self.replies: dict[int, dict] = {}
+            self.prompts: list[dict] = []
+            self.interrupt_sent_at = None
+            self.on_cell_executed = self._keep_reply
+
+        def _keep_reply(self, cell, cell_index, execute_reply):
+            self.replies[cell_index] = execute_reply["content"]
+
+        async def async_start_new_kernel_client(self):
+            kc = await super().async_start_new_kernel_client()
+            kc.allow_stdin = True
+            self._stdin = asyncio.ensure_future(self._answer_stdin())
+            return kc
+
+        async def _answer_stdin(self):
+            while True:
+                msg = await self.kc.stdin_channel.get_msg(timeout=None)
+                if msg["msg_type"] == "input_request":
+                    self.prompts.append(msg["content"])
+                    self.kc.input(NAME)
+
+        def process_message(self, msg, cell, cell_index):
+            self.messages.setdefault(cell_index, []).append((time.monotonic(), msg["msg_type"], msg["content"]))
+            if (interrupt_tag and interrupt_tag in cell.metadata.get("tags", []) and self.interrupt_sent_at is None
+                    and msg["msg_type"] == "stream" and "started" in msg["content"].get("text", "")):
+                self.interrupt_sent_at = time.monotonic()
+                asyncio.ensure_future(self.km.interrupt_kernel())
+            return super().process_message(msg, cell, cell_index)
+
+    nb = nbformat.read(path, as_version=4)
+    for c in nb.cells:
+        if c.cell_type == "code":
+            c.outputs, c.execution_count = [], None
+    os.environ["JUPYTER_PATH"] = hosted["env"]["JUPYTER_PATH"]  # the client's KernelSpecManager reads it
+    client = Recorder(nb, kernel_name=KERNEL, timeout=CELL_TIMEOUT_S, allow_errors=False,
+                      skip_cells_with_tag=skip_tag, resources={"metadata": {"path": str(path.parent)}})
+    client.execute(env=hosted["env"])
+    return nb, client
+
+
+class Run:
+    def __init__(self, nb, client):
+        self.nb = nb
+        self.client = client
+
+    def index(self, tag: str) -> int:
+        found = [i for i, c in enumerate(self.nb.cells) if tag in c.metadata.get("tags", [])]
+        assert len(found) == 1, f"expected one cell tagged {tag!r}, found {found}"
+        return found[0]
+
+    def outputs(self, tag: str) -> list:
+        return self.nb.cells[self.index(tag)].outputs
+
+    def messages(self, tag: str) -> list:
+        return self.client.messages.get(self.index(tag), [])
+
+    def kinds(self, tag: str) -> list[str]:
+        return [kind for _, kind, _ in self.messages(tag)]
+
+    def reply(self, tag: str) -> dict:
+        return self.client.replies[self.index(tag)]
+
+    def text(self, tag: str, name: str = "stdout") -> str:
+        return "".join(o.get("text", "") for o in self.outputs(tag) if o.output_type == "stream" and o.name == name)
+
+    def error(self, tag: str) -> dict:
+        errors = [o for o in self.outputs(tag) if o.output_type == "error"]
+        assert len(errors) == 1, f"cell {tag!r}: expected one error output, got {self.outputs(tag)}"
+        return errors[0]
+
+
+@pytest.fixture(scope="module")
+def bridged(hosted) -> Run:
+    return Run(*executed(NOTEBOOK, hosted, interrupt_tag="interrupt"))
+
+
+def ends_with_idle(kinds: list[str]) -> None:
+    assert kinds[0] == "status" and kinds[-1] == "status", kinds
+    assert "status" not in kinds[1:-1], f"a status message between busy and idle: {kinds}"
+
+
+def test_streams_arrive_live_with_partial_lines_and_before_idle(bridged):
+    messages = bridged.messages("stream")
+    ends_with_idle([k for _, k, _ in messages])
+    assert bridged.text("stream") == "hello from Rust\na partial line, finished after a pause\n"
+    assert bridged.text("stream", "stderr") == "a line on stderr\n"
+    # The partial line reached the front end while the Rust cell slept, not with its end.
+    partial = next(t for t, kind, c in messages if kind == "stream" and "a partial line" in c["text"])
+    rest = next(t for t, kind, c in messages if kind == "stream" and "finished after a pause" in c["text"])
+    assert rest - partial > 1.0, f"the partial line came {rest - partial:.2f} s before the rest of the line"
+
+
+def test_live_plot_and_progress_bar_update_in_place(bridged):
+    messages = bridged.messages("live")
+    ends_with_idle([k for _, k, _ in messages])
+    shown = [c for _, kind, c in messages if kind == "display_data"]
+    updates = [c for _, kind, c in messages if kind == "update_display_data"]
+    assert len(shown) == 2, f"expected the plot and the bar shown once each: {[list(c['data']) for c in shown]}"
+    ids = {c["transient"]["display_id"] for c in shown}
+    assert len(ids) == 2 and all(i.startswith("tchbook-") for i in ids), ids
+    assert len(updates) >= 3 and {c["transient"]["display_id"] for c in updates} == ids
+    # After nbclient applied the updates: still two outputs, the finished plot and bar.
+    outputs = bridged.outputs("live")
+    assert [o.output_type for o in outputs] == ["display_data", "display_data"], outputs
+    plot = next(o for o in outputs if "image/png" in o.data)
+    bar = next(o for o in outputs if "text/html" in o.data and "progress" in o.data["text/html"])
+    assert "30 points" in plot.data["text/plain"], plot.data["text/plain"]
+    assert "30/30" in bar.data["text/plain"], bar.data["text/plain"]
+    assert not any(m == "application/json" for o in outputs for m in o.data), "a JSON tree would hide the HTML"
+
+
+def test_device_card_and_run_table_are_rich_outputs(bridged):
+    card = [o for o in bridged.outputs("device-card") if o.output_type == "execute_result"]
+    assert len(card) == 1 and "text/html" in card[0].data and "<table" in card[0].data["text/html"], card
+    assert card[0].execution_count == bridged.nb.cells[bridged.index("device-card")].execution_count
+    tables = [o for o in bridged.outputs("run-table") if o.output_type == "display_data"]
+    assert len(tables) == 1, f"the run table is one display, updated in place: {bridged.outputs('run-table')}"
+    html = tables[0].data["text/html"]
+    assert html.count("<tr") >= 3, html  # a header row and one row per run
+    assert any(k == "update_display_data" for k in bridged.kinds("run-table"))
+
+
+def test_line_magic_returns_the_value(bridged):
+    assert bridged.text("line-magic") == "RustValue 42 42\n"
+
+
+def test_compile_error_is_a_python_exception_with_the_compilers_text(bridged):
+    error = bridged.error("compile-error")
+    assert error.ename == "CompilationError" and error.evalue == "[E0308] mismatched types", error
+    text = ANSI.sub("", "\n".join(error.traceback))
+    assert "expected `i32`, found `&str`" in text, text
+    assert bridged.reply("compile-error")["status"] == "error"  # so "run all" stops here
+
+
+def test_panic_is_a_python_exception_with_the_panics_text(bridged):
+    error = bridged.error("panic")
+    assert error.ename == "panic" and "index out of bounds" in error.evalue, error
+    assert bridged.text("panic") == "before the panic\n"
+    kinds = bridged.kinds("panic")
+    assert kinds.index("stream") < kinds.index("error"), kinds
+    assert bridged.reply("panic")["status"] == "error"
+
+
+def test_rust_errors_are_catchable_in_python(bridged):
+    assert bridged.text("caught") == "caught panic: caught in Python\n"
+
+
+def test_input_prompts_in_the_front_end(bridged):
+    assert bridged.client.prompts == [{"prompt": "Your name", "password": False}]
+    assert bridged.text("input") == f"hello, {NAME}\n"
+
+
+def test_interrupt_stops_the_rust_cell_and_keeps_variables(bridged):
+    assert bridged.client.interrupt_sent_at is not None, "the interrupt cell never printed 'started'"
+    error = bridged.error("interrupt")
+    assert error.ename == "KeyboardInterrupt", error
+    idle = bridged.messages("interrupt")[-1][0]
+    assert idle - bridged.client.interrupt_sent_at < 10, "the Rust cell ran on after the interrupt"
+    assert bridged.text("after-interrupt") == "after the interrupt: hello from Rust\n"
+
+
+def test_status_restart_and_a_fresh_kernel(bridged):
+    status = bridged.text("status")
+    assert re.search(r"^Rust kernel: running, pid \d+, tchbook \d", status, re.M), status
+    assert bridged.text("restart") == "Rust kernel restarted\n"
+    error = bridged.error("after-restart")
+    assert error.ename == "CompilationError" and "greeting" in error.evalue, error
+
+
+def test_rust_kernel_is_gone_with_the_python_kernel(bridged, hosted):
+    pid = int(re.search(r"pid (\d+)", bridged.text("status")).group(1))
+    assert not running(pid), f"the Rust kernel {pid} outlived %rust_restart"
+    # nbclient has shut the Python kernel down: the restarted Rust kernel went with it.
+    left = kernels_of(hosted["venv"] / "bin" / "tchbook")
+    assert not left, f"Rust kernels left after their Python kernel shut down: {left}"
+
+
+def running(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except FileNotFoundError:
+        return False
+    return state != "Z"
+
+
+def kernels_of(binary: Path) -> list[int]:
+    """The live `tchbook kernel` processes of this binary (its evaluation processes included:
+    they are the same binary re-executed)."""
+    found = []
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit():
+            continue
+        try:
+            exe = os.readlink(proc / "exe")
+        except OSError:
+            continue
+        if exe == str(binary) and running(int(proc.name)):
+            found.append(int(proc.name))
+    return found
+
+
+def test_rust_kernel_exits_when_the_python_kernel_is_killed(hosted):
+    from jupyter_client.manager import start_new_kernel
+
+    os.environ["JUPYTER_PATH"] = hosted["env"]["JUPYTER_PATH"]
+    km, kc = start_new_kernel(kernel_name=KERNEL, env=hosted["env"])
+    printed = []
+    reply = kc.execute_interactive("%load_ext tchbook\nimport tchbook\nprint(tchbook.kernel().pid())",
+                                   timeout=120, output_hook=printed.append)
+    assert reply["content"]["status"] == "ok", reply["content"]
+    pid = int(next(m["content"]["text"] for m in printed if m["msg_type"] == "stream"))
+    assert running(pid)
+    os.kill(km.provisioner.process.pid, signal.SIGKILL)
+    kc.stop_channels()
+    deadline = time.monotonic() + 15
+    while kernels_of(hosted["venv"] / "bin" / "tchbook") and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert not running(pid), "the Rust kernel did not exit within 15 s of its Python kernel's death"
+    assert not kernels_of(hosted["venv"] / "bin" / "tchbook"), "its evaluation process outlived it"
+    km.cleanup_resources()
+
+
+# --- the hosted setup notebook, after its installation cells ----------------------------------
+
+def test_colab_setup_trains_as_the_first_tutorial_does():
+    """Its Rust cells are notebook 01's, cell for cell, so the two cannot drift apart."""
+    colab = nbformat.read(COLAB, as_version=4)
+    tutorial = nbformat.read(ROOT / "notebooks" / "01-using-the-gpu.ipynb", as_version=4)
+    rust = [c for c in colab.cells if c.cell_type == "code" and c.source.startswith("%%rust\n")]
+    assert len(rust) >= 5
+    for cell in rust:
+        (tag,) = cell.metadata["tags"]
+        (same,) = [c for c in tutorial.cells if tag in c.metadata.get("tags", [])]
+        assert cell.source == "%%rust\n" + same.source, f"colab-setup's {tag!r} cell differs from notebook 01's"
+    assert colab.metadata["kernelspec"]["name"] == "python3"
+
+
+
+def test_colab_setup_runs_the_first_tutorial_through_rust_cells(hosted):
+    nb, client = executed(COLAB, hosted, skip_tag="install")
+    run = Run(nb, client)
+    installs = [c for c in nb.cells if "install" in c.metadata.get("tags", [])]
+    assert installs and all(not c.outputs for c in installs), "the installation cells must be skipped here"
+    assert "training on" in run.text("device")
+    card = [o for o in run.outputs("device") if o.output_type == "execute_result"]
+    assert card and "<table" in card[0].data["text/html"]
+    train = run.outputs("train")
+    plots = [o for o in train if o.output_type == "display_data" and "image/png" in o.data]
+    assert len(plots) == 1, f"one loss plot, updated in place: {[o.output_type for o in train]}"
+    accuracy = float(re.search(r"test accuracy: ([0-9.]+)", run.text("test-accuracy")).group(1))
+    assert accuracy > 0.6, f"the model did not learn: test accuracy {accuracy}"
