@@ -1,104 +1,17 @@
-//! Installing the kernelspec, finding libtorch, and the up-front build of tch and the prelude.
+//! Installing the kernelspec, the up-front build of tch and the prelude, and `tchbook doctor`.
 
-use crate::cache::{self, BuildCache};
+use crate::build::cache::{self, BuildCache};
+use crate::build::env;
+use crate::build::libtorch::{detect_libtorch, Libtorch};
 use crate::engine::{Engine, EngineOptions, Event};
 use anyhow::{bail, Context, Result};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::Command;
 use std::time::Duration;
 
 pub const KERNEL_NAME: &str = "tchbook";
 const LOGO_32: &[u8] = include_bytes!("../kernelspec/logo-32x32.png");
 const LOGO_64: &[u8] = include_bytes!("../kernelspec/logo-64x64.png");
-
-/// A libtorch the prelude can build against.
-#[derive(Debug, Clone)]
-pub struct Libtorch {
-    /// A directory with `lib/` and `include/` (libtorch itself, or pip's `torch/` package).
-    pub dir: PathBuf,
-    /// e.g. `2.11.0+cu130`, when the directory says.
-    pub version: Option<String>,
-}
-
-impl Libtorch {
-    pub fn lib_dir(&self) -> PathBuf {
-        self.dir.join("lib")
-    }
-}
-
-/// Finds libtorch: `$LIBTORCH`; else the `torch` package of the Python on PATH; else the
-/// `torch` package of tchbook's own venv (`$TCHBOOK_VENV`, default `~/.cache/tchbook/venv`).
-/// The error says what is missing and how to fix it.
-pub fn detect_libtorch() -> Result<Libtorch, String> {
-    if let Some(dir) = std::env::var_os("LIBTORCH") {
-        let dir = PathBuf::from(dir);
-        if dir.join("lib").is_dir() {
-            return Ok(libtorch_at(dir));
-        }
-        return Err(format!(
-            "LIBTORCH is set to {}, but that directory has no lib/ folder. Set LIBTORCH to a \
-             libtorch directory (or pip's site-packages/torch), or unset it and \
-             `pip install torch==2.11.0`; then restart the kernel.",
-            dir.display()
-        ));
-    }
-    let mut pythons = vec![PathBuf::from("python3"), PathBuf::from("python")];
-    let venv = std::env::var_os("TCHBOOK_VENV")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| cache::cache_root().join("venv"));
-    pythons.push(venv.join("bin").join("python"));
-    for python in &pythons {
-        if let Some(dir) = torch_package_of(python) {
-            if dir.join("lib").is_dir() {
-                return Ok(libtorch_at(dir));
-            }
-        }
-    }
-    Err(
-        "libtorch not found: LIBTORCH is not set and neither the Python on PATH nor \
-         tchbook's venv has the `torch` package. Fix: `pip install torch==2.11.0` (tch 0.24 \
-         needs torch 2.11), or set LIBTORCH to a libtorch directory; then restart the kernel \
-         (`tchbook install` records LIBTORCH in the kernelspec)."
-            .to_owned(),
-    )
-}
-
-fn libtorch_at(dir: PathBuf) -> Libtorch {
-    let version = torch_version(&dir);
-    Libtorch { dir, version }
-}
-
-/// The `torch` package directory of `python`, found without importing torch (which takes a
-/// second and ~600 MB).
-fn torch_package_of(python: &Path) -> Option<PathBuf> {
-    let output = Command::new(python)
-        .args([
-            "-c",
-            "import importlib.util as u; s = u.find_spec('torch'); \
-             print(s.submodule_search_locations[0] if s else '')",
-        ])
-        .output()
-        .ok()?;
-    let dir = String::from_utf8(output.stdout).ok()?.trim().to_owned();
-    (!dir.is_empty()).then(|| PathBuf::from(dir))
-}
-
-fn torch_version(dir: &Path) -> Option<String> {
-    if let Ok(text) = std::fs::read_to_string(dir.join("version.py")) {
-        for line in text.lines() {
-            if let Some(rest) = line.strip_prefix("__version__") {
-                let version = rest
-                    .trim_start_matches([' ', '='])
-                    .trim()
-                    .trim_matches(['\'', '"']);
-                return Some(version.to_owned());
-            }
-        }
-    }
-    std::fs::read_to_string(dir.join("build-version"))
-        .ok()
-        .map(|v| v.trim().to_owned())
-}
 
 /// Where a kernelspec goes, as `jupyter kernelspec install` names it.
 #[derive(Debug, Clone)]
@@ -221,7 +134,7 @@ pub fn prebuild_prelude(libtorch: &Libtorch) -> Result<()> {
         template.display()
     );
     std::fs::create_dir_all(&template)?;
-    set_build_environment(libtorch, &template);
+    env::set_for_build(Some(libtorch), &template);
     let started = std::time::Instant::now();
     let mut engine = Engine::spawn(EngineOptions {
         build_dir: template.clone(),
@@ -229,7 +142,7 @@ pub fn prebuild_prelude(libtorch: &Libtorch) -> Result<()> {
         prelude: Ok(prelude),
         libtorch_lib: Some(libtorch.lib_dir()),
         interrupt_grace: Duration::from_secs(3),
-        cell_opt_level: default_cell_opt_level(),
+        cell_opt_level: env::cell_opt_level(),
     });
     loop {
         match engine.events.blocking_recv() {
@@ -310,23 +223,41 @@ pub fn doctor(rustc_banner: &str) -> Result<()> {
         Ok(prelude) => prelude,
         Err(error) => bail!("{error:#}"),
     };
-    let mut rebuild = false;
-    {
-        let _lock = cache.lock_template()?;
-        let template = cache.template_dir();
-        let damage = cache::verify(&template);
-        if !damage.is_empty() {
-            println!("  template: damaged\n{}", cache::describe(&damage));
-            cache::remove_damaged(&template, &damage)?;
-            println!("  removed the damaged files; building them again");
-            rebuild = true;
-        } else if cache::is_ready(&template, &stamp) {
-            println!("  template: built, verified");
-        } else {
-            println!("  template: not built for this prelude yet; building it");
-            rebuild = true;
-        }
+    let rebuild = doctor_template(&cache, &stamp)?;
+    doctor_slots(&cache)?;
+    for other in cache.other_builds() {
+        println!(
+            "  {}: a build for another kernel or torch version (delete it if unused)",
+            other.display()
+        );
     }
+    if rebuild {
+        prebuild_prelude(&libtorch)?;
+    }
+    Ok(())
+}
+
+/// `doctor`'s check of the template; whether it must be built (again).
+fn doctor_template(cache: &BuildCache, stamp: &str) -> Result<bool> {
+    let _lock = cache.lock_template()?;
+    let template = cache.template_dir();
+    let damage = cache::verify(&template);
+    if !damage.is_empty() {
+        println!("  template: damaged\n{}", cache::describe(&damage));
+        cache::remove_damaged(&template, &damage)?;
+        println!("  removed the damaged files; building them again");
+        Ok(true)
+    } else if cache::is_ready(&template, stamp) {
+        println!("  template: built, verified");
+        Ok(false)
+    } else {
+        println!("  template: not built for this prelude yet; building it");
+        Ok(true)
+    }
+}
+
+/// `doctor`'s check of the slots no running kernel holds: a damaged one is removed.
+fn doctor_slots(cache: &BuildCache) -> Result<()> {
     for (slot, lock) in cache.slots()? {
         let name = slot
             .file_name()
@@ -347,40 +278,5 @@ pub fn doctor(rustc_banner: &str) -> Result<()> {
             println!("  removed it; the next kernel copies it again from the template");
         }
     }
-    for other in cache.other_builds() {
-        println!(
-            "  {}: a build for another kernel or torch version (delete it if unused)",
-            other.display()
-        );
-    }
-    if rebuild {
-        prebuild_prelude(&libtorch)?;
-    }
     Ok(())
-}
-
-/// The environment evcxr and the evaluation process read. Call before starting any thread.
-pub fn set_build_environment(libtorch: &Libtorch, build_dir: &Path) {
-    // SAFETY (of the environment writes): called from main before any other thread exists.
-    std::env::set_var("LIBTORCH", &libtorch.dir);
-    std::env::set_var("EVCXR_TMPDIR", build_dir);
-    set_evcxr_config_dir();
-}
-
-/// Keeps evcxr from reading an `evcxr.toml` meant for evcxr_jupyter; tchbook's own lives in
-/// `~/.config/tchbook` (or `$EVCXR_CONFIG_DIR` when set).
-pub fn set_evcxr_config_dir() {
-    if std::env::var_os("EVCXR_CONFIG_DIR").is_none() {
-        let home = std::env::var_os("HOME").unwrap_or_default();
-        std::env::set_var(
-            "EVCXR_CONFIG_DIR",
-            PathBuf::from(home).join(".config/tchbook"),
-        );
-    }
-}
-
-/// The optimisation level cells are compiled at: `$TCHBOOK_OPT_LEVEL`, default 1 (see
-/// DEVELOPERS.md for the measurements behind it).
-pub fn default_cell_opt_level() -> String {
-    std::env::var("TCHBOOK_OPT_LEVEL").unwrap_or_else(|_| "1".to_owned())
 }

@@ -14,11 +14,12 @@
 //!   rust-analyzer in a process of its own, a fallback index until it is warm.
 //! - [`syntax`]: `is_complete` and the code point ↔ byte offset conversions.
 //! - [`history`]: this session's cells for `history_request`.
-//! - [`cache`]: the persistent per-user build cache and the embedded prelude sources.
-//! - [`cargo_front`]: what evcxr runs as cargo: replays the cell crate's rustc command.
+//! - [`build`]: build speed: the cargo front end, the link plan, the persistent per-user build
+//!   cache with the embedded prelude sources, libtorch discovery, the environment variables the
+//!   kernel sets, and the roles this binary plays.
 //! - [`export`]: `tchbook export`: a notebook as a Cargo project that runs it headless, and
 //!   `--merge`, which writes what that program recorded back into the notebook.
-//! - [`install`]: kernelspec install/uninstall, libtorch detection, the up-front build.
+//! - [`install`]: kernelspec install/uninstall, the up-front build, `tchbook doctor`.
 //!
 //! How an `execute_request` flows: transport's shell reader task verifies and parses it →
 //! dispatch's shell loop publishes `busy` and `execute_input` (via the iopub channel) and
@@ -29,8 +30,7 @@
 //! forwards the engine's final result only after draining all earlier output, so dispatch
 //! publishes the result or error, sends `execute_reply` on shell, then `idle`.
 
-pub mod cache;
-pub mod cargo_front;
+pub mod build;
 pub mod completion;
 pub mod dispatch;
 pub mod display;
@@ -40,6 +40,9 @@ pub mod history;
 pub mod install;
 pub mod syntax;
 pub mod transport;
+
+// Until the engine's imports name `build::cache`.
+pub use build::cache;
 
 /// The kernel's version, part of the build cache key and of the banner.
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");

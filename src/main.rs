@@ -5,7 +5,9 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
-use tchbook::cache::BuildCache;
+use tchbook::build::cache::BuildCache;
+use tchbook::build::libtorch::detect_libtorch;
+use tchbook::build::{env, Role};
 use tchbook::completion::Completer;
 use tchbook::dispatch::{self, Facts, Shared, Shell};
 use tchbook::engine::{Engine, EngineOptions, PRELUDE_IMPORT};
@@ -98,16 +100,15 @@ impl LocationArgs {
 }
 
 fn main() -> ExitCode {
-    // The evaluation process is this binary re-executed by evcxr; this must run first.
-    evcxr::runtime_hook();
-    // So is evcxr's cargo, when evcxr runs this binary in cargo's place.
-    if let Some(code) = tchbook::cargo_front::dispatch() {
+    // evcxr, cargo and rustc run this binary too (the evaluation process, evcxr's cargo, its
+    // rustc wrapper, a cell's linker): which role this process plays is decided first.
+    if let Some(code) = Role::of_this_process().run() {
         return ExitCode::from(u8::try_from(code).unwrap_or(101));
     }
     tracing_subscriber::fmt()
         .with_writer(std::io::stderr)
         .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_env("TCHBOOK_LOG")
+            tracing_subscriber::EnvFilter::try_from_env(tchbook_wire::env::LOG)
                 .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn,tchbook=info")),
         )
         .init();
@@ -117,7 +118,7 @@ fn main() -> ExitCode {
         Some(Command::Kernel { .. } | Command::Install { .. } | Command::Doctor) | None
     ) {
         // Before any thread starts: it sets environment variables evcxr reads.
-        tchbook::cargo_front::install();
+        env::set_for_cargo_front();
     }
     let result = match (cli.command, cli.connection_file) {
         (Some(Command::Kernel { connection_file }), _) | (None, Some(connection_file)) => {
@@ -184,7 +185,7 @@ fn run_kernel(connection_file: &PathBuf) -> Result<()> {
         .with_context(|| format!("parsing the connection file {}", connection_file.display()))?;
 
     // Everything that writes the environment happens here, before any thread starts.
-    let libtorch = install::detect_libtorch();
+    let libtorch = detect_libtorch();
     let cache = BuildCache::new(libtorch.as_ref().ok().and_then(|l| l.version.as_deref()));
     let prelude = match &libtorch {
         Ok(_) => cache.prepare().map_err(|e| format!("{e:#}")),
@@ -198,13 +199,7 @@ fn run_kernel(connection_file: &PathBuf) -> Result<()> {
         Some(why) => Err(why.clone()),
         None => prelude,
     };
-    match &libtorch {
-        Ok(found) => install::set_build_environment(found, &build.dir),
-        Err(_) => {
-            std::env::set_var("EVCXR_TMPDIR", &build.dir);
-            install::set_evcxr_config_dir();
-        }
-    }
+    env::set_for_build(libtorch.as_ref().ok(), &build.dir);
     let (rustc_version, rustc_banner) = rustc_version();
     let facts = Facts {
         rustc_version,
@@ -213,7 +208,7 @@ fn run_kernel(connection_file: &PathBuf) -> Result<()> {
         libtorch_dir: libtorch.as_ref().ok().map(|l| l.dir.display().to_string()),
         cuda_devices: None,
     };
-    let grace = std::env::var("TCHBOOK_INTERRUPT_GRACE")
+    let grace = std::env::var(tchbook_wire::env::INTERRUPT_GRACE)
         .ok()
         .and_then(|s| s.parse::<f64>().ok())
         .map_or(Duration::from_secs(3), Duration::from_secs_f64);
@@ -225,7 +220,7 @@ fn run_kernel(connection_file: &PathBuf) -> Result<()> {
         prelude: prelude.map_err(|why| why.to_string()),
         libtorch_lib: libtorch.as_ref().ok().map(|l| l.lib_dir()),
         interrupt_grace: grace,
-        cell_opt_level: install::default_cell_opt_level(),
+        cell_opt_level: env::cell_opt_level(),
     };
 
     let runtime = tokio::runtime::Builder::new_multi_thread()

@@ -22,7 +22,6 @@ use crate::errors::SpannedMessage;
 use crate::errors::bail;
 use crate::eval_context::ContextState;
 use crate::eval_context::EvalCallbacks;
-use crate::rust_analyzer::AnalysisSource;
 use crate::rust_analyzer::Completion;
 use crate::rust_analyzer::Completions;
 use crate::toml_parse::ConfigToml;
@@ -256,7 +255,11 @@ Panic detected. Here's some useful information if you're filing a bug report.
     }
 
     /// tchbook patch: what [`hover_at`](Self::hover_at) would give rust-analyzer.
-    pub fn hover_source(&mut self, src: &str, position: usize) -> Result<AnalysisSource> {
+    pub fn hover_source(
+        &mut self,
+        src: &str,
+        position: usize,
+    ) -> Result<crate::rust_analyzer::AnalysisSource> {
         let code_up_to_cursor = &src[..position];
         let (user_code, _code_info) = CodeBlock::from_original_user_code(src);
         let (_, mut state, _) = self.prepare_for_analysis(user_code)?;
@@ -952,5 +955,5 @@ fn text_output<T: Into<String>>(text: T) -> Result<EvalOutputs, Error> {
 /// goes to rust-analyzer.
 pub enum CompletionSource {
     Commands(Completions),
-    Rust(AnalysisSource),
+    Rust(crate::rust_analyzer::AnalysisSource),
 }

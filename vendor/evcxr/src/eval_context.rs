@@ -22,7 +22,6 @@ use crate::item;
 use crate::module::Module;
 use crate::module::SoFile;
 use crate::runtime;
-use crate::rust_analyzer::AnalysisSource;
 use crate::rust_analyzer::Completions;
 use crate::rust_analyzer::RustAnalyzer;
 use crate::rust_analyzer::TypeName;
@@ -556,12 +555,12 @@ impl EvalContext {
         mut state: ContextState,
         nodes: &[SyntaxNode],
         offset: usize,
-    ) -> Result<AnalysisSource> {
+    ) -> Result<crate::rust_analyzer::AnalysisSource> {
         state.config.display_final_expression = false;
         state.config.expand_use_statements = false;
         let user_code = state.apply(user_code, nodes)?;
         let code = state.analysis_code(user_code);
-        Ok(AnalysisSource {
+        Ok(crate::rust_analyzer::AnalysisSource {
             offset: code.user_offset_to_output_offset(offset)?,
             code: code.code_string(),
         })
@@ -572,7 +571,7 @@ impl EvalContext {
         &mut self,
         code: &str,
         state: &mut ContextState,
-    ) -> Result<AnalysisSource> {
+    ) -> Result<crate::rust_analyzer::AnalysisSource> {
         let (modified_code, hover_offset) = if code == "let" {
             (String::from("let _ = 1;"), 0)
         } else if code.ends_with('(') {
@@ -583,7 +582,7 @@ impl EvalContext {
         let (user_code, code_info) = CodeBlock::from_original_user_code(&modified_code);
         let user_code = state.apply(user_code, &code_info.nodes)?;
         let pad_code = state.analysis_code(user_code);
-        Ok(AnalysisSource {
+        Ok(crate::rust_analyzer::AnalysisSource {
             offset: pad_code.user_offset_to_output_offset(hover_offset)?,
             code: pad_code.code_string(),
         })
@@ -2517,7 +2516,7 @@ fn default_tool_path(tool: &str, fallback: &str) -> Result<PathBuf> {
 
 fn default_cargo_path() -> Result<PathBuf> {
     // tchbook patch: the host may put its own cargo front end in cargo's place.
-    if let Some(path) = std::env::var_os("EVCXR_CARGO") {
+    if let Some(path) = std::env::var_os(tchbook_wire::env::EVCXR_CARGO) {
         return Ok(PathBuf::from(path));
     }
     const BUILD_TIME_CARGO_PATH: &str = include_str!(concat!(env!("OUT_DIR"), "/cargo_path"));

@@ -1,0 +1,140 @@
+//! The records: a cell crate's rustc command as cargo chose it, stored per build directory with
+//! its paths relative to it, so that records travel with the template into every slot.
+
+use crate::build::link::{self, LinkPlan};
+use serde::{Deserialize, Serialize};
+use std::path::{Path, PathBuf};
+
+/// Stands for the build directory in stored records.
+const DIR_PLACEHOLDER: &str = "{tchbook-build-dir}";
+/// Records kept per build directory (start-up alone uses two manifests).
+const MAX_RECORDS: usize = 8;
+
+/// A recorded rustc command for the cell crate.
+#[derive(Debug, Serialize, Deserialize)]
+pub(super) struct Record {
+    /// rustc and its arguments, build-directory paths as [`DIR_PLACEHOLDER`].
+    pub(super) args: Vec<String>,
+    /// The variables cargo set for rustc (`CARGO_*`, `OUT_DIR`, the library path).
+    pub(super) env: Vec<(String, String)>,
+    /// How later builds link the cell (`build::link`): made from the linker command rustc printed
+    /// for the recorded build, or for the first replayed one where that build failed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(super) link_plan: Option<LinkPlan>,
+}
+
+/// `text` with the build directory written as the placeholder.
+pub(crate) fn relative(text: &str, dir: &Path) -> String {
+    text.replace(&*dir.to_string_lossy(), DIR_PLACEHOLDER)
+}
+
+/// `text` with the placeholder written as the build directory.
+pub(crate) fn absolute(text: &str, dir: &Path) -> String {
+    text.replace(DIR_PLACEHOLDER, &dir.to_string_lossy())
+}
+
+/// The record at `path`, if there is one and everything it links still exists.
+pub(super) fn load(path: &Path, dir: &Path) -> Option<Record> {
+    let record: Record = serde_json::from_slice(&std::fs::read(path).ok()?).ok()?;
+    let mut args = record.args.iter().map(|arg| absolute(arg, dir));
+    let rustc = args.next()?;
+    if !Path::new(&rustc).is_file() {
+        return None;
+    }
+    let mut args = args.peekable();
+    while let Some(arg) = args.next() {
+        if arg != "--extern" {
+            continue;
+        }
+        if let Some((_, file)) = args.peek().and_then(|value| value.split_once('=')) {
+            if !Path::new(file).is_file() {
+                return None;
+            }
+        }
+    }
+    Some(record)
+}
+
+/// Writes a record whole or not at all (another kernel's slot never shares it, but a crash
+/// mid-write must not leave half a record to be replayed).
+pub(super) fn save(record: &Record, path: &Path) {
+    let Ok(json) = serde_json::to_vec(record) else {
+        return;
+    };
+    let temporary = path.with_extension(format!("tmp-{}", std::process::id()));
+    if std::fs::write(&temporary, json).is_ok() {
+        let _ = std::fs::rename(&temporary, path);
+    }
+}
+
+pub(super) fn clear_records(records: &Path, keep: &Path) {
+    if let Ok(entries) = std::fs::read_dir(records) {
+        for entry in entries.flatten() {
+            if entry.path() != keep {
+                let _ = std::fs::remove_file(entry.path());
+            }
+        }
+    }
+}
+
+/// Keeps the newest [`MAX_RECORDS`] records, and the link libraries they name.
+pub(super) fn prune(records: &Path) {
+    if let Ok(entries) = std::fs::read_dir(records) {
+        let mut files: Vec<(std::time::SystemTime, PathBuf)> = entries
+            .flatten()
+            .filter_map(|entry| Some((entry.metadata().ok()?.modified().ok()?, entry.path())))
+            .collect();
+        files.sort();
+        let stale = files.len().saturating_sub(MAX_RECORDS);
+        for (_, path) in &files[..stale] {
+            let _ = std::fs::remove_file(path);
+        }
+    }
+    if let Some(dir) = records.parent().and_then(Path::parent) {
+        link::remove_unused_libraries(dir, records);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn build_directory_paths_travel_with_the_directory() {
+        let from = Path::new("/cache/slots/0");
+        let to = Path::new("/cache/slots/3");
+        let arg = "--out-dir=/cache/slots/0/target/debug/deps";
+        let stored = relative(arg, from);
+        assert_eq!(stored, "--out-dir={tchbook-build-dir}/target/debug/deps");
+        assert_eq!(
+            absolute(&stored, to),
+            "--out-dir=/cache/slots/3/target/debug/deps"
+        );
+    }
+
+    #[test]
+    fn a_record_whose_dependency_is_gone_is_not_replayed() {
+        let dir = std::env::temp_dir().join(format!("tchbook-front-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let rustc = std::env::current_exe().unwrap();
+        let present = dir.join("libpresent.rlib");
+        std::fs::write(&present, b"").unwrap();
+        let write = |extern_file: &str| {
+            let record = Record {
+                args: vec![
+                    rustc.to_string_lossy().into_owned(),
+                    "--extern".into(),
+                    format!("dep={DIR_PLACEHOLDER}/{extern_file}"),
+                ],
+                env: vec![],
+                link_plan: None,
+            };
+            let path = dir.join("record.json");
+            std::fs::write(&path, serde_json::to_vec(&record).unwrap()).unwrap();
+            path
+        };
+        assert!(load(&write("libpresent.rlib"), &dir).is_some());
+        assert!(load(&write("libmissing.rlib"), &dir).is_none());
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}

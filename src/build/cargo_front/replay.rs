@@ -1,0 +1,269 @@
+//! Replaying a record: the recorded rustc command run on the current cell, speaking cargo's
+//! JSON to evcxr.
+
+use super::record::{absolute, save, Record};
+use super::{CELL_CRATE, CHECK_DIR};
+use crate::build::env;
+use crate::build::link::{self, LinkPlan};
+use anyhow::{Context, Result};
+use std::io::{BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+/// Runs the recorded rustc on the current cell (only type-checking it for `check`); speaks
+/// cargo's JSON to evcxr. `path` is the record's file, rewritten when a build learns or drops
+/// its link plan.
+pub(super) fn replay(mut record: Record, path: &Path, dir: &Path, check: bool) -> Result<i32> {
+    let mut args: Vec<String> = record.args.iter().map(|arg| absolute(arg, dir)).collect();
+    let planned = if check {
+        let source = std::env::var_os(env::CHECK_SOURCE).map(PathBuf::from);
+        args = check_arguments(args, dir, source.as_deref());
+        std::fs::create_dir_all(dir.join(CHECK_DIR))
+            .with_context(|| format!("creating {}", dir.join(CHECK_DIR).display()))?;
+        None
+    } else {
+        record.link_plan.as_ref().and_then(|plan| plan.usable(dir))
+    };
+    // A build without a usable plan prints its linker command, so that the next one has one.
+    let learning = !check && planned.is_none() && record.link_plan != Some(LinkPlan::Full);
+    let mut command = rustc_command(&record, &args, dir, check, planned.as_ref())?;
+    if learning {
+        command.args(link::PRINT_LINK_ARGS).stdout(Stdio::piped());
+    }
+    let ran = run_rustc(command, planned.is_some(), &args[0])?;
+    if !ran.success && ran.plan_failed {
+        // Not the cell's fault: link it as rustc would, from now on.
+        note(&format!(
+            "linking with the recorded plan failed; linking as rustc does from now on ({})",
+            path.display()
+        ));
+        record.link_plan = Some(LinkPlan::Full);
+        save(&record, path);
+        return replay(record, path, dir, check);
+    }
+    let mut err = std::io::stderr().lock();
+    for line in &ran.diagnostics {
+        writeln!(err, "{line}")?;
+    }
+    err.flush()?;
+    if !ran.success {
+        return Ok(101);
+    }
+    if let Some(printed) = ran.printed {
+        record.link_plan = Some(link::plan(&printed, dir).unwrap_or_else(|error| {
+            note(&format!("no link plan: {error:#}"));
+            LinkPlan::Full
+        }));
+        save(&record, path);
+    }
+    report_artifacts(dir, &ran.artifacts)?;
+    Ok(0)
+}
+
+/// The recorded rustc command for the current cell, with the recorded environment; a check
+/// asks for full type paths, a planned build links through this binary.
+fn rustc_command(
+    record: &Record,
+    args: &[String],
+    dir: &Path,
+    check: bool,
+    planned: Option<&LinkPlan>,
+) -> Result<Command> {
+    let mut command = Command::new(&args[0]);
+    command
+        .args(&args[1..])
+        .current_dir(dir)
+        .env_remove("CARGO_MAKEFLAGS")
+        .env_remove("MAKEFLAGS")
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped());
+    for (name, value) in &record.env {
+        command.env(name, absolute(value, dir));
+    }
+    if check {
+        // evcxr's checks are the kernel's type probes (vendor/README.md): types in their
+        // messages by full path, so that a cell can name them. Unstable, hence the bootstrap
+        // switch, as rust-analyzer uses it for its own queries; a rustc without the flag
+        // fails the check and the kernel asks rust-analyzer instead.
+        command
+            .arg("-Ztrim-diagnostic-paths=false")
+            .env("RUSTC_BOOTSTRAP", "1");
+    }
+    if let Some(plan) = planned {
+        // This binary is the linker, and hands the real one the planned command (`link`).
+        let me = std::env::current_exe().context("finding this program, the planned linker")?;
+        command
+            .arg("-C")
+            .arg(format!("linker={}", me.display()))
+            .env(env::LINK_PLAN, serde_json::to_string(plan)?);
+    }
+    Ok(command)
+}
+
+/// What one rustc run said.
+struct Ran {
+    success: bool,
+    /// The libraries it wrote (rustc's `artifact` notifications).
+    artifacts: Vec<String>,
+    /// Its other stderr lines, for evcxr.
+    diagnostics: Vec<String>,
+    /// Whether an error blames the link plan rather than the cell.
+    plan_failed: bool,
+    /// The linker command it printed, when asked to.
+    printed: Option<String>,
+}
+
+/// Runs rustc, reading its stderr (and, when it prints its linker command, its stdout).
+fn run_rustc(mut command: Command, planned: bool, rustc: &str) -> Result<Ran> {
+    let mut child = command
+        .spawn()
+        .with_context(|| format!("running {rustc}"))?;
+    // The linker command is one line, but a long one: read it beside stderr so that neither
+    // pipe can fill up and stall rustc.
+    let printed = child.stdout.take().map(|mut stdout| {
+        std::thread::spawn(move || {
+            let mut text = String::new();
+            std::io::Read::read_to_string(&mut stdout, &mut text).map(|_| text)
+        })
+    });
+    let mut ran = Ran {
+        success: false,
+        artifacts: Vec::new(),
+        diagnostics: Vec::new(),
+        plan_failed: false,
+        printed: None,
+    };
+    for line in BufReader::new(child.stderr.take().expect("piped stderr")).lines() {
+        let line = line?;
+        if let Ok(message) = serde_json::from_str::<serde_json::Value>(&line) {
+            if message["$message_type"] == "artifact" && message["emit"] == "link" {
+                ran.artifacts
+                    .extend(message["artifact"].as_str().map(str::to_owned));
+                continue;
+            }
+            if planned && message["level"] == "error" {
+                ran.plan_failed |= message["message"]
+                    .as_str()
+                    .is_some_and(link::blames_the_plan);
+            }
+        }
+        ran.diagnostics.push(line);
+    }
+    ran.success = child.wait()?.success();
+    ran.printed = printed.and_then(|reader| reader.join().ok()?.ok());
+    Ok(ran)
+}
+
+/// cargo's messages for a finished build of the cell crate, which is what evcxr reads.
+fn report_artifacts(dir: &Path, artifacts: &[String]) -> Result<()> {
+    let mut out = std::io::stdout().lock();
+    let artifact = serde_json::json!({
+        "reason": "compiler-artifact",
+        "manifest_path": dir.join("Cargo.toml"),
+        "target": {"name": CELL_CRATE, "kind": ["cdylib"], "crate_types": ["cdylib"]},
+        "filenames": artifacts,
+        "fresh": false,
+    });
+    writeln!(out, "{artifact}")?;
+    writeln!(
+        out,
+        "{}",
+        serde_json::json!({"reason": "build-finished", "success": true})
+    )?;
+    Ok(())
+}
+
+/// A line on stderr, which evcxr reads as cargo's: it shows lines that are not JSON only when
+/// a build fails, beside the errors.
+fn note(text: &str) {
+    eprintln!("tchbook (cargo front end): {text}");
+}
+
+/// A build's rustc arguments turned into a type check: metadata instead of the library, into
+/// a directory of its own, and no incremental session (it would be the build's, and a check
+/// would overwrite it). A check may run while the cell is built (evcxr's type probe, beside
+/// the build: vendor/README.md), so nothing it writes may be the build's; `source` is the
+/// file it checks in place of `src/lib.rs`, if evcxr named one.
+fn check_arguments(build: Vec<String>, dir: &Path, source: Option<&Path>) -> Vec<String> {
+    let lib = dir.join("src").join("lib.rs");
+    let mut out = Vec::with_capacity(build.len());
+    let mut args = build.into_iter().peekable();
+    while let Some(arg) = args.next() {
+        if arg == "-C"
+            && args
+                .peek()
+                .is_some_and(|next| next.starts_with("incremental="))
+        {
+            args.next();
+            continue;
+        }
+        if arg == "--out-dir" || arg.starts_with("--out-dir=") {
+            if arg == "--out-dir" {
+                args.next();
+            }
+            out.push("--out-dir".to_owned());
+            out.push(dir.join(CHECK_DIR).to_string_lossy().into_owned());
+            continue;
+        }
+        if let Some(emit) = arg.strip_prefix("--emit=") {
+            let kinds: Vec<&str> = emit
+                .split(',')
+                .map(|kind| if kind == "link" { "metadata" } else { kind })
+                .collect();
+            out.push(format!("--emit={}", kinds.join(",")));
+            continue;
+        }
+        if let Some(source) = source.filter(|_| dir.join(&arg) == lib) {
+            out.push(source.to_string_lossy().into_owned());
+            continue;
+        }
+        out.push(arg);
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_check_is_the_build_without_its_library_beside_the_build() {
+        let build: Vec<String> = [
+            "rustc",
+            "--crate-name",
+            "ctx",
+            "--emit=dep-info,link",
+            "-C",
+            "opt-level=1",
+            "-C",
+            "incremental=/b/target/incremental",
+            "--out-dir",
+            "/b/target/debug/deps",
+            "src/lib.rs",
+        ]
+        .map(String::from)
+        .to_vec();
+        let dir = Path::new("/b");
+        let expected = |source: &'static str| {
+            [
+                "rustc",
+                "--crate-name",
+                "ctx",
+                "--emit=dep-info,metadata",
+                "-C",
+                "opt-level=1",
+                "--out-dir",
+                "/b/target/tchbook-check",
+                source,
+            ]
+        };
+        assert_eq!(
+            check_arguments(build.clone(), dir, None),
+            expected("src/lib.rs")
+        );
+        assert_eq!(
+            check_arguments(build, dir, Some(Path::new("/b/src/check.rs"))),
+            expected("/b/src/check.rs")
+        );
+    }
+}

@@ -1,0 +1,75 @@
+//! Every environment variable the kernel sets, by name, and the one place where it sets those
+//! of its own process.
+//!
+//! The kernel process sets its own variables once, in `main` before any thread starts (the
+//! only time that is sound): what evcxr reads ([`set_for_cargo_front`], [`set_for_build`]),
+//! and what evcxr's children inherit from it. Variables meant for one child only are set on
+//! that child's `Command`, named by the constants below. The names shared with the vendored
+//! evcxr patch and the prelude are defined once, in `tchbook_wire::env`.
+//!
+//! | variable | set by | read by |
+//! | --- | --- | --- |
+//! | `TCHBOOK_REAL_CARGO` | kernel, for its evcxr | this binary as evcxr's cargo ([`super::Role`]) |
+//! | `EVCXR_CARGO` | kernel, for its evcxr | vendored evcxr: the cargo it runs |
+//! | `EVCXR_CHECK_SOURCE_SUPPORTED` | kernel, for its evcxr | vendored evcxr: probes beside the build |
+//! | `EVCXR_CHECK_SOURCE` | vendored evcxr, per `cargo check` | the cargo front end: the file to check |
+//! | `TCHBOOK_RECORD_RUSTC` | the cargo front end, for the real cargo | this binary as cargo's rustc wrapper |
+//! | `TCHBOOK_LINK_PLAN` | the cargo front end, for a replayed rustc | this binary as the cell's linker |
+//! | `RUSTC_WORKSPACE_WRAPPER` | the cargo front end, for the real cargo | cargo |
+//! | `RUSTC_BOOTSTRAP` | the cargo front end, for a check's rustc | rustc (`-Z` flags) |
+//! | `LIBTORCH` | kernel (from detection or kernel.json) | tch's build script, the prelude |
+//! | `EVCXR_TMPDIR` | kernel | evcxr: the build directory |
+//! | `EVCXR_CONFIG_DIR` | kernel, unless set | evcxr: where its `evcxr.toml` is looked for |
+//! | `LD_LIBRARY_PATH` | kernel, for the evaluation process | the loader: libtorch, libstd |
+//!
+//! Variables the kernel only reads (`TCHBOOK_CACHE_DIR`, `TCHBOOK_PRELUDE_DIR`,
+//! `TCHBOOK_OPT_LEVEL`, `TCHBOOK_VENV`, `TCHBOOK_LOG`, `TCHBOOK_INTERRUPT_GRACE`) are the
+//! user's, and DEVELOPERS.md lists them.
+
+use super::libtorch::Libtorch;
+use std::path::{Path, PathBuf};
+
+pub(crate) use tchbook_wire::env::{
+    CACHE_DIR, CHECK_SOURCE, CHECK_SOURCE_SUPPORTED, EVCXR_CARGO, EVCXR_CONFIG_DIR, EVCXR_TMPDIR,
+    EXECUTION_SO_PATH, IS_RUNTIME, LIBTORCH, LINK_PLAN, OPT_LEVEL, PRELUDE_DIR, REAL_CARGO,
+    RECORD_RUSTC, RUSTC_WRAPPER, VENV,
+};
+
+/// Makes this process's evcxr use the cargo front end. Call from `main` before any thread
+/// starts. Does nothing where cargo cannot be found: evcxr then reports that itself.
+pub fn set_for_cargo_front() {
+    let Some(real) = super::cargo_front::real_cargo() else {
+        return;
+    };
+    let Ok(me) = std::env::current_exe() else {
+        return;
+    };
+    // SAFETY (of every write here): called from main before any other thread exists.
+    std::env::set_var(REAL_CARGO, real);
+    std::env::set_var(EVCXR_CARGO, me);
+    std::env::set_var(CHECK_SOURCE_SUPPORTED, "1");
+}
+
+/// The environment evcxr and the evaluation process read: evcxr builds in `build_dir`, tch
+/// against `libtorch` when there is one. Call before starting any thread.
+pub fn set_for_build(libtorch: Option<&Libtorch>, build_dir: &Path) {
+    if let Some(libtorch) = libtorch {
+        std::env::set_var(LIBTORCH, &libtorch.dir);
+    }
+    std::env::set_var(EVCXR_TMPDIR, build_dir);
+    // Keeps evcxr from reading an `evcxr.toml` meant for evcxr_jupyter; tchbook's own lives in
+    // `~/.config/tchbook` (or `$EVCXR_CONFIG_DIR` when set).
+    if std::env::var_os(EVCXR_CONFIG_DIR).is_none() {
+        let home = std::env::var_os("HOME").unwrap_or_default();
+        std::env::set_var(
+            EVCXR_CONFIG_DIR,
+            PathBuf::from(home).join(".config/tchbook"),
+        );
+    }
+}
+
+/// The optimisation level cells are compiled at: `$TCHBOOK_OPT_LEVEL`, default 1 (see
+/// DEVELOPERS.md for the measurements behind it).
+pub fn cell_opt_level() -> String {
+    std::env::var(OPT_LEVEL).unwrap_or_else(|_| "1".to_owned())
+}

@@ -1,0 +1,26 @@
+//! Build speed: everything between a cell's source and the library the evaluation process
+//! loads, and the persistent cache that makes a fresh kernel's first cell fast.
+//!
+//! - [`cargo_front`]: what evcxr runs as cargo; replays the cell crate's recorded rustc
+//!   command instead of letting cargo check ~150 dependencies per cell.
+//! - [`link`]: the link plan: the dependencies linked once into a shared library that later
+//!   cells link against.
+//! - [`cache`]: the per-user build cache: the template every kernel's slot is copied from, its
+//!   file-by-file check and repair, and the embedded prelude sources.
+//! - [`libtorch`]: finding libtorch.
+//! - [`env`]: every environment variable the kernel sets, named once, and the only place the
+//!   kernel writes its own environment.
+//! - [`role`]: which of its roles (kernel, evaluation process, cargo front end, rustc wrapper,
+//!   linker) this binary plays, decided once at the top of `main`.
+//!
+//! evcxr drives the build; the vendored evcxr patch (vendor/README.md) lets it run this
+//! binary as its cargo and type-check cells beside their builds.
+
+pub mod cache;
+pub(crate) mod cargo_front;
+pub mod env;
+pub mod libtorch;
+pub(crate) mod link;
+mod role;
+
+pub use role::Role;
