@@ -41,8 +41,5 @@ pub mod install;
 pub mod syntax;
 pub mod transport;
 
-// Until the engine's imports name `build::cache`.
-pub use build::cache;
-
 /// The kernel's version, part of the build cache key and of the banner.
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");

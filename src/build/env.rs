@@ -35,6 +35,9 @@ pub(crate) use tchbook_wire::env::{
     RECORD_RUSTC, RUSTC_WRAPPER, VENV,
 };
 
+/// The evaluation process's loader path (libtorch, libstd).
+pub(crate) const LD_LIBRARY_PATH: &str = "LD_LIBRARY_PATH";
+
 /// Makes this process's evcxr use the cargo front end. Call from `main` before any thread
 /// starts. Does nothing where cargo cannot be found: evcxr then reports that itself.
 pub fn set_for_cargo_front() {

@@ -7,6 +7,9 @@
 //!   cells link against.
 //! - [`cache`]: the per-user build cache: the template every kernel's slot is copied from, its
 //!   file-by-file check and repair, and the embedded prelude sources.
+//! - `seed`: a kernel's build directory at start-up: checked, repaired, seeded from the
+//!   template; the first full build kept as the template.
+//! - `process`: how the evaluation process is started (its group, loader path, parent death).
 //! - [`libtorch`]: finding libtorch.
 //! - [`env`]: every environment variable the kernel sets, named once, and the only place the
 //!   kernel writes its own environment.
@@ -21,6 +24,8 @@ pub(crate) mod cargo_front;
 pub mod env;
 pub mod libtorch;
 pub(crate) mod link;
+pub(crate) mod process;
 mod role;
+pub(crate) mod seed;
 
 pub use role::Role;

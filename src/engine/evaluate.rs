@@ -7,7 +7,7 @@ use super::interrupt::kill_process_group;
 use super::pump::PumpMessage;
 use super::startup::PANIC_HOOK;
 use super::{CellError, CellValue, Event, Finished, Interrupter, Table};
-use crate::cache;
+use crate::build::cache;
 use crate::completion::{self, Prepared, Source};
 use crossbeam_channel::Sender;
 use evcxr::{CommandContext, EvalCallbacks, EvalOutputs};

@@ -32,7 +32,7 @@ pub(crate) use commands::timeit_code;
 pub use commands::Table;
 pub use interrupt::{exit_with_parent, Interrupter};
 
-use crate::cache::BuildCache;
+use crate::build::cache::BuildCache;
 use crate::completion::{Prepared, Source};
 use crossbeam_channel::{unbounded, Receiver, Sender};
 use evaluate::State;

@@ -73,7 +73,7 @@ fn prelude(checkout: Option<&Path>, out_dir: &Path) -> Result<String> {
     let Some(dir) = checkout else {
         write_files(
             &out_dir.join("tchbook-prelude"),
-            crate::cache::PRELUDE_FILES,
+            crate::build::cache::PRELUDE_FILES,
         )?;
         return Ok("tchbook-prelude".to_owned());
     };
