@@ -4,42 +4,83 @@
 //! `cargo install --path .` works without the checkout. The prelude inherits `version`,
 //! `edition`, ... from this workspace; a copy outside the workspace cannot, so inherited keys
 //! are replaced here by the workspace's values.
+//!
+//! The workspace crates the prelude depends on by path ([`EMBEDDED_CRATES`], `path = "../NAME"`
+//! in `prelude/Cargo.toml`) travel inside the prelude's copy, as `NAME/`, and the copy's
+//! manifest points there (`path = "NAME"`). Whatever writes the prelude's files (the build
+//! cache, `tchbook export`) then writes them too, and the cache's stamp of the prelude covers
+//! them; in the workspace, and with `TCHBOOK_PRELUDE_DIR` or `export --prelude` naming a
+//! checkout, `../NAME` is the workspace's crate.
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
+/// Workspace crates the prelude depends on by path, embedded inside its copy.
+const EMBEDDED_CRATES: &[&str] = &["wire"];
+
 fn main() {
     let manifest_dir = PathBuf::from(std::env::var("CARGO_MANIFEST_DIR").unwrap());
-    let prelude = manifest_dir.join("prelude");
     // A directory here makes cargo rescan every file under it, so edits, new files and
-    // deletions in prelude/ all re-embed.
+    // deletions in prelude/ (and the embedded crates) all re-embed.
     println!("cargo:rerun-if-changed=prelude");
+    for name in EMBEDDED_CRATES {
+        println!("cargo:rerun-if-changed={name}");
+    }
     println!("cargo:rerun-if-changed=Cargo.toml");
 
     let workspace_values = workspace_package_values(&manifest_dir.join("Cargo.toml"));
-    let mut files = Vec::new();
-    collect(&prelude, &prelude, &mut files);
-    files.sort();
-
-    let mut out = String::from("pub(crate) static PRELUDE_FILES: &[(&str, &[u8])] = &[\n");
     let out_dir = PathBuf::from(std::env::var("OUT_DIR").unwrap());
-    // Paths are written relative to `CARGO_MANIFEST_DIR`/`OUT_DIR` as rustc sees them, never
-    // absolute: a target directory shared by two checkouts (a CI clone and a working tree, say)
-    // keeps this script's output when the other checkout's files are older, and absolute paths
-    // would then embed the other checkout's prelude, or fail once it is gone.
-    for relative in &files {
-        let embedded = if relative == "Cargo.toml" {
-            let text = std::fs::read_to_string(prelude.join(relative)).unwrap();
-            let standalone = out_dir.join("prelude-Cargo.toml");
-            std::fs::write(&standalone, detach_from_workspace(&text, &workspace_values)).unwrap();
-            "concat!(env!(\"OUT_DIR\"), \"/prelude-Cargo.toml\")".to_owned()
-        } else {
-            format!("concat!(env!(\"CARGO_MANIFEST_DIR\"), \"/prelude/{relative}\")")
-        };
-        writeln!(out, "    ({relative:?}, include_bytes!({embedded})),").unwrap();
+    let mut out = String::from("pub(crate) static PRELUDE_FILES: &[(&str, &[u8])] = &[\n");
+    // (directory in the workspace, directory in the prelude's copy)
+    let crates = std::iter::once(("prelude", "")).chain(EMBEDDED_CRATES.iter().map(|n| (*n, *n)));
+    for (source, inside) in crates {
+        let root = manifest_dir.join(source);
+        let mut files = Vec::new();
+        collect(&root, &root, &mut files);
+        files.sort();
+        // Paths are written relative to `CARGO_MANIFEST_DIR`/`OUT_DIR` as rustc sees them,
+        // never absolute: a target directory shared by two checkouts (a CI clone and a working
+        // tree, say) keeps this script's output when the other checkout's files are older, and
+        // absolute paths would then embed the other checkout's prelude, or fail once it is gone.
+        for relative in &files {
+            let embedded = if relative == "Cargo.toml" {
+                let text = std::fs::read_to_string(root.join(relative)).unwrap();
+                let text = detach_from_workspace(&text, &workspace_values, inside.is_empty());
+                let text = if inside.is_empty() {
+                    point_at_embedded_crates(&text)
+                } else {
+                    text
+                };
+                let standalone = format!("{source}-Cargo.toml");
+                std::fs::write(out_dir.join(&standalone), text).unwrap();
+                format!("concat!(env!(\"OUT_DIR\"), \"/{standalone}\")")
+            } else {
+                format!("concat!(env!(\"CARGO_MANIFEST_DIR\"), \"/{source}/{relative}\")")
+            };
+            let path = if inside.is_empty() {
+                relative.clone()
+            } else {
+                format!("{inside}/{relative}")
+            };
+            writeln!(out, "    ({path:?}, include_bytes!({embedded})),").unwrap();
+        }
     }
     out.push_str("];\n");
     std::fs::write(out_dir.join("prelude_files.rs"), out).unwrap();
+}
+
+/// The prelude's manifest with `path = "../NAME"` of each embedded crate made `path = "NAME"`.
+fn point_at_embedded_crates(manifest: &str) -> String {
+    let mut text = manifest.to_owned();
+    for name in EMBEDDED_CRATES {
+        let workspace_path = format!("path = \"../{name}\"");
+        assert!(
+            text.contains(&workspace_path),
+            "prelude/Cargo.toml must depend on {name} with `{workspace_path}` (build.rs embeds it)"
+        );
+        text = text.replace(&workspace_path, &format!("path = \"{name}\""));
+    }
+    text
 }
 
 /// Every file of the crate a build needs: sources, manifest, build script, data under `src/`.
@@ -86,7 +127,9 @@ fn workspace_package_values(root_manifest: &Path) -> Vec<(String, String)> {
     values
 }
 
-fn detach_from_workspace(manifest: &str, values: &[(String, String)]) -> String {
+/// `manifest` with inherited keys replaced by the workspace's values; `root` adds an empty
+/// `[workspace]` (for the prelude; the crates embedded inside it belong to its workspace).
+fn detach_from_workspace(manifest: &str, values: &[(String, String)], root: bool) -> String {
     let mut out = String::new();
     let mut section = String::new();
     for line in manifest.lines() {
@@ -107,7 +150,7 @@ fn detach_from_workspace(manifest: &str, values: &[(String, String)]) -> String 
         out.push_str(line);
         out.push('\n');
     }
-    if section.is_empty() || !manifest.contains("[workspace]") {
+    if root && (section.is_empty() || !manifest.contains("[workspace]")) {
         // An empty workspace table makes the copy its own root, so cargo never walks up into
         // an unrelated workspace above the cache directory.
         out.push_str("\n[workspace]\n");

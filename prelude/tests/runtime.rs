@@ -2,6 +2,7 @@ use crate::{is_child, run_child};
 use tchbook_prelude::display::{Bundle, show};
 use tchbook_prelude::interrupt;
 use tchbook_prelude::runtime;
+use tchbook_wire::{Message, PREFIX, Panic, StreamName};
 
 const PUMP_CHILD: &str = "runtime::pump_child";
 
@@ -36,7 +37,7 @@ fn pump_forwards_whole_lines_and_flushes_partial_lines_as_stream_ops() {
         .collect();
     let proto: Vec<serde_json::Value> = lines
         .iter()
-        .filter_map(|l| l.strip_prefix(runtime::PROTOCOL_PREFIX))
+        .filter_map(|l| l.strip_prefix(PREFIX))
         .map(|j| serde_json::from_str(j).expect("protocol line is valid JSON"))
         .collect();
     let hello = lines
@@ -111,7 +112,7 @@ fn sigint_sets_the_flag_and_check_panics_with_keyboard_interrupt() {
 }
 
 #[test]
-fn protocol_messages_are_one_line_of_valid_json() {
+fn protocol_messages_are_one_line_that_reads_back_as_the_same_message() {
     let id = runtime::new_display_id();
     for m in [
         runtime::display_message(Bundle::text("a\nb").to_json(), Some(&id)),
@@ -119,14 +120,108 @@ fn protocol_messages_are_one_line_of_valid_json() {
         runtime::clear_message(true),
         runtime::stream_message("stderr", "50%\r"),
     ] {
-        let line = runtime::protocol_line(&m);
+        let line = m.to_line();
         assert!(line.starts_with("TCHBOOK_DISPLAY ") && line.ends_with('\n'));
         assert_eq!(line.matches('\n').count(), 1, "one line: {line:?}");
-        let back: serde_json::Value =
-            serde_json::from_str(line.trim_end().strip_prefix("TCHBOOK_DISPLAY ").unwrap())
-                .unwrap();
-        assert_eq!(back, m);
+        assert_eq!(Message::parse_line(&line).unwrap().unwrap(), m);
     }
+}
+
+const WIRE_CHILD: &str = "runtime::wire_child";
+
+#[test]
+#[ignore = "runs only as the child process of another test"]
+fn wire_child() {
+    use std::io::Write;
+    use tchbook_prelude::display::clear_output;
+    if !is_child(WIRE_CHILD) {
+        return;
+    }
+    runtime::attach();
+    let handle = show(&Bundle::text("first").with_html("<b>first</b>"));
+    handle.update(&Bundle::text("second"));
+    clear_output(true);
+    print!("half a line");
+    std::io::stdout().flush().unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    eprint!("half of stderr");
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    let _ = std::panic::catch_unwind(|| panic!("on the cells' thread: \"{}\"\n", 1));
+    std::thread::Builder::new()
+        .name("worker".into())
+        .spawn(|| std::panic::panic_any(7))
+        .unwrap()
+        .join()
+        .unwrap_err();
+    std::thread::sleep(std::time::Duration::from_millis(300));
+}
+
+/// The prelude's writer (display calls, the pump, the panic hook, all through `emit` in a real
+/// attached process) against the reader the kernel uses (`tchbook_wire::Message::parse_line`,
+/// which `src/display` wraps): every line reads back as the message that was meant.
+#[test]
+fn what_the_prelude_writes_the_kernel_reads_back_as_the_same_messages() {
+    let out = run_child(WIRE_CHILD);
+    let messages: Vec<Message> = out
+        .lines()
+        .filter_map(|l| l.find(PREFIX).map(|i| &l[i..]))
+        .map(|l| {
+            Message::parse_line(l)
+                .unwrap()
+                .expect("every message line reads")
+        })
+        .collect();
+    let Some(Message::Display {
+        display_id: Some(id),
+        ..
+    }) = messages.first()
+    else {
+        panic!("a display with an id first: {messages:?}");
+    };
+    let bundle = |b: Bundle| match b.to_json() {
+        serde_json::Value::Object(map) => map,
+        other => panic!("{other}"),
+    };
+    let location = messages.iter().find_map(|m| match m {
+        Message::Panic(p) if p.on_main => Some(p.location.clone()),
+        _ => None,
+    });
+    let location = location.expect("the main thread's panic");
+    assert!(location.contains("tests/runtime.rs:"), "{location}");
+    assert_eq!(
+        messages,
+        vec![
+            Message::display(
+                bundle(Bundle::text("first").with_html("<b>first</b>")),
+                Some(id.clone())
+            ),
+            Message::update(bundle(Bundle::text("second")), id.clone()),
+            Message::Clear { wait: true },
+            Message::Stream {
+                name: StreamName::Stdout,
+                text: "half a line".into()
+            },
+            Message::Stream {
+                name: StreamName::Stderr,
+                text: "half of stderr".into()
+            },
+            Message::Panic(Panic {
+                message: "on the cells' thread: \"1\"\n".into(),
+                location,
+                thread: WIRE_CHILD.into(),
+                on_main: true,
+            }),
+            Message::Panic(Panic {
+                message: "Box<dyn Any>".into(),
+                location: messages.last().map_or(String::new(), |m| match m {
+                    Message::Panic(p) => p.location.clone(),
+                    _ => String::new(),
+                }),
+                thread: "worker".into(),
+                on_main: false,
+            }),
+        ]
+    );
 }
 
 #[test]
@@ -186,10 +281,7 @@ fn plots_progress_bars_and_run_tables_update_in_place_inside_a_kernel() {
     let out = run_child(LIVE_CHILD);
     let messages: Vec<serde_json::Value> = out
         .lines()
-        .filter_map(|l| {
-            l.find(runtime::PROTOCOL_PREFIX)
-                .map(|i| &l[i + runtime::PROTOCOL_PREFIX.len()..])
-        })
+        .filter_map(|l| l.find(PREFIX).map(|i| &l[i + PREFIX.len()..]))
         .map(|j| serde_json::from_str(j).expect("valid JSON"))
         .collect();
     let plot_id = messages

@@ -46,7 +46,11 @@ pub fn serve(dir: &Path) -> Result<()> {
         match catch_unwind(AssertUnwindSafe(|| answer(&mut analyzer, dir, &request))) {
             Ok(reply) => send(&mut stdout, &reply)?,
             Err(payload) => {
-                let message = format!("rust-analyzer panicked: {}", panic_text(&*payload));
+                let text = tchbook_wire::payload_text(&*payload);
+                let message = format!(
+                    "rust-analyzer panicked: {}",
+                    text.unwrap_or("a panic without a message")
+                );
                 send(
                     &mut stdout,
                     &Reply::Failed {
@@ -172,14 +176,6 @@ fn is_private_field(line: &str) -> bool {
     !name.starts_with("pub")
         && !name.is_empty()
         && name.chars().all(|c| c.is_alphanumeric() || c == '_')
-}
-
-fn panic_text(payload: &(dyn std::any::Any + Send)) -> String {
-    payload
-        .downcast_ref::<&str>()
-        .map(|s| (*s).to_owned())
-        .or_else(|| payload.downcast_ref::<String>().cloned())
-        .unwrap_or_else(|| "a panic without a message".to_owned())
 }
 
 #[cfg(test)]

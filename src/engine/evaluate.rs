@@ -5,15 +5,17 @@ use super::commands::{rewrite_commands, Listing, PlainFormat, Rewritten};
 use super::diagnostics::{describe_evcxr_error, diagnostic};
 use super::interrupt::kill_process_group;
 use super::pump::PumpMessage;
-use super::startup::PANIC_HOOK;
 use super::{CellError, CellValue, Event, Finished, Interrupter, Table};
 use crate::build::cache;
 use crate::completion::{self, Prepared, Source};
 use crossbeam_channel::Sender;
 use evcxr::{CommandContext, EvalCallbacks, EvalOutputs};
 use std::collections::BTreeSet;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Instant;
+
+/// The panic hook of a process without the prelude: panics as `tchbook_wire` messages on stdout.
+const WIRE_PANIC_HOOK: &str = "tchbook_wire::install_panic_hook(tchbook_wire::print_line);";
 
 /// What the engine thread owns: evcxr's context and what it knows of the evaluation process.
 pub(super) struct State {
@@ -21,6 +23,8 @@ pub(super) struct State {
     pub(super) pump: Sender<PumpMessage>,
     interrupter: Interrupter,
     pub(super) prelude_loaded: bool,
+    /// Whether the wire crate's panic hook was installed on its own (no prelude).
+    wire_hook: bool,
     /// How std values are shown (`:fmt`, `:types`); the prelude's `PlainDisplay` follows it.
     plain_format: PlainFormat,
     cells: u64,
@@ -42,6 +46,7 @@ impl State {
             pump,
             interrupter,
             prelude_loaded: false,
+            wire_hook: false,
             plain_format: PlainFormat::default(),
             cells: 0,
             child_pid,
@@ -49,22 +54,33 @@ impl State {
         }
     }
 
-    pub(super) fn install_panic_hook(&mut self) {
-        if let Err(error) = self.context.execute(PANIC_HOOK) {
-            tracing::error!("installing the panic hook failed: {error}");
+    /// Without the prelude (whose `runtime::attach` installs it), the panic hook comes from the
+    /// wire crate alone, a dependency of its own: panics then still read as the cell's error.
+    /// It is installed from a cell because cells link their own libstd: a hook set by the kernel
+    /// binary would never see their panics.
+    pub(super) fn install_panic_hook(&mut self, wire_dir: &Path) {
+        let code = format!(
+            ":dep tchbook_wire = {{ path = {:?}, package = \"tchbook-wire\" }}\n{WIRE_PANIC_HOOK}",
+            wire_dir.display().to_string()
+        );
+        match self.context.execute(&code) {
+            Ok(_) => self.wire_hook = true,
+            Err(error) => tracing::error!("installing the panic hook failed: {error}"),
         }
     }
 
     /// After the evaluation process restarted (crash, kill, `:restart`, `:clear`), the new
-    /// process needs the prelude's runtime and the panic hook again.
+    /// process needs the prelude's runtime (with its panic hook), or the panic hook, again.
     fn reattach(&mut self) {
         let code = if self.prelude_loaded {
             format!(
-                "{PANIC_HOOK}\ntchbook_prelude::runtime::attach();\n{}",
+                "tchbook_prelude::runtime::attach();\n{}",
                 self.plain_format.prelude_call()
             )
+        } else if self.wire_hook {
+            WIRE_PANIC_HOOK.to_owned()
         } else {
-            PANIC_HOOK.to_owned()
+            return;
         };
         if let Err(error) = self.context.execute(&code) {
             tracing::error!("re-attaching the runtime failed: {error}");

@@ -9,55 +9,8 @@ use super::{EngineOptions, Interrupter, Startup, PRELUDE_IMPORT};
 use crate::build::{process, seed};
 use crossbeam_channel::Sender;
 use evcxr::{CommandContext, EvalContext};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
-
-/// Installed in the evaluation process (in the cells' world: cells link their own libstd, so a
-/// hook set from the kernel binary would never see their panics). It reports a panic as one
-/// `TCHBOOK_PANIC` line, which `display` reads; it replaces the default hook, whose output
-/// (with `RUST_BACKTRACE=1`, which evcxr sets) would bury the message in a backtrace.
-pub(super) const PANIC_HOOK: &str = r#"{
-    // The cells' libstd never saw the runtime's main thread start, so it has no name there;
-    // its id, taken now (start-up runs on that thread), tells a cell's own panic from a
-    // panic in a thread the cell spawned.
-    let main_thread = std::thread::current().id();
-    std::panic::set_hook(Box::new(move |info| {
-        fn escape(text: &str) -> String {
-            let mut out = String::new();
-            for c in text.chars() {
-                match c {
-                    '"' => out.push_str("\\\""),
-                    '\\' => out.push_str("\\\\"),
-                    '\n' => out.push_str("\\n"),
-                    c if (c as u32) < 0x20 => out.push_str(&format!("\\u{:04x}", c as u32)),
-                    c => out.push(c),
-                }
-            }
-            out
-        }
-        let payload = info.payload();
-        let message = if let Some(text) = payload.downcast_ref::<&str>() {
-            text.to_string()
-        } else if let Some(text) = payload.downcast_ref::<String>() {
-            text.clone()
-        } else {
-            "Box<dyn Any>".to_string()
-        };
-        let location = info
-            .location()
-            .map(|l| format!("{}:{}:{}", l.file(), l.line(), l.column()))
-            .unwrap_or_default();
-        let current = std::thread::current();
-        let thread = current.name().unwrap_or("<unnamed>");
-        println!(
-            "TCHBOOK_PANIC {{\"message\":\"{}\",\"location\":\"{}\",\"thread\":\"{}\",\"main\":{}}}",
-            escape(&message),
-            escape(&location),
-            escape(thread),
-            current.id() == main_thread
-        );
-    }));
-};"#;
 
 pub(super) fn start(
     options: &EngineOptions,
@@ -92,7 +45,8 @@ pub(super) fn start(
         }
         Err(why) => {
             startup.warning = Some(why.clone());
-            state.install_panic_hook();
+            // Without the prelude's sources there is no wire crate to take the hook from.
+            tracing::warn!("no prelude, no panic hook: panics show as evcxr shows them");
         }
     }
     release_freed_memory();
@@ -128,8 +82,9 @@ fn spawn_evaluation_process(
     ))
 }
 
-/// The start-up cell: the prelude as a dependency, its names in scope, the panic hook, the
-/// prelude's runtime. On failure the kernel still runs plain Rust, and the first cell says why.
+/// The start-up cell: the prelude as a dependency, its names in scope, its runtime (which
+/// installs the panic hook). On failure the kernel still runs plain Rust with the wire crate's
+/// panic hook, and the first cell says why.
 fn load_prelude(state: &mut State, startup: &mut Startup, dir: &Path, seeded: bool) {
     if seeded {
         // Everything is in the local registry cache already; skip the index.
@@ -138,7 +93,6 @@ fn load_prelude(state: &mut State, startup: &mut Startup, dir: &Path, seeded: bo
     let loaded = state.context.execute(&format!(
         ":dep tchbook_prelude = {{ path = {:?}, package = \"tchbook-prelude\" }}\n\
          {PRELUDE_IMPORT}\n\
-         {PANIC_HOOK}\n\
          tchbook_prelude::runtime::attach();\n\
          tch::Cuda::device_count()",
         dir.display().to_string()
@@ -169,7 +123,18 @@ fn load_prelude(state: &mut State, startup: &mut Startup, dir: &Path, seeded: bo
                 "The tchbook prelude could not be loaded, so `Tensor`, `Device`, `nn` \
                  and the prelude's helpers are not in scope:\n{message}"
             ));
-            state.install_panic_hook();
+            state.install_panic_hook(&wire_dir(dir));
         }
+    }
+}
+
+/// The wire crate's sources: inside the prelude's copy (build.rs embeds it there), or beside a
+/// prelude checkout (`TCHBOOK_PRELUDE_DIR`), as the prelude's own manifest finds it.
+fn wire_dir(prelude: &Path) -> PathBuf {
+    let inside = prelude.join("wire");
+    if inside.join("Cargo.toml").is_file() {
+        inside
+    } else {
+        prelude.join("..").join("wire")
     }
 }

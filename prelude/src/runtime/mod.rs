@@ -1,0 +1,74 @@
+//! The prelude's side of the kernel contract (DEVELOPERS.md): the line protocol's writer, the
+//! stdout/stderr pump, the SIGINT flag, the panic hook and `input`.
+//!
+//! The kernel calls [`attach`] once when the evaluation process starts. From then on:
+//! - display calls write `TCHBOOK_DISPLAY <json>` lines ([`emit`] of a [`Message`], the types
+//!   `tchbook_wire` shares with the kernel's reader), which the kernel turns into
+//!   `display_data` / `update_display_data` / `clear_output` messages;
+//! - a panic is reported as a [`Message::Panic`] line, which the kernel shows as the cell's
+//!   error (or as stderr text, for a panic in a thread the cell spawned);
+//! - fd 1 and fd 2 go through pipes read by pump threads that forward complete lines unchanged
+//!   and in order, and flush a partial line (a `print!` progress bar) as a `stream` message
+//!   after ~50 ms without new bytes;
+//! - SIGINT sets the flag that [`crate::interrupt::check`] reports.
+//!
+//! Outside a kernel (tests, benchmarks, `cargo run`) nothing is attached and every display call
+//! prints plain text instead.
+//!
+//! One job per file: `state` (the process-wide state all copies of the prelude share),
+//! `protocol` (the writer), `pump` and `splitter` (the stdout/stderr pump), `signals`, `input`,
+//! `tuning` (allocator and threads).
+
+mod input;
+mod protocol;
+mod pump;
+mod signals;
+mod splitter;
+mod state;
+mod tuning;
+
+pub use input::{input, input_password};
+pub use protocol::{
+    clear_message, display_message, emit, new_display_id, stream_message, update_message,
+};
+pub(crate) use state::shared;
+pub use tchbook_wire::{Message, StreamName};
+pub use tuning::{set_threads, tune_allocator};
+
+use std::sync::atomic::Ordering;
+use tchbook_wire::env;
+
+/// Whether display calls talk to a kernel (after [`attach`]) or print plain text.
+///
+/// ```
+/// assert!(!tchbook_prelude::runtime::in_kernel()); // doc tests run outside a kernel
+/// ```
+pub fn in_kernel() -> bool {
+    shared().attached.load(Ordering::SeqCst)
+}
+
+/// Connects the prelude to the kernel: reports panics as the kernel reads them (call it on the
+/// thread cells run on: a panic on another thread does not end the cell), installs the SIGINT
+/// handler, starts the stdout/stderr pump, tunes the allocator ([`tune_allocator`]), loads
+/// libtorch's CUDA backend where an NVIDIA driver is ([`crate::device::load_cuda`]; call this
+/// before any CUDA question to tch), and marks the process as inside a kernel so display calls
+/// emit message lines. Idempotent; the kernel calls it once.
+///
+/// ```no_run
+/// tchbook_prelude::runtime::attach();
+/// tchbook_prelude::runtime::attach(); // a second call does nothing
+/// ```
+pub fn attach() {
+    let state = shared();
+    if state.attached.swap(true, Ordering::SeqCst) {
+        return;
+    }
+    tchbook_wire::install_panic_hook(emit);
+    signals::install_sigint_handler();
+    signals::install_sigterm_handler();
+    tune_allocator();
+    crate::backend::load_cuda();
+    if std::env::var_os(env::NO_PUMP).is_none() {
+        pump::start_pump();
+    }
+}

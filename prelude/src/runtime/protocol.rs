@@ -1,0 +1,108 @@
+//! The writing side of the kernel's line protocol (the messages are `tchbook_wire`'s).
+
+use super::state::shared;
+use serde_json::Value;
+use std::io::Write;
+use std::sync::atomic::Ordering;
+use tchbook_wire::{Bundle, Message, StreamName};
+
+/// Written before a message line that goes through the stdout pump, so the pump can end a
+/// pending partial line first. Never reaches the kernel.
+pub(super) const MARKER: u8 = 0x1e;
+
+/// Writes one message. Inside a kernel it is a `TCHBOOK_DISPLAY <json>` line on stdout
+/// ([`Message::to_line`]); outside it nothing is written (callers print their text form
+/// instead).
+///
+/// ```
+/// use tchbook_prelude::runtime::{Message, emit};
+/// emit(&Message::Clear { wait: true });
+/// ```
+pub fn emit(message: &Message) {
+    if !super::in_kernel() {
+        return;
+    }
+    let mut line = Vec::with_capacity(256);
+    if shared().pumping.load(Ordering::SeqCst) {
+        line.push(MARKER);
+    }
+    line.extend_from_slice(message.to_line().as_bytes());
+    let mut out = std::io::stdout().lock();
+    // Everything printed before this call must reach the pump before the message line.
+    let _ = out.flush();
+    let _ = out.write_all(&line);
+    let _ = out.flush();
+}
+
+/// A fresh display id for [`display_message`]/[`update_message`] (unique in this process).
+///
+/// ```
+/// let a = tchbook_prelude::runtime::new_display_id();
+/// let b = tchbook_prelude::runtime::new_display_id();
+/// assert_ne!(a, b);
+/// ```
+pub fn new_display_id() -> String {
+    let n = shared().display_ids.fetch_add(1, Ordering::SeqCst);
+    format!("tchbook-{}-{n}", std::process::id())
+}
+
+/// A MIME bundle from its JSON object; any other value is shown as its JSON text.
+fn bundle(data: Value) -> Bundle {
+    match data {
+        Value::Object(map) => map,
+        other => Bundle::from_iter([("text/plain".to_owned(), Value::String(other.to_string()))]),
+    }
+}
+
+/// The `display` message for a MIME bundle, optionally with a display id for later updates.
+///
+/// ```
+/// use serde_json::json;
+/// use tchbook_prelude::runtime::{Message, display_message};
+/// let m = display_message(json!({"text/plain": "hi"}), Some("d1"));
+/// assert!(matches!(m, Message::Display { display_id: Some(id), .. } if id == "d1"));
+/// ```
+pub fn display_message(data: Value, display_id: Option<&str>) -> Message {
+    Message::display(bundle(data), display_id.map(str::to_owned))
+}
+
+/// The `update` message: replaces what an earlier `display` with this id shows.
+///
+/// ```
+/// use serde_json::json;
+/// use tchbook_prelude::runtime::{Message, update_message};
+/// let m = update_message(json!({"text/plain": "2"}), "d1");
+/// assert!(matches!(m, Message::Update { .. }));
+/// ```
+pub fn update_message(data: Value, display_id: &str) -> Message {
+    Message::update(bundle(data), display_id.to_owned())
+}
+
+/// The `clear` message (Jupyter's `clear_output(wait)`).
+///
+/// ```
+/// use tchbook_prelude::runtime::{Message, clear_message};
+/// assert_eq!(clear_message(true), Message::Clear { wait: true });
+/// ```
+pub fn clear_message(wait: bool) -> Message {
+    Message::Clear { wait }
+}
+
+/// The `stream` message the pump sends for a partial line (`name` is `"stdout"` or
+/// `"stderr"`).
+///
+/// ```
+/// use tchbook_prelude::runtime::{Message, stream_message};
+/// let m = stream_message("stdout", "epoch 1 ...");
+/// assert!(matches!(m, Message::Stream { text, .. } if text == "epoch 1 ..."));
+/// ```
+pub fn stream_message(name: &str, text: &str) -> Message {
+    let name = match name {
+        "stderr" => StreamName::Stderr,
+        _ => StreamName::Stdout,
+    };
+    Message::Stream {
+        name,
+        text: text.to_owned(),
+    }
+}

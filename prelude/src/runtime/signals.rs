@@ -1,0 +1,56 @@
+//! SIGINT sets the interrupt flag; SIGTERM ends the evaluation process's whole group.
+
+use super::state::shared;
+use std::sync::atomic::{AtomicBool, AtomicPtr, Ordering};
+use tchbook_wire::env;
+
+static INTERRUPT_FLAG: AtomicPtr<AtomicBool> = AtomicPtr::new(std::ptr::null_mut());
+
+extern "C" fn on_sigint(_signal: libc::c_int) {
+    // Only an atomic store: anything else (allocation, locks, printing) is not
+    // async-signal-safe.
+    let flag = INTERRUPT_FLAG.load(Ordering::SeqCst);
+    if !flag.is_null() {
+        // SAFETY: points into the leaked, never-freed shared state.
+        unsafe { (*flag).store(true, Ordering::SeqCst) };
+    }
+}
+
+pub(super) fn install_sigint_handler() {
+    let flag = &shared().interrupted as *const AtomicBool as *mut AtomicBool;
+    INTERRUPT_FLAG.store(flag, Ordering::SeqCst);
+    // SAFETY: a zeroed sigaction is valid; the handler only performs an atomic store.
+    unsafe {
+        let mut action: libc::sigaction = std::mem::zeroed();
+        action.sa_sigaction = on_sigint as *const () as usize;
+        // SA_RESTART: a read() in the user's code or in the pump must not fail with EINTR
+        // just because the user pressed interrupt.
+        action.sa_flags = libc::SA_RESTART;
+        libc::sigemptyset(&mut action.sa_mask);
+        libc::sigaction(libc::SIGINT, &action, std::ptr::null_mut());
+    }
+}
+
+/// The evaluation process gets SIGTERM when the kernel dies, however it dies (the kernel sets
+/// `PR_SET_PDEATHSIG`). The processes its cells started are in its process group and would live
+/// on under PID 1; SIGKILL to the group ends them and this process together. Installed only in
+/// evcxr's evaluation process leading its own group (the kernel starts it so): a plain program
+/// that calls [`super::attach`] shares its group with the shell that started it.
+pub(super) fn install_sigterm_handler() {
+    extern "C" fn on_sigterm(_signal: libc::c_int) {
+        // SAFETY: kill(2) is async-signal-safe; 0 is this process's own group.
+        unsafe { libc::kill(0, libc::SIGKILL) };
+    }
+    // SAFETY: getpgrp/getpid cannot fail.
+    let leads_group = unsafe { libc::getpgrp() == libc::getpid() };
+    if !leads_group || std::env::var_os(env::IS_RUNTIME).is_none() {
+        return;
+    }
+    // SAFETY: a zeroed sigaction is valid; the handler only calls kill(2).
+    unsafe {
+        let mut action: libc::sigaction = std::mem::zeroed();
+        action.sa_sigaction = on_sigterm as *const () as usize;
+        libc::sigemptyset(&mut action.sa_mask);
+        libc::sigaction(libc::SIGTERM, &action, std::ptr::null_mut());
+    }
+}

@@ -1,0 +1,215 @@
+//! A panic as the cell's error: its message, and the cell line it happened on or was called
+//! from.
+
+use super::reports::{ErrorReport, BLUE, BOLD, RED, RESET};
+use super::torch::{out_of_memory, torch_error};
+use tchbook_wire::Panic;
+
+/// A panic: the message, where it happened and, when the location is in the cell, that line
+/// (numbered as in the cell when the line can be found there).
+///
+/// A libtorch error (`Torch("...")`, what tch's panicking methods unwrap) is one line of its
+/// message first; the C++ frames libtorch appends follow at the end of the traceback, for those
+/// who want them. Out of memory names the size asked for and the memory free. A panic inside a
+/// library (tch's `tensor_generated.rs`) is traced back to the cell line that called the
+/// library function it happened in. An interrupt never points into the prelude's sources.
+pub fn panic_report(panic: &Panic, cell: &str, generated_source: Option<&str>) -> ErrorReport {
+    const INTERRUPT: &str = "KeyboardInterrupt";
+    let torch = torch_error(&panic.message);
+    let (ename, evalue) = match (panic.message.strip_prefix(INTERRUPT), &torch) {
+        (Some(rest), _) => (
+            INTERRUPT.to_owned(),
+            rest.trim_start_matches(':').trim().to_owned(),
+        ),
+        (None, Some(torch)) => match out_of_memory(&torch.summary) {
+            Some(short) => ("OutOfMemoryError".to_owned(), short),
+            None => ("TorchError".to_owned(), torch.summary.clone()),
+        },
+        (None, None) => ("panic".to_owned(), panic.message.clone()),
+    };
+    let mut traceback = vec![format!(
+        "{RED}{ename}{RESET}{BOLD}: {evalue}{RESET}",
+        evalue = if evalue.is_empty() {
+            "interrupted"
+        } else {
+            &evalue
+        }
+    )];
+    if !panic.location.is_empty() {
+        let in_cell = cell_line(&panic.location, generated_source).map(|line| {
+            // evcxr wraps the cell in generated code; its lines keep their text, so the
+            // cell's own line number is where that text is.
+            let wanted = line.trim().to_owned();
+            let number = cell.lines().position(|l| l.trim() == wanted);
+            (number, wanted)
+        });
+        match in_cell {
+            Some((number, wanted)) => {
+                let at = match number {
+                    Some(number) => format!("  at cell line {}", number + 1),
+                    None => format!("  at {}", panic.location),
+                };
+                traceback.push(format!("{at}\n{BLUE}   |{RESET} {wanted}"));
+            }
+            None => {
+                let caller = enclosing_function(&panic.location)
+                    .and_then(|function| calling_line(cell, &function).map(|l| (function, l)));
+                if let Some((function, (number, text))) = caller {
+                    traceback.push(format!(
+                        "  at cell line {number}, in `{function}`\n{BLUE}   |{RESET} {text}"
+                    ));
+                }
+                // The prelude's interrupt check lives in the build cache: where it was
+                // reached says nothing the user can act on.
+                if ename != INTERRUPT {
+                    traceback.push(format!("  (panicked at {})", panic.location));
+                }
+            }
+        }
+    }
+    if let Some(torch) = torch.filter(|t| !t.rest.is_empty()) {
+        traceback.push(format!("libtorch's full report:\n{}", torch.rest));
+    }
+    ErrorReport {
+        ename,
+        evalue,
+        traceback,
+    }
+}
+
+/// The source line a panic location in the cell's generated crate points at.
+fn cell_line(location: &str, generated_source: Option<&str>) -> Option<String> {
+    let mut parts = location.rsplitn(3, ':');
+    let _column = parts.next()?;
+    let line: usize = parts.next()?.parse().ok()?;
+    let file = parts.next()?;
+    if !file.ends_with("src/lib.rs") {
+        return None;
+    }
+    let text = generated_source?.lines().nth(line.checked_sub(1)?)?;
+    Some(text.to_owned())
+}
+
+/// The name of the function whose body holds `file:line:col` (a library's source on disk).
+fn enclosing_function(location: &str) -> Option<String> {
+    let mut parts = location.rsplitn(3, ':');
+    let _column = parts.next()?;
+    let line: usize = parts.next()?.parse().ok()?;
+    let file = parts.next()?;
+    let text = std::fs::read_to_string(file).ok()?;
+    let lines: Vec<&str> = text.lines().take(line).collect();
+    lines.iter().rev().find_map(|l| {
+        let rest = l.trim_start();
+        let rest = rest.strip_prefix("pub ").unwrap_or(rest);
+        let rest = rest.strip_prefix("pub(crate) ").unwrap_or(rest);
+        let name: String = rest
+            .strip_prefix("fn ")?
+            .chars()
+            .take_while(|c| c.is_alphanumeric() || *c == '_')
+            .collect();
+        (!name.is_empty()).then_some(name)
+    })
+}
+
+/// The first cell line calling `function` (`.name(` or `::name(`), 1-based, with its text.
+fn calling_line(cell: &str, function: &str) -> Option<(usize, String)> {
+    let method = format!(".{function}(");
+    let path = format!("::{function}(");
+    cell.lines()
+        .position(|l| l.contains(&method) || l.contains(&path))
+        .map(|index| {
+            (
+                index + 1,
+                cell.lines().nth(index).unwrap_or("").trim().to_owned(),
+            )
+        })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn keyboard_interrupt_panics_are_named_so() {
+        let panic = Panic {
+            message: "KeyboardInterrupt: interrupted by the user".into(),
+            location: "src/lib.rs:3:5".into(),
+            thread: "<unnamed>".into(),
+            on_main: true,
+        };
+        let report = panic_report(
+            &panic,
+            "let x = 1;\nloop_body();",
+            Some("a\nb\n    loop_body();\n"),
+        );
+        assert_eq!(report.ename, "KeyboardInterrupt");
+        assert_eq!(report.evalue, "interrupted by the user");
+        assert!(report.traceback[1].contains("at cell line 2"), "{report:?}");
+        assert!(report.traceback[1].contains("loop_body();"));
+    }
+
+    #[test]
+    fn an_interrupt_outside_the_cell_does_not_point_into_the_build_cache() {
+        let panic = Panic {
+            message: "KeyboardInterrupt: interrupted by the user".into(),
+            location: "/home/u/.cache/tchbook/build/x/prelude/src/data/loader.rs:200:13".into(),
+            thread: "<unnamed>".into(),
+            on_main: true,
+        };
+        let report = panic_report(&panic, "for b in &loader {}", None);
+        assert_eq!(report.traceback.len(), 1, "{report:?}");
+        assert!(!report.traceback[0].contains(".cache"));
+    }
+
+    #[test]
+    fn cpu_out_of_memory_is_one_short_line_then_the_details() {
+        let frames = "Exception raised from allocate at alloc_cpu.cpp:117 (most recent call \
+                      first):\nframe #0: c10::Error::Error() + 0x1f";
+        let panic = Panic {
+            message: format!(
+                "called `Result::unwrap()` on an `Err` value: Torch(\"[enforce fail at \
+                 alloc_cpu.cpp:117] data. DefaultCPUAllocator: not enough memory: you tried to \
+                 allocate 17592186044416 bytes.\\n{frames}\")"
+            ),
+            location: "/nonexistent/tensor_generated.rs:10:5".into(),
+            thread: "<unnamed>".into(),
+            on_main: true,
+        };
+        let report = panic_report(
+            &panic,
+            "let a = 1;\nlet big = Tensor::zeros([1], opts);",
+            None,
+        );
+        assert_eq!(report.ename, "OutOfMemoryError");
+        assert!(
+            report.evalue.contains("16.0 TiB on the CPU"),
+            "{}",
+            report.evalue
+        );
+        assert!(report.evalue.contains("available"), "{}", report.evalue);
+        assert!(report.evalue.len() < 200, "{}", report.evalue);
+        assert!(report.traceback.last().unwrap().contains("frame #0"));
+    }
+
+    #[test]
+    fn a_panic_in_a_library_function_points_at_the_cell_line_calling_it() {
+        let dir = std::env::temp_dir().join(format!("tchbook-display-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let file = dir.join("tensor_generated.rs");
+        std::fs::write(&file, "impl Tensor {\n    pub fn zeros(size: i64) -> Tensor {\n        Self::f_zeros(size).unwrap()\n    }\n}\n").unwrap();
+        let panic = Panic {
+            message: "called `Result::unwrap()` on an `Err` value: Torch(\"bad size\")".into(),
+            location: format!("{}:3:29", file.display()),
+            thread: "<unnamed>".into(),
+            on_main: true,
+        };
+        let report = panic_report(&panic, "let a = 1;\nlet t = Tensor::zeros(-1);", None);
+        std::fs::remove_dir_all(&dir).unwrap();
+        assert_eq!(report.ename, "TorchError");
+        assert_eq!(report.evalue, "bad size");
+        assert!(
+            report.traceback[1].contains("at cell line 2, in `zeros`"),
+            "{report:?}"
+        );
+    }
+}
