@@ -18,6 +18,7 @@ The Rust kernel behind the bridge is the wheel's binary; its build cache is the 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import re
@@ -194,11 +195,25 @@ def executed(path: Path, hosted: dict, skip_tag: str = "skip-execution", interru
     for c in nb.cells:
         if c.cell_type == "code":
             c.outputs, c.execution_count = [], None
-    os.environ["JUPYTER_PATH"] = hosted["env"]["JUPYTER_PATH"]  # the client's KernelSpecManager reads it
     client = Recorder(nb, kernel_name=KERNEL, timeout=CELL_TIMEOUT_S, allow_errors=False,
                       skip_cells_with_tag=skip_tag, resources={"metadata": {"path": str(path.parent)}})
-    client.execute(env=hosted["env"])
+    with jupyter_path(hosted):
+        client.execute(env=hosted["env"])
     return nb, client
+
+
+@contextlib.contextmanager
+def jupyter_path(hosted: dict):
+    """The hosted kernelspec visible to this process's KernelSpecManager, for a while."""
+    before = os.environ.get("JUPYTER_PATH")
+    os.environ["JUPYTER_PATH"] = hosted["env"]["JUPYTER_PATH"]
+    try:
+        yield
+    finally:
+        if before is None:
+            del os.environ["JUPYTER_PATH"]
+        else:
+            os.environ["JUPYTER_PATH"] = before
 
 
 class Run:
@@ -365,8 +380,8 @@ def kernels_of(binary: Path) -> list[int]:
 def test_rust_kernel_exits_when_the_python_kernel_is_killed(hosted):
     from jupyter_client.manager import start_new_kernel
 
-    os.environ["JUPYTER_PATH"] = hosted["env"]["JUPYTER_PATH"]
-    km, kc = start_new_kernel(kernel_name=KERNEL, env=hosted["env"])
+    with jupyter_path(hosted):
+        km, kc = start_new_kernel(kernel_name=KERNEL, env=hosted["env"])
     printed = []
     reply = kc.execute_interactive("%load_ext tchbook\nimport tchbook\nprint(tchbook.kernel().pid())",
                                    timeout=120, output_hook=printed.append)
