@@ -18,6 +18,8 @@ KernelSpecManager, connection files in a temporary runtime directory, and tchboo
 from `tchbook install --prefix <tmp>`.
 
     python bench/kernels.py --out bench/out/kernels.json [--reps 20] [--kernels tchbook,evcxr,ipykernel]
+    python bench/kernels.py --out before-after.json --kernels tchbook-baseline,tchbook \\
+        --tchbook-baseline OLD/tchbook --tchbook NEW/tchbook --in-kernel-only
 """
 
 import argparse
@@ -85,25 +87,37 @@ class Kernel:
         self.language = language
 
 
+def tchbook_kernel(name, binary, env, tmp):
+    """A tchbook binary's kernel, from the spec `tchbook install --prefix` writes for it."""
+    prefix = tmp / f"{name}-prefix"
+    log(f"{binary} install --prefix {prefix} (also pre-builds the prelude in the build cache)")
+    subprocess.run([str(binary), "install", "--prefix", str(prefix)], check=True,
+                   stdout=sys.stderr, env={**os.environ, **env})
+    found = list(prefix.rglob("kernel.json"))
+    if not found:
+        raise SystemExit(f"{binary} install --prefix {prefix} wrote no kernel.json")
+    spec = json.loads(found[0].read_text())
+    return Kernel(
+        name, spec["argv"], {**spec.get("env", {}), **env}, setup=None,
+        first_tch=RUST_TCH_CELL, tch_cell=RUST_TCH_CELL,
+        complete=("let z = Tensor::zer", len("let z = Tensor::zer")),
+        cifar=(CELLS / "tchbook_cifar.rs").read_text(), language="rust",
+        interrupt_mode=spec.get("interrupt_mode", "signal"))
+
+
 def kernel_specs(args, tmp):
     """Builds the three kernels' specs in a temporary kernels/ directory."""
     kernels = {}
     py = sys.executable
     if "tchbook" in args.kernels:
-        prefix = tmp / "tchbook-prefix"
-        log(f"tchbook install --prefix {prefix} (also pre-builds the prelude in the build cache)")
-        subprocess.run([str(args.tchbook), "install", "--prefix", str(prefix)], check=True,
-                       stdout=sys.stderr)
-        found = list(prefix.rglob("kernel.json"))
-        if not found:
-            raise SystemExit(f"tchbook install --prefix {prefix} wrote no kernel.json")
-        spec = json.loads(found[0].read_text())
-        kernels["tchbook"] = Kernel(
-            "tchbook", spec["argv"], spec.get("env", {}), setup=None,
-            first_tch=RUST_TCH_CELL, tch_cell=RUST_TCH_CELL,
-            complete=("let z = Tensor::zer", len("let z = Tensor::zer")),
-            cifar=(CELLS / "tchbook_cifar.rs").read_text(), language="rust",
-            interrupt_mode=spec.get("interrupt_mode", "signal"))
+        kernels["tchbook"] = tchbook_kernel("tchbook", args.tchbook, {}, tmp)
+    if "tchbook-baseline" in args.kernels:
+        # Another build of tchbook (say, the commit before a change) beside this one in the same
+        # run. Its own build cache: the two binaries embed different prelude sources, and in one
+        # cache each would find the other's template out of date and rebuild it.
+        cache = Path.home() / ".cache" / "tchbook" / "bench" / "baseline-cache"
+        kernels["tchbook-baseline"] = tchbook_kernel(
+            "tchbook-baseline", args.tchbook_baseline, {"TCHBOOK_CACHE_DIR": str(cache)}, tmp)
     if "evcxr" in args.kernels:
         # evcxr builds cells with -Cprefer-dynamic and finds libstd-*.so through a relative
         # rpath that cargo computes for target/.../deps/ but that the uplifted copy one level
@@ -348,39 +362,40 @@ def bench_kernel(ksm, kernel, runtime, args):
     res = {"name": kernel.name}
     starts, firsts, first_completes, first_hits, mem_before, mem_after = [], [], [], [], [], []
     code, cursor = kernel.complete
-    for i in range(args.starts):
-        s = Session(ksm, kernel, runtime)
-        try:
-            t_start = s.start(args.timeout)
-            t_idle, _, value, _ = s.execute(kernel.first_tch, args.timeout)
-            starts.append(t_start)
-            # Launch -> kernel_info_reply, then straight on to the cell's idle: the client's
-            # own turn-around between the two is well below a millisecond.
-            firsts.append(t_start + t_idle)
-            # The first Tab of a fresh kernel: JupyterLab shows the reply only if it comes
-            # within its provider timeout (1 s) and offers the expected item.
-            time.sleep(1)
-            mem_before.append(tree_memory(s.pid)[0])
-            t_complete, matches = s.complete(code, cursor, args.timeout)
-            first_completes.append(t_complete)
-            first_hits.append(t_complete < 1.0 and any(m.split("(")[0].endswith("zeros") for m in matches))
-            # What completion costs in memory once it has warmed up (rust-analyzer loaded).
-            time.sleep(30)
-            mem_after.append(tree_memory(s.pid)[0])
-            if i == 0:
-                res["kernel_info"] = {k: s.info.get(k) for k in ("implementation", "implementation_version")}
-                res["first_tch_value"] = value
-        finally:
-            s.stop()
-        log(f"{kernel.name}: fresh kernel {i + 1}/{args.starts}: start {t_start:.3f} s, first tch result "
-            f"{firsts[-1]:.3f} s, first completion {t_complete:.3f} s ({'shown' if first_hits[-1] else 'dropped'}), "
-            f"memory {mem_before[-1]:.0f} -> {mem_after[-1]:.0f} MiB")
-    res["start"] = summary(starts)
-    res["first_tch"] = summary(firsts)
-    res["first_complete"] = summary(first_completes)
-    res["first_complete_shown"] = sum(first_hits)
-    res["mem_before_completion"] = summary(mem_before)
-    res["mem_after_completion"] = summary(mem_after)
+    if not args.in_kernel_only:
+        for i in range(args.starts):
+            s = Session(ksm, kernel, runtime)
+            try:
+                t_start = s.start(args.timeout)
+                t_idle, _, value, _ = s.execute(kernel.first_tch, args.timeout)
+                starts.append(t_start)
+                # Launch -> kernel_info_reply, then straight on to the cell's idle: the client's
+                # own turn-around between the two is well below a millisecond.
+                firsts.append(t_start + t_idle)
+                # The first Tab of a fresh kernel: JupyterLab shows the reply only if it comes
+                # within its provider timeout (1 s) and offers the expected item.
+                time.sleep(1)
+                mem_before.append(tree_memory(s.pid)[0])
+                t_complete, matches = s.complete(code, cursor, args.timeout)
+                first_completes.append(t_complete)
+                first_hits.append(t_complete < 1.0 and any(m.split("(")[0].endswith("zeros") for m in matches))
+                # What completion costs in memory once it has warmed up (rust-analyzer loaded).
+                time.sleep(30)
+                mem_after.append(tree_memory(s.pid)[0])
+                if i == 0:
+                    res["kernel_info"] = {k: s.info.get(k) for k in ("implementation", "implementation_version")}
+                    res["first_tch_value"] = value
+            finally:
+                s.stop()
+            log(f"{kernel.name}: fresh kernel {i + 1}/{args.starts}: start {t_start:.3f} s, first tch result "
+                f"{firsts[-1]:.3f} s, first completion {t_complete:.3f} s ({'shown' if first_hits[-1] else 'dropped'}), "
+                f"memory {mem_before[-1]:.0f} -> {mem_after[-1]:.0f} MiB")
+        res["start"] = summary(starts)
+        res["first_tch"] = summary(firsts)
+        res["first_complete"] = summary(first_completes)
+        res["first_complete_shown"] = sum(first_hits)
+        res["mem_before_completion"] = summary(mem_before)
+        res["mem_after_completion"] = summary(mem_after)
     if args.fresh_only:
         return res
 
@@ -423,6 +438,8 @@ def bench_kernel(ksm, kernel, runtime, args):
         log(f"{kernel.name}: trivial {res['trivial']['median']:.3f} s, tch cell {res['tch_cell']['median']:.3f} s, "
             f"complete {res['complete']['median']:.3f} s ({len(matches)} matches)")
 
+        if args.in_kernel_only:
+            return res
         time.sleep(2)  # let allocations from the cells above settle before the idle sample
         main, comp_mib, procs = tree_memory(s.pid)
         res["mem_idle"] = {"main_mib": main, "compiler_mib": comp_mib, "processes": procs,
@@ -486,15 +503,23 @@ def main():
     p.add_argument("--starts", type=int, default=None, help="fresh kernels per kernel (default: --reps)")
     p.add_argument("--kernels", default="tchbook,evcxr,ipykernel")
     p.add_argument("--tchbook", type=Path, default=ROOT / "target" / "release" / "tchbook")
+    p.add_argument("--tchbook-baseline", type=Path,
+                   help="a second tchbook binary, measured as kernel `tchbook-baseline` in the same run "
+                        "(add it to --kernels): before and after a change, side by side")
     p.add_argument("--evcxr", type=Path, default=shutil.which("evcxr_jupyter"))
     p.add_argument("--evcxr-tmpdir", type=Path,
                    default=Path.home() / ".cache" / "tchbook" / "bench" / "evcxr-tmpdir")
     p.add_argument("--timeout", type=float, default=300)
+    p.add_argument("--in-kernel-only", action="store_true",
+                   help="only the in-kernel latencies (trivial cell, tch cell, completion): no fresh "
+                        "kernels, no CIFAR memory run")
     p.add_argument("--fresh-only", action="store_true",
                    help="only the fresh-kernel measurements (start, first tch result, first completion, memory)")
     args = p.parse_args()
     args.kernels = [k for k in args.kernels.split(",") if k]
     args.starts = args.starts or args.reps
+    if "tchbook-baseline" in args.kernels and not args.tchbook_baseline:
+        raise SystemExit("--kernels names tchbook-baseline: pass --tchbook-baseline BINARY")
     if "evcxr" in args.kernels and not args.evcxr:
         raise SystemExit("evcxr_jupyter not found: pass --evcxr or put it on PATH (scripts/bench installs it)")
     args.evcxr_tmpdir.mkdir(parents=True, exist_ok=True)
