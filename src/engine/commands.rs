@@ -6,7 +6,7 @@
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(super) struct PlainFormat {
     /// `:fmt`'s argument.
-    format: String,
+    pub(super) format: String,
     /// `:types` on.
     types: bool,
 }
