@@ -16,7 +16,7 @@ use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
 /// Workspace crates the prelude depends on by path, embedded inside its copy.
-const EMBEDDED_CRATES: &[&str] = &["wire"];
+const EMBEDDED_CRATES: &[&str] = &["wire", "fetch"];
 
 fn main() {
     let manifest_dir = PathBuf::from(std::env::var("CARGO_MANIFEST_DIR").unwrap());

@@ -79,4 +79,3 @@ fn cuda_library_candidates() -> Vec<String> {
     out.push("libtorch_cuda.so".to_string());
     out
 }
-

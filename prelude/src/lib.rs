@@ -16,6 +16,28 @@
 //!   one compilation, and live, in-place updates;
 //! - [`runtime`] and [`interrupt`] — the kernel contract (live display protocol, stdout pump,
 //!   SIGINT flag), see DEVELOPERS.md.
+//!
+//! # Layers
+//!
+//! Modules are layered, and each imports only from the layers below it (and, inside a module
+//! directory, each file only from its siblings below it; a `mod.rs` only declares and
+//! re-exports). `tests/layers.rs` reads every `crate::`/`super::` path in `src/` and fails on a
+//! cycle.
+//!
+//! 1. Facts: `sys` (Linux: CPU, RAM, process; HTML escaping), `backend` (whether there is an
+//!    NVIDIA driver; loading libtorch's CUDA backend).
+//! 2. The kernel contract: [`runtime`] (the wire to the kernel, pumps, signals, input, tuning),
+//!    [`interrupt`] (the flag a cell polls); `torch_error` (libtorch errors in one line).
+//! 3. Rendering: [`display`] — `Bundle` and `Render`, tables, live outputs, tensors as PyTorch
+//!    prints them, std values as evcxr prints them.
+//! 4. Things that render themselves: [`cuda`], [`pyrepr`], [`progress`], [`plot`],
+//!    [`torch_nn`].
+//! 5. [`device`] (over `cuda`), [`models`] (over `torch_nn`).
+//! 6. [`data`] (loaders use `cuda` for pinned memory; downloads show `progress`).
+//! 7. [`train`] (over `data` and `device`), and the [`prelude`] that re-exports all of it.
+//!
+//! The data set catalog and downloads are the `tchbook-fetch` crate's (shared with the kernel's
+//! `tchbook download`); the line messages to the kernel are `tchbook-wire`'s.
 
 #![warn(missing_docs)]
 
@@ -31,7 +53,7 @@ pub mod progress;
 pub mod pyrepr;
 pub mod runtime;
 mod sys;
-mod tensor_fmt;
+mod torch_error;
 pub mod torch_nn;
 pub mod train;
 
@@ -42,7 +64,7 @@ pub mod prelude {
 
     pub use crate::cuda;
     pub use crate::data::{
-        Cifar10, CsvTable, DataLoader, DataSet, Dataset, FashionMnist, Mnist, TensorDataset,
+        Cifar10, CsvTable, DataLoader, Dataset, FashionMnist, KnownDataset, Mnist, TensorDataset,
         load_iris, read_csv, standin, train_test_split, transforms,
     };
     pub use crate::data::{f_fetch, fetch, iris, write_iris};

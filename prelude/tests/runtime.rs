@@ -263,7 +263,7 @@ fn live_child() {
     let loader = DataLoader::new(&ds, 2);
     let mut m = RunManager::new();
     for run in RunBuilder::get_runs(&RunParams::new().lr(&[0.1, 0.01])) {
-        m.begin_run(&run, &loader);
+        m.begin_run(&run);
         m.begin_epoch();
         for (x, y) in &loader {
             m.track_loss(&Tensor::from(0.25f32), 2);

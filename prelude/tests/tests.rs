@@ -4,6 +4,7 @@
 mod data;
 mod device;
 mod display;
+mod layers;
 mod loader;
 mod memory;
 mod models;

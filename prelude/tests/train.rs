@@ -51,7 +51,7 @@ fn run_manager_records_loss_accuracy_and_durations_and_exports_them() {
         let loader = DataLoader::new(&ds, run.batch_size)
             .num_workers(run.num_workers)
             .to_device(run.device, false);
-        m.begin_run(&run, &loader);
+        m.begin_run(&run);
         for _ in 0..2 {
             m.begin_epoch();
             for (_x, y) in &loader {

@@ -2,10 +2,12 @@
 //! each a sequence of 3073-byte records (a label byte, then 1024 red, 1024 green and 1024 blue
 //! pixels of a 32×32 image, row by row).
 
-use super::fetch::DataSet;
+use super::dataset::TensorDataset;
+use super::error::{DataError, format_error, images_u8, io_error, labels_i64};
+use super::fetch::download_hint;
 use super::transforms::Transform;
-use super::{DataError, TensorDataset, format_error, images_u8, is_standin_dir, labels_i64};
 use std::path::{Path, PathBuf};
+use tchbook_fetch::{KnownDataset, is_standin_dir};
 
 const RECORD: usize = 1 + 3 * 32 * 32;
 
@@ -30,9 +32,7 @@ impl Cifar10 {
     /// use tchbook_prelude::prelude::*;
     /// assert_eq!(Cifar10::CLASSES[1], "car");
     /// ```
-    pub const CLASSES: [&'static str; 10] = [
-        "plane", "car", "bird", "cat", "deer", "dog", "frog", "horse", "ship", "truck",
-    ];
+    pub const CLASSES: [&'static str; 10] = tchbook_fetch::CIFAR10_CLASSES;
 
     fn dir(root: &Path) -> Result<PathBuf, DataError> {
         let nested = root.join("cifar-10-batches-bin");
@@ -43,25 +43,17 @@ impl Cifar10 {
         } else {
             Err(DataError::Missing {
                 path: nested,
-                hint: Self::hint(root),
+                hint: download_hint(KnownDataset::Cifar10, root),
             })
         }
     }
-
-    fn hint(root: &Path) -> String {
-        format!(
-            "download it with fetch(DataSet::Cifar10, {:?}), or write stand-in files with \
-             Cifar10::locate_or_standin({:?}, 20_000, 2_000)",
-            root, root
-        )
-    }
 }
 
-dataset_entry_points!(Cifar10, DataSet::Cifar10, read);
+dataset_entry_points!(Cifar10, KnownDataset::Cifar10, read);
 
 /// Reads the CIFAR-10 training or test batches under `root`.
 fn read(
-    _set: DataSet,
+    _set: KnownDataset,
     root: &Path,
     train: bool,
     transform: &Transform,
@@ -79,7 +71,7 @@ fn read(
         if !path.exists() {
             return Err(DataError::Missing {
                 path,
-                hint: Cifar10::hint(root),
+                hint: download_hint(KnownDataset::Cifar10, root),
             });
         }
         let (p, l) = read_batch(&path)?;
@@ -98,7 +90,7 @@ fn read(
 
 /// Reads one binary batch: (pixels, labels). Errors name the file and the problem.
 pub(crate) fn read_batch(path: &Path) -> Result<(Vec<u8>, Vec<u8>), DataError> {
-    let bytes = std::fs::read(path).map_err(|e| super::io_error(path, e))?;
+    let bytes = std::fs::read(path).map_err(|e| io_error(path, e))?;
     if bytes.is_empty() {
         return Err(format_error(
             path,

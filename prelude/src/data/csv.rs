@@ -1,6 +1,6 @@
 //! CSV tables (pandas' `read_csv` for numeric data) and the shipped Iris data set.
 
-use super::{DataError, format_error, io_error};
+use super::error::{DataError, format_error, io_error};
 use crate::display::{Bundle, Render, html_table, rich, text_table};
 use std::path::{Path, PathBuf};
 use tch::{Kind, Tensor};

@@ -1,456 +1,151 @@
-//! Getting the real data sets: downloads from their canonical locations with progress and MD5
-//! checks ([`fetch`]), and [`locate`]-ing files already on disk, falling back to stand-ins.
+//! Getting the real data sets: [`fetch`] downloads them (the `fetch` cargo feature, off by
+//! default), and [`download_hint`] says how to get them in every message about missing files.
+//!
+//! The catalog (names, directories, URLs, checksums) and the download itself are the
+//! `tchbook-fetch` crate's, shared with the kernel's `tchbook download <dataset>` command. The
+//! feature is off by default because HTTPS, MD5 and tar are about 30 crates that every notebook's
+//! dependency build would otherwise compile; a terminal's `tchbook download` gets the same files
+//! into the same places without them.
 
-use super::transforms::Transform;
-use super::{DataError, STANDIN_MARKER, TensorDataset, is_standin_dir};
-use crate::display::{Bundle, Render, rich};
+use super::error::DataError;
 use std::path::{Path, PathBuf};
+use tchbook_fetch::KnownDataset;
 
-/// The data sets the prelude can fetch, find and stand in for.
+/// What to do about `set` missing under `root`, for error messages: download it (with
+/// [`fetch`] where the `fetch` feature is on, else with `tchbook download` in a terminal or by
+/// turning the feature on), or write stand-ins.
 ///
 /// ```
 /// use tchbook_prelude::prelude::*;
-/// assert_eq!(DataSet::FashionMnist.title(), "Fashion-MNIST");
+/// let hint = tchbook_prelude::data::download_hint(KnownDataset::Mnist, "data".as_ref());
+/// assert!(hint.contains("Mnist::locate_or_standin(\"data\""), "{hint}");
+/// if cfg!(not(feature = "fetch")) {
+///     assert!(hint.contains("tchbook download mnist --root data"), "{hint}");
+/// }
 /// ```
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum DataSet {
-    /// CIFAR-10, binary version.
-    Cifar10,
-    /// MNIST digits (IDX).
-    Mnist,
-    /// Fashion-MNIST (IDX).
-    FashionMnist,
-}
-
-struct Remote {
-    file: &'static str,
-    md5: &'static str,
-    mirrors: &'static [&'static str],
-}
-
-const MNIST_MIRRORS: &[&str] = &[
-    "https://ossci-datasets.s3.amazonaws.com/mnist/",
-    "http://yann.lecun.com/exdb/mnist/",
-];
-const FASHION_MIRRORS: &[&str] = &["http://fashion-mnist.s3-website.eu-central-1.amazonaws.com/"];
-const CIFAR_MIRRORS: &[&str] = &["https://www.cs.toronto.edu/~kriz/"];
-
-impl DataSet {
-    /// The name as shown.
-    ///
-    /// ```
-    /// use tchbook_prelude::prelude::*;
-    /// assert_eq!(DataSet::Cifar10.title(), "CIFAR-10");
-    /// ```
-    pub fn title(self) -> &'static str {
-        match self {
-            DataSet::Cifar10 => "CIFAR-10",
-            DataSet::Mnist => "MNIST",
-            DataSet::FashionMnist => "Fashion-MNIST",
+pub fn download_hint(set: KnownDataset, root: &Path) -> String {
+    let standin = format!(
+        "write stand-in files with {}::locate_or_standin({root:?}, {}, 2_000)",
+        set.type_name(),
+        match set {
+            KnownDataset::Cifar10 => "20_000",
+            KnownDataset::Mnist | KnownDataset::FashionMnist => "12_000",
         }
-    }
-
-    /// Class names in label order.
-    ///
-    /// ```
-    /// use tchbook_prelude::prelude::*;
-    /// assert_eq!(DataSet::FashionMnist.classes()[0], "T-shirt/top");
-    /// ```
-    pub fn classes(self) -> &'static [&'static str] {
-        match self {
-            DataSet::Cifar10 => &super::Cifar10::CLASSES,
-            DataSet::Mnist => &super::Mnist::CLASSES,
-            DataSet::FashionMnist => &super::FashionMnist::CLASSES,
-        }
-    }
-
-    /// Where the files live under `root` (torchvision's layout).
-    ///
-    /// ```
-    /// use tchbook_prelude::prelude::*;
-    /// let dir = DataSet::Mnist.dir(std::path::Path::new("data"));
-    /// assert_eq!(dir, std::path::Path::new("data/MNIST/raw"));
-    /// ```
-    pub fn dir(self, root: &Path) -> PathBuf {
-        match self {
-            DataSet::Cifar10 => root.join("cifar-10-batches-bin"),
-            DataSet::Mnist => root.join("MNIST").join("raw"),
-            DataSet::FashionMnist => root.join("FashionMNIST").join("raw"),
-        }
-    }
-
-    /// The files a complete copy has (IDX files may also be `.gz`).
-    pub(crate) fn files(self) -> Vec<&'static str> {
-        match self {
-            DataSet::Cifar10 => vec![
-                "data_batch_1.bin",
-                "data_batch_2.bin",
-                "data_batch_3.bin",
-                "data_batch_4.bin",
-                "data_batch_5.bin",
-                "test_batch.bin",
-            ],
-            DataSet::Mnist | DataSet::FashionMnist => vec![
-                "train-images-idx3-ubyte",
-                "train-labels-idx1-ubyte",
-                "t10k-images-idx3-ubyte",
-                "t10k-labels-idx1-ubyte",
-            ],
-        }
-    }
-
-    fn remotes(self) -> Vec<Remote> {
-        // Checksums as torchvision lists them.
-        match self {
-            DataSet::Cifar10 => vec![Remote {
-                file: "cifar-10-binary.tar.gz",
-                md5: "c32a1d4ab5d03f1284b67883e8d87530",
-                mirrors: CIFAR_MIRRORS,
-            }],
-            DataSet::Mnist => vec![
-                Remote {
-                    file: "train-images-idx3-ubyte.gz",
-                    md5: "f68b3c2dcbeaaa9fbdd348bbdeb94873",
-                    mirrors: MNIST_MIRRORS,
-                },
-                Remote {
-                    file: "train-labels-idx1-ubyte.gz",
-                    md5: "d53e105ee54ea40749a09fcbcd1e9432",
-                    mirrors: MNIST_MIRRORS,
-                },
-                Remote {
-                    file: "t10k-images-idx3-ubyte.gz",
-                    md5: "9fb629c4189551a2d022fa330f9573f3",
-                    mirrors: MNIST_MIRRORS,
-                },
-                Remote {
-                    file: "t10k-labels-idx1-ubyte.gz",
-                    md5: "ec29112dd5afa0611ce80d1b7f02629c",
-                    mirrors: MNIST_MIRRORS,
-                },
-            ],
-            DataSet::FashionMnist => vec![
-                Remote {
-                    file: "train-images-idx3-ubyte.gz",
-                    md5: "8d4fb7e6c68d591d4c3dfef9ec88bf0d",
-                    mirrors: FASHION_MIRRORS,
-                },
-                Remote {
-                    file: "train-labels-idx1-ubyte.gz",
-                    md5: "25c81989df183df01b3e8a0aad5dffbe",
-                    mirrors: FASHION_MIRRORS,
-                },
-                Remote {
-                    file: "t10k-images-idx3-ubyte.gz",
-                    md5: "bef4ecab320f06d8554ea6380940ec79",
-                    mirrors: FASHION_MIRRORS,
-                },
-                Remote {
-                    file: "t10k-labels-idx1-ubyte.gz",
-                    md5: "bb300cfdad3c16e7a12a480ee83cd310",
-                    mirrors: FASHION_MIRRORS,
-                },
-            ],
-        }
-    }
-
-    /// Whether every file of the set is under `root` (stand-in or real).
-    ///
-    /// ```no_run
-    /// use tchbook_prelude::prelude::*;
-    /// if !DataSet::Cifar10.is_present(std::path::Path::new("data")) {
-    ///     println!("CIFAR-10 is not in ./data yet");
-    /// }
-    /// ```
-    pub fn is_present(self, root: &Path) -> bool {
-        let dir = self.dir(root);
-        self.files()
-            .iter()
-            .all(|f| dir.join(f).exists() || dir.join(format!("{f}.gz")).exists())
+    );
+    if cfg!(feature = "fetch") {
+        format!("download it with fetch(KnownDataset::{set:?}, {root:?}), or {standin}")
+    } else {
+        format!(
+            "download it with `tchbook download {} --root {}` in a terminal (or add the \
+             prelude's fetch feature with `{}` and call fetch(KnownDataset::{set:?}, {root:?})), \
+             or {standin}",
+            set.command_name(),
+            shell_word(&root.display().to_string()),
+            dep_line(),
+        )
     }
 }
 
-#[cfg(feature = "fetch")]
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
+/// The `:dep` line that rebuilds this prelude with its `fetch` feature: the kernel's own line
+/// (the prelude's directory as it was compiled) plus the feature.
+fn dep_line() -> String {
+    format!(
+        ":dep tchbook_prelude = {{ path = {:?}, package = \"tchbook-prelude\", features = [\"fetch\"] }}",
+        env!("CARGO_MANIFEST_DIR")
+    )
 }
 
-#[cfg(not(feature = "fetch"))]
-fn download(url: &str, _dest: &Path, _md5: &str) -> Result<(), String> {
-    Err(format!(
-        "this build of tchbook-prelude has no `fetch` feature; download {url} by hand"
-    ))
-}
-
-#[cfg(not(feature = "fetch"))]
-fn extract(archive: &Path, _root: &Path) -> Result<(), DataError> {
-    Err(super::format_error(
-        archive,
-        "cannot extract without the `fetch` feature",
-    ))
-}
-
-#[cfg(feature = "fetch")]
-fn extract(archive: &Path, root: &Path) -> Result<(), DataError> {
-    let file = std::fs::File::open(archive).map_err(|e| super::io_error(archive, e))?;
-    tar::Archive::new(flate2::read::GzDecoder::new(file))
-        .unpack(root)
-        .map_err(|e| super::format_error(archive, format!("could not extract: {e}")))
-}
-
-#[cfg(feature = "fetch")]
-fn download(url: &str, dest: &Path, md5: &str) -> Result<(), String> {
-    use md5::{Digest, Md5};
-    use std::io::{Read, Write};
-    let mut response = ureq::get(url).call().map_err(|e| e.to_string())?;
-    let total = response
-        .headers()
-        .get("content-length")
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.parse::<u64>().ok());
-    let tmp = dest.with_extension("part");
-    let mut file = std::fs::File::create(&tmp).map_err(|e| format!("{}: {e}", tmp.display()))?;
-    let mut reader = response.body_mut().as_reader();
-    let mut hasher = Md5::new();
-    let mut buf = vec![0u8; 1 << 16];
-    let name = dest
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    let mut progress = crate::progress::Progress::new(total.unwrap_or(0) as usize, "B")
-        .description(&format!("downloading {name}"));
-    loop {
-        crate::interrupt::check();
-        let n = reader.read(&mut buf).map_err(|e| e.to_string())?;
-        if n == 0 {
-            break;
-        }
-        hasher.update(&buf[..n]);
-        file.write_all(&buf[..n])
-            .map_err(|e| format!("{}: {e}", tmp.display()))?;
-        progress.inc(n);
+/// `word` as a shell reads it back: bare when it is only safe characters, else single-quoted.
+fn shell_word(word: &str) -> String {
+    let safe = |c: char| c.is_ascii_alphanumeric() || "/._-+:=@%,".contains(c);
+    if !word.is_empty() && word.chars().all(safe) {
+        word.to_string()
+    } else {
+        format!("'{}'", word.replace('\'', r"'\''"))
     }
-    progress.finish();
-    let got = hex(&hasher.finalize());
-    if got != md5 {
-        let _ = std::fs::remove_file(&tmp);
-        return Err(format!(
-            "checksum mismatch: MD5 {got}, expected {md5} (corrupt or changed download)"
-        ));
-    }
-    std::fs::rename(&tmp, dest).map_err(|e| format!("{}: {e}", dest.display()))
 }
 
 /// The fallible twin of [`fetch`].
 ///
 /// ```no_run
 /// use tchbook_prelude::prelude::*;
-/// match tchbook_prelude::data::f_fetch(DataSet::FashionMnist, "data") {
+/// match tchbook_prelude::data::f_fetch(KnownDataset::FashionMnist, "data") {
 ///     Ok(dir) => println!("real Fashion-MNIST in {}", dir.display()),
 ///     Err(e) => println!("{e}"), // offline: says how to get the files or use stand-ins
 /// }
 /// ```
-pub fn f_fetch(set: DataSet, root: impl AsRef<Path>) -> Result<PathBuf, DataError> {
-    let root = root.as_ref();
-    let dir = set.dir(root);
-    if set.is_present(root) && !is_standin_dir(&dir) {
-        return Ok(dir);
-    }
-    let download_dir = if set == DataSet::Cifar10 {
-        root.to_path_buf()
-    } else {
-        dir.clone()
-    };
-    std::fs::create_dir_all(&download_dir).map_err(|e| super::io_error(&download_dir, e))?;
-    for remote in set.remotes() {
-        let dest = download_dir.join(remote.file);
-        let mut errors = Vec::new();
-        // TCHBOOK_DATA_MIRROR replaces the canonical locations (a local mirror or proxy).
-        let custom = std::env::var("TCHBOOK_DATA_MIRROR").ok();
-        let mirrors: Vec<&str> = match &custom {
-            Some(m) => vec![m.as_str()],
-            None => remote.mirrors.to_vec(),
-        };
-        let ok = mirrors.iter().any(|mirror| {
-            let url = format!("{mirror}{}", remote.file);
-            match download(&url, &dest, remote.md5) {
-                Ok(()) => true,
-                Err(e) => {
-                    errors.push(format!("{url}: {e}"));
-                    false
-                }
-            }
-        });
-        if !ok {
-            return Err(DataError::Download(format!(
-                "could not download {} ({}). Offline? Copy the real files into {} or use \
-                 stand-ins: {}::locate_or_standin({:?}, ...)",
-                set.title(),
-                errors.join("; "),
-                dir.display(),
-                match set {
-                    DataSet::Cifar10 => "Cifar10",
-                    DataSet::Mnist => "Mnist",
-                    DataSet::FashionMnist => "FashionMnist",
-                },
-                root
-            )));
-        }
-        if set == DataSet::Cifar10 {
-            // A stand-in directory would otherwise keep its marker next to the real files.
-            let _ = std::fs::remove_dir_all(&dir);
-            extract(&dest, root)?;
-        }
-    }
-    let _ = std::fs::remove_file(dir.join(STANDIN_MARKER));
-    Ok(dir)
+pub fn f_fetch(set: KnownDataset, root: impl AsRef<Path>) -> Result<PathBuf, DataError> {
+    download(set, root.as_ref())
 }
 
 /// Downloads a real data set into `root` (torchvision's layout) from its canonical location
 /// (or `$TCHBOOK_DATA_MIRROR`, a base URL holding the same file names), showing progress and
 /// checking MD5 sums; returns the directory. Does nothing if the real files are there. Panics
-/// with a clear message when offline (see [`f_fetch`]).
+/// with a clear message when offline (see [`f_fetch`]). Needs the `fetch` feature; without it
+/// the message says how to download with `tchbook download` or turn the feature on.
 ///
 /// ```no_run
 /// use tchbook_prelude::prelude::*;
-/// fetch(DataSet::Cifar10, "./data");
+/// fetch(KnownDataset::Cifar10, "./data");
 /// let trainset = Cifar10::new("./data", true, &transforms::ToTensor());
 /// # let _ = trainset;
 /// ```
-pub fn fetch(set: DataSet, root: impl AsRef<Path>) -> PathBuf {
+pub fn fetch(set: KnownDataset, root: impl AsRef<Path>) -> PathBuf {
     f_fetch(set, root).unwrap_or_else(|e| panic!("{e}"))
 }
 
-/// A data set found on disk: real files, or stand-ins written because the real ones were not
-/// there. Says which wherever it is shown.
-///
-/// ```no_run
-/// use tchbook_prelude::prelude::*;
-/// let cifar = Cifar10::locate_or_standin("data", 20_000, 2_000).unwrap();
-/// println!("{}", cifar.describe());
-/// ```
-#[derive(Debug, Clone)]
-pub struct Located {
-    set: DataSet,
-    root: PathBuf,
-    standin: bool,
-}
-
-impl Located {
-    /// "real CIFAR-10 in data/cifar-10-batches-bin" or "stand-in CIFAR-10 (generated …)".
-    ///
-    /// ```no_run
-    /// use tchbook_prelude::prelude::*;
-    /// println!("{}", Cifar10::locate_or_standin("data", 20_000, 2_000).unwrap().describe());
-    /// ```
-    pub fn describe(&self) -> String {
-        let dir = self.set.dir(&self.root);
-        if self.standin {
-            let detail = std::fs::read_to_string(dir.join(STANDIN_MARKER))
-                .ok()
-                .and_then(|s| {
-                    s.lines()
-                        .find(|l| l.starts_with("sizes:"))
-                        .map(|l| l[6..].trim().to_string())
-                })
-                .unwrap_or_default();
-            format!(
-                "stand-in {} (generated, not the real data{}{}) in {}",
-                self.set.title(),
-                if detail.is_empty() { "" } else { ": " },
-                detail,
-                dir.display()
-            )
-        } else {
-            format!("real {} from {}", self.set.title(), dir.display())
-        }
+#[cfg(not(feature = "fetch"))]
+fn download(set: KnownDataset, root: &Path) -> Result<PathBuf, DataError> {
+    if set.is_present(root) && !tchbook_fetch::is_standin_dir(&set.dir(root)) {
+        return Ok(set.dir(root));
     }
-
-    /// Whether these are generated stand-ins.
-    ///
-    /// ```no_run
-    /// use tchbook_prelude::prelude::*;
-    /// let cifar = Cifar10::locate_or_standin("data", 20_000, 2_000).unwrap();
-    /// if cifar.is_standin() { println!("(stand-in data)"); }
-    /// ```
-    pub fn is_standin(&self) -> bool {
-        self.standin
-    }
-
-    /// Which data set.
-    ///
-    /// ```no_run
-    /// use tchbook_prelude::prelude::*;
-    /// assert_eq!(Cifar10::locate_or_standin("data", 20_000, 2_000).unwrap().set(), DataSet::Cifar10);
-    /// ```
-    pub fn set(&self) -> DataSet {
-        self.set
-    }
-
-    /// The training split with `transform` applied.
-    ///
-    /// ```no_run
-    /// use tchbook_prelude::prelude::*;
-    /// let trainset = Cifar10::locate_or_standin("data", 20_000, 2_000).unwrap().train(&transforms::ToTensor()).unwrap();
-    /// # let _ = trainset;
-    /// ```
-    pub fn train(&self, transform: &Transform) -> Result<TensorDataset, DataError> {
-        self.load(true, transform)
-    }
-
-    /// The test split with `transform` applied.
-    ///
-    /// ```no_run
-    /// use tchbook_prelude::prelude::*;
-    /// let testset = Cifar10::locate_or_standin("data", 20_000, 2_000).unwrap().test(&transforms::ToTensor()).unwrap();
-    /// # let _ = testset;
-    /// ```
-    pub fn test(&self, transform: &Transform) -> Result<TensorDataset, DataError> {
-        self.load(false, transform)
-    }
-
-    fn load(&self, train: bool, transform: &Transform) -> Result<TensorDataset, DataError> {
-        match self.set {
-            DataSet::Cifar10 => super::Cifar10::f_new(&self.root, train, transform),
-            DataSet::Mnist => super::Mnist::f_new(&self.root, train, transform),
-            DataSet::FashionMnist => super::FashionMnist::f_new(&self.root, train, transform),
-        }
-    }
-}
-
-impl Render for Located {
-    fn bundle(&self) -> Bundle {
-        let text = self.describe();
-        let html = format!(
-            "<p>{}{}</p>",
-            if self.standin { "⚠ " } else { "" },
-            crate::sys::escape_html(&text)
-        );
-        Bundle::text(text).with_html(html).with_data(
-            "dataset",
-            serde_json::json!({
-                "set": self.set.title(), "standin": self.standin,
-                "dir": self.set.dir(&self.root).display().to_string(),
-            }),
-        )
-    }
-}
-
-rich!(Located);
-
-/// Finds `set` under `root`, or writes stand-ins there. Never downloads.
-pub(crate) fn locate(
-    set: DataSet,
-    root: &Path,
-    n_train: usize,
-    n_test: usize,
-) -> Result<Located, DataError> {
-    if !set.is_present(root) {
-        super::standin::write(set, root, n_train, n_test, 0)?;
-    }
-    Ok(Located {
-        set,
-        root: root.to_path_buf(),
-        standin: is_standin_dir(&set.dir(root)),
+    Err(DataError::Missing {
+        path: set.dir(root),
+        hint: format!(
+            "this prelude was built without its `fetch` feature, so it cannot download; {}",
+            download_hint(set, root)
+        ),
     })
+}
+
+#[cfg(feature = "fetch")]
+fn download(set: KnownDataset, root: &Path) -> Result<PathBuf, DataError> {
+    use tchbook_fetch::FetchError;
+    tchbook_fetch::fetch(set, root, &mut Bar(None)).map_err(|e| match e {
+        FetchError::Io { path, source } => DataError::Io { path, source },
+        FetchError::Extract { path, problem } => DataError::Format {
+            path,
+            problem: format!("could not extract: {problem}"),
+        },
+        unreachable @ FetchError::Unreachable { .. } => DataError::Download(format!(
+            "{unreachable} or use stand-ins: {}::locate_or_standin({root:?}, ...)",
+            set.type_name(),
+        )),
+    })
+}
+
+/// A download's progress bar; the interrupt check per chunk stops a download the user
+/// interrupts (the panic unwinds through the download, which leaves only a `.part` file).
+#[cfg(feature = "fetch")]
+struct Bar(Option<crate::progress::Progress>);
+
+#[cfg(feature = "fetch")]
+impl tchbook_fetch::Observer for Bar {
+    fn start(&mut self, file: &str, total: Option<u64>) {
+        self.0 = Some(
+            crate::progress::Progress::new(total.unwrap_or(0) as usize, "B")
+                .description(&format!("downloading {file}")),
+        );
+    }
+    fn bytes(&mut self, n: usize) {
+        crate::interrupt::check();
+        if let Some(bar) = &mut self.0 {
+            bar.inc(n);
+        }
+    }
+    fn finish(&mut self) {
+        if let Some(mut bar) = self.0.take() {
+            bar.finish();
+        }
+    }
 }

@@ -2,12 +2,12 @@
 //! big-endian header (magic `0x00000803` for images, `0x00000801` for labels, then the
 //! dimensions) followed by unsigned bytes.
 
-use super::fetch::DataSet;
+use super::dataset::TensorDataset;
+use super::error::{DataError, format_error, images_u8, labels_i64, read_maybe_gz};
+use super::fetch::download_hint;
 use super::transforms::Transform;
-use super::{
-    DataError, TensorDataset, format_error, images_u8, is_standin_dir, labels_i64, read_maybe_gz,
-};
 use std::path::{Path, PathBuf};
+use tchbook_fetch::{KnownDataset, is_standin_dir};
 
 /// Parses an IDX file: (dimensions, data). `expected_dims` is 3 for images, 1 for labels.
 pub(crate) fn read_idx(path: &Path, expected_dims: u8) -> Result<(Vec<usize>, Vec<u8>), DataError> {
@@ -87,7 +87,7 @@ fn find(dir: &Path, stem: &str) -> Option<PathBuf> {
 }
 
 fn load(
-    set: DataSet,
+    set: KnownDataset,
     root: &Path,
     train: bool,
     transform: &Transform,
@@ -101,10 +101,7 @@ fn load(
     let prefix = if train { "train" } else { "t10k" };
     let missing = |stem: &str| DataError::Missing {
         path: set.dir(root).join(stem),
-        hint: format!(
-            "download it with fetch(DataSet::{set:?}, {root:?}), or write stand-in files with \
-             {set:?}::locate_or_standin({root:?}, 12_000, 2_000)"
-        ),
+        hint: download_hint(set, root),
     };
     let images_stem = format!("{prefix}-images-idx3-ubyte");
     let labels_stem = format!("{prefix}-labels-idx1-ubyte");
@@ -152,7 +149,7 @@ fn load(
 /// ```
 pub struct Mnist;
 
-dataset_entry_points!(Mnist, DataSet::Mnist, load);
+dataset_entry_points!(Mnist, KnownDataset::Mnist, load);
 
 impl Mnist {
     /// Digit names in label order.
@@ -161,7 +158,7 @@ impl Mnist {
     /// use tchbook_prelude::prelude::*;
     /// assert_eq!(Mnist::CLASSES[7], "7");
     /// ```
-    pub const CLASSES: [&'static str; 10] = ["0", "1", "2", "3", "4", "5", "6", "7", "8", "9"];
+    pub const CLASSES: [&'static str; 10] = tchbook_fetch::MNIST_CLASSES;
 }
 
 /// Fashion-MNIST (`torchvision.datasets.FashionMNIST`), from `root/FashionMNIST/raw/` or `root`.
@@ -173,7 +170,7 @@ impl Mnist {
 /// ```
 pub struct FashionMnist;
 
-dataset_entry_points!(FashionMnist, DataSet::FashionMnist, load);
+dataset_entry_points!(FashionMnist, KnownDataset::FashionMnist, load);
 
 impl FashionMnist {
     /// Class names in label order.
@@ -182,16 +179,5 @@ impl FashionMnist {
     /// use tchbook_prelude::prelude::*;
     /// assert_eq!(FashionMnist::CLASSES[9], "Ankle boot");
     /// ```
-    pub const CLASSES: [&'static str; 10] = [
-        "T-shirt/top",
-        "Trouser",
-        "Pullover",
-        "Dress",
-        "Coat",
-        "Sandal",
-        "Shirt",
-        "Sneaker",
-        "Bag",
-        "Ankle boot",
-    ];
+    pub const CLASSES: [&'static str; 10] = tchbook_fetch::FASHION_MNIST_CLASSES;
 }

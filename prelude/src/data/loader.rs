@@ -23,10 +23,8 @@
 //! further there than here, and the following epochs differ. Runs to the end of each epoch
 //! match, with or without workers.
 
-use super::Dataset;
+use super::dataset::{Dataset, TensorDataset};
 use super::split::Mt19937;
-use crate::interrupt;
-use std::sync::mpsc::{Receiver, sync_channel};
 use std::sync::{Arc, Mutex, PoisonError};
 use tch::{Device, Kind, Tensor};
 
@@ -42,18 +40,18 @@ use tch::{Device, Kind, Tensor};
 /// assert_eq!(sizes, [4, 4]);
 /// ```
 pub struct DataLoader {
-    dataset: Arc<dyn Dataset>,
-    batch_size: usize,
+    pub(super) dataset: Arc<dyn Dataset>,
+    pub(super) batch_size: usize,
     shuffle: bool,
     generator: Option<Mutex<TorchGenerator>>,
-    drop_last: bool,
-    num_workers: usize,
-    prefetch: usize,
-    pin_memory: bool,
-    device: Option<(Device, bool)>,
+    pub(super) drop_last: bool,
+    pub(super) num_workers: usize,
+    pub(super) prefetch: usize,
+    pub(super) pin_memory: bool,
+    pub(super) device: Option<(Device, bool)>,
 }
 
-/// What [`DataLoader::new`] accepts: a [`super::TensorDataset`] by value, any cloneable data set
+/// What [`DataLoader::new`] accepts: a [`TensorDataset`] by value, any cloneable data set
 /// by reference (cloning a `TensorDataset` shares its tensors), or an `Arc` of any data set.
 ///
 /// ```
@@ -69,7 +67,7 @@ pub trait IntoLoaderDataset {
     fn into_shared(self) -> Arc<dyn Dataset>;
 }
 
-impl IntoLoaderDataset for super::TensorDataset {
+impl IntoLoaderDataset for TensorDataset {
     fn into_shared(self) -> Arc<dyn Dataset> {
         Arc::new(self)
     }
@@ -270,7 +268,7 @@ impl DataLoader {
 
     /// The sample order of the next epoch, drawn as PyTorch's DataLoader draws it (see the
     /// module's documentation).
-    fn next_order(&self) -> Vec<i64> {
+    pub(super) fn next_order(&self) -> Vec<i64> {
         let n = self.dataset.len();
         match &self.generator {
             Some(generator) => {
@@ -295,170 +293,13 @@ impl DataLoader {
 
     /// What PyTorch's `RandomSampler` draws from the loader's own generator when it runs out:
     /// the `randperm(n)` for a last, empty slice of samples.
-    fn sampler_exhausted(&self) {
+    pub(super) fn sampler_exhausted(&self) {
         if let (true, Some(generator)) = (self.shuffle, &self.generator) {
             let mut g = generator.lock().unwrap_or_else(PoisonError::into_inner);
             let _ = g.randperm(self.dataset.len());
         }
     }
-
-    /// One epoch's batches. Each call starts a new epoch (a new shuffle).
-    ///
-    /// ```
-    /// use tchbook_prelude::prelude::*;
-    /// let ds = TensorDataset::new(Tensor::zeros([10, 2], (Kind::Float, Device::Cpu)),
-    ///                             Tensor::zeros([10], (Kind::Int64, Device::Cpu)));
-    /// for (i, (x, y)) in DataLoader::new(&ds, 4).iter().enumerate() {
-    ///     println!("batch {i}: {:?} {:?}", x.size(), y.size());
-    /// }
-    /// ```
-    pub fn iter(&self) -> Batches<'_> {
-        let order = Arc::new(self.next_order());
-        let total = self.len();
-        let pin = self.pin_memory && crate::cuda::is_available();
-        let workers = (0..self.num_workers.min(total))
-            .map(|k| {
-                let (tx, rx) = sync_channel(self.prefetch);
-                let dataset = Arc::clone(&self.dataset);
-                let order = Arc::clone(&order);
-                let (step, bs, n) = (
-                    self.num_workers.min(total),
-                    self.batch_size,
-                    self.dataset.len(),
-                );
-                std::thread::Builder::new()
-                    .name(format!("tchbook-loader-{k}"))
-                    .spawn(move || {
-                        let mut b = k;
-                        while b < total {
-                            let batch = gather(&*dataset, &order, b, bs, n, pin);
-                            // The receiver is gone when the loop ended early (break, interrupt).
-                            if tx.send(batch).is_err() {
-                                return;
-                            }
-                            b += step;
-                        }
-                    })
-                    .expect("failed to start a DataLoader worker thread");
-                rx
-            })
-            .collect();
-        Batches {
-            loader: self,
-            order,
-            next: 0,
-            total,
-            workers,
-            pin,
-            sampler_exhausted: false,
-        }
-    }
 }
-
-fn gather(
-    dataset: &dyn Dataset,
-    order: &[i64],
-    b: usize,
-    bs: usize,
-    n: usize,
-    pin: bool,
-) -> (Tensor, Tensor) {
-    let start = b * bs;
-    let end = (start + bs).min(n);
-    let (x, y) = dataset.get_batch(&order[start..end]);
-    // Only CPU memory can be page-locked; a data set already on the GPU is left alone.
-    if pin && x.device() == Device::Cpu {
-        (x.pin_memory(Device::Cuda(0)), y.pin_memory(Device::Cuda(0)))
-    } else {
-        (x, y)
-    }
-}
-
-impl<'a> IntoIterator for &'a DataLoader {
-    type Item = (Tensor, Tensor);
-    type IntoIter = Batches<'a>;
-    fn into_iter(self) -> Batches<'a> {
-        self.iter()
-    }
-}
-
-/// One epoch of a [`DataLoader`]. Checks the kernel's interrupt flag before every batch.
-///
-/// ```
-/// use tchbook_prelude::prelude::*;
-/// let ds = TensorDataset::new(Tensor::zeros([10, 2], (Kind::Float, Device::Cpu)),
-///                             Tensor::zeros([10], (Kind::Int64, Device::Cpu)));
-/// let loader = DataLoader::new(&ds, 4);
-/// let batches = loader.iter();
-/// assert_eq!(batches.len(), 3);
-/// ```
-pub struct Batches<'a> {
-    loader: &'a DataLoader,
-    order: Arc<Vec<i64>>,
-    next: usize,
-    total: usize,
-    workers: Vec<Receiver<(Tensor, Tensor)>>,
-    pin: bool,
-    sampler_exhausted: bool,
-}
-
-impl Batches<'_> {
-    /// PyTorch's sampler runs out when the batch after the last is asked for, or already while
-    /// a partial last batch is filled (`drop_last=False`).
-    fn exhaust_sampler(&mut self) {
-        if !self.sampler_exhausted {
-            self.sampler_exhausted = true;
-            self.loader.sampler_exhausted();
-        }
-    }
-}
-
-impl Iterator for Batches<'_> {
-    type Item = (Tensor, Tensor);
-
-    fn next(&mut self) -> Option<(Tensor, Tensor)> {
-        if self.next >= self.total {
-            self.exhaust_sampler();
-            return None;
-        }
-        interrupt::check();
-        let b = self.next;
-        self.next += 1;
-        let l = self.loader;
-        if b + 1 == self.total && !l.drop_last && !l.dataset.len().is_multiple_of(l.batch_size) {
-            self.exhaust_sampler();
-        }
-        let (x, y) = if self.workers.is_empty() {
-            gather(
-                &*l.dataset,
-                &self.order,
-                b,
-                l.batch_size,
-                l.dataset.len(),
-                self.pin,
-            )
-        } else {
-            let k = b % self.workers.len();
-            self.workers[k]
-                .recv()
-                .expect("a DataLoader worker thread died (see its panic above)")
-        };
-        Some(match self.loader.device {
-            Some((device, non_blocking)) if x.device() != device => (
-                x.to_device_(device, x.kind(), non_blocking, false),
-                y.to_device_(device, y.kind(), non_blocking, false),
-            ),
-            _ => (x, y),
-        })
-    }
-
-    fn size_hint(&self) -> (usize, Option<usize>) {
-        let left = self.total - self.next;
-        (left, Some(left))
-    }
-}
-
-impl ExactSizeIterator for Batches<'_> {}
 
 /// `torch.empty((), dtype=torch.int64).random_()`: 63 random bits from libtorch's global CPU
 /// generator (two of its 32-bit draws).

@@ -2,7 +2,7 @@
 //! picks for the same `random_state`: scikit-learn shuffles with numpy's legacy `RandomState`
 //! (MT19937), reproduced here, so the Iris tutorial's `random_state=33` split is the same split.
 
-use super::DataError;
+use super::error::DataError;
 use tch::Tensor;
 
 /// MT19937 seeded as numpy's `RandomState(seed)` — and as libtorch's CPU generator, which is

@@ -18,10 +18,10 @@
 //! # std::fs::remove_dir_all(&root).unwrap();
 //! ```
 
-use super::fetch::DataSet;
-use super::{DataError, STANDIN_MARKER, io_error};
+use super::error::{DataError, io_error};
 use std::io::Write;
 use std::path::Path;
+use tchbook_fetch::{KnownDataset, STANDIN_MARKER};
 
 /// SplitMix64: small, fast, and the same on every machine.
 pub(crate) struct Rng(u64);
@@ -133,7 +133,7 @@ fn write_file(path: &Path, chunks: &[&[u8]]) -> Result<(), DataError> {
 
 fn mark(
     dir: &Path,
-    set: DataSet,
+    set: KnownDataset,
     n_train: usize,
     n_test: usize,
     seed: u64,
@@ -164,7 +164,7 @@ pub fn cifar10(
     n_test: usize,
     seed: u64,
 ) -> Result<(), DataError> {
-    let dir = DataSet::Cifar10.dir(root.as_ref());
+    let dir = KnownDataset::Cifar10.dir(root.as_ref());
     std::fs::create_dir_all(&dir).map_err(|e| io_error(&dir, e))?;
     let mut rng = Rng::new(seed);
     let record = |labels: &[u8], pixels: &[u8]| -> Vec<u8> {
@@ -199,11 +199,11 @@ pub fn cifar10(
     ]
     .join("\n");
     write_file(&dir.join("batches.meta.txt"), &[meta.as_bytes(), b"\n"])?;
-    mark(&dir, DataSet::Cifar10, n_train, n_test, seed)
+    mark(&dir, KnownDataset::Cifar10, n_train, n_test, seed)
 }
 
 fn idx(
-    set: DataSet,
+    set: KnownDataset,
     root: &Path,
     n_train: usize,
     n_test: usize,
@@ -249,7 +249,7 @@ pub fn mnist(
     n_test: usize,
     seed: u64,
 ) -> Result<(), DataError> {
-    idx(DataSet::Mnist, root.as_ref(), n_train, n_test, seed)
+    idx(KnownDataset::Mnist, root.as_ref(), n_train, n_test, seed)
 }
 
 /// Writes stand-in Fashion-MNIST IDX files under `root/FashionMNIST/raw/`.
@@ -264,25 +264,31 @@ pub fn fashion_mnist(
     n_test: usize,
     seed: u64,
 ) -> Result<(), DataError> {
-    idx(DataSet::FashionMnist, root.as_ref(), n_train, n_test, seed)
+    idx(
+        KnownDataset::FashionMnist,
+        root.as_ref(),
+        n_train,
+        n_test,
+        seed,
+    )
 }
 
-/// Writes stand-ins for any [`DataSet`].
+/// Writes stand-ins for any [`KnownDataset`].
 ///
 /// ```no_run
 /// use tchbook_prelude::prelude::*;
-/// standin::write(DataSet::Cifar10, "data", 20_000, 2_000, 0).unwrap();
+/// standin::write(KnownDataset::Cifar10, "data", 20_000, 2_000, 0).unwrap();
 /// ```
 pub fn write(
-    set: DataSet,
+    set: KnownDataset,
     root: impl AsRef<Path>,
     n_train: usize,
     n_test: usize,
     seed: u64,
 ) -> Result<(), DataError> {
     match set {
-        DataSet::Cifar10 => cifar10(root, n_train, n_test, seed),
-        DataSet::Mnist => mnist(root, n_train, n_test, seed),
-        DataSet::FashionMnist => fashion_mnist(root, n_train, n_test, seed),
+        KnownDataset::Cifar10 => cifar10(root, n_train, n_test, seed),
+        KnownDataset::Mnist => mnist(root, n_train, n_test, seed),
+        KnownDataset::FashionMnist => fashion_mnist(root, n_train, n_test, seed),
     }
 }

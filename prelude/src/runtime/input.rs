@@ -7,7 +7,7 @@ fn read_reply(request: InputRequest) -> String {
     {
         let mut out = std::io::stdout().lock();
         let _ = out.flush();
-        if super::in_kernel() {
+        if super::state::in_kernel() {
             // evcxr's protocol: one line asking for input, answered by one line on stdin.
             let _ = out.write_all(request.to_line().as_bytes());
         } else {

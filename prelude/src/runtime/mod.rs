@@ -31,21 +31,13 @@ pub use input::{input, input_password};
 pub use protocol::{
     clear_message, display_message, emit, new_display_id, stream_message, update_message,
 };
+pub use state::in_kernel;
 pub(crate) use state::shared;
 pub use tchbook_wire::{Message, StreamName};
 pub use tuning::{set_threads, tune_allocator};
 
 use std::sync::atomic::Ordering;
 use tchbook_wire::env;
-
-/// Whether display calls talk to a kernel (after [`attach`]) or print plain text.
-///
-/// ```
-/// assert!(!tchbook_prelude::runtime::in_kernel()); // doc tests run outside a kernel
-/// ```
-pub fn in_kernel() -> bool {
-    shared().attached.load(Ordering::SeqCst)
-}
 
 /// Connects the prelude to the kernel: reports panics as the kernel reads them (call it on the
 /// thread cells run on: a panic on another thread does not end the cell), installs the SIGINT

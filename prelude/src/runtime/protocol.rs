@@ -19,7 +19,7 @@ pub(super) const MARKER: u8 = 0x1e;
 /// emit(&Message::Clear { wait: true });
 /// ```
 pub fn emit(message: &Message) {
-    if !super::in_kernel() {
+    if !super::state::in_kernel() {
         return;
     }
     let mut line = Vec::with_capacity(256);

@@ -1,7 +1,7 @@
 //! The prelude's process-wide state, one for all the copies of the prelude that cells link.
 
 use std::sync::OnceLock;
-use std::sync::atomic::{AtomicBool, AtomicU64};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use tchbook_wire::env;
 
 // Names the layout of `Shared`: a process whose cells were built against a prelude with another
@@ -65,4 +65,13 @@ fn published_state() -> Option<&'static Shared> {
     // someone else wrote.
     let state = unsafe { &*(addr as *const Shared) };
     (state.magic == MAGIC).then_some(state)
+}
+
+/// Whether display calls talk to a kernel (after [`attach`](super::attach)) or print plain text.
+///
+/// ```
+/// assert!(!tchbook_prelude::runtime::in_kernel()); // doc tests run outside a kernel
+/// ```
+pub fn in_kernel() -> bool {
+    shared().attached.load(Ordering::SeqCst)
 }

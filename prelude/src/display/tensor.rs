@@ -1,6 +1,7 @@
-//! Tensors written the way PyTorch prints them, so a cell's output reads like the tutorial's.
+//! Tensors written the way PyTorch prints them, so a cell's output reads like the tutorial's:
+//! the repr, an HTML card, and the rich display of [`TensorDisplay`].
 
-use crate::display::Bundle;
+use super::bundle::{Bundle, Render, evcxr_print};
 use crate::sys::escape_html;
 use tch::{Device, Kind, Tensor};
 
@@ -213,7 +214,7 @@ fn values_text(t: &Tensor, indent: usize) -> String {
 }
 
 /// PyTorch's `repr(t)`.
-pub(crate) fn repr(t: &Tensor) -> String {
+fn repr(t: &Tensor) -> String {
     if !t.defined() {
         return "tensor(undefined)".into();
     }
@@ -282,7 +283,7 @@ fn header(t: &Tensor) -> String {
 }
 
 /// An HTML card: a header line and the repr.
-pub(crate) fn html(t: &Tensor) -> String {
+fn html(t: &Tensor) -> String {
     format!(
         "<div class=\"tchbook-tensor\"><div style=\"font-family:monospace;color:#555\">{}</div>\
          <pre style=\"margin:2px 0\">{}</pre></div>",
@@ -291,7 +292,7 @@ pub(crate) fn html(t: &Tensor) -> String {
     )
 }
 
-pub(crate) fn bundle(t: &Tensor) -> Bundle {
+fn bundle(t: &Tensor) -> Bundle {
     let json = if t.defined() {
         serde_json::json!({"shape": t.size(), "dtype": kind_name(t.kind()), "device": device_name(t.device())})
     } else {
@@ -300,4 +301,40 @@ pub(crate) fn bundle(t: &Tensor) -> Bundle {
     Bundle::text(repr(t))
         .with_html(html(t))
         .with_data("tensor", json)
+}
+
+/// Rich display for tensors: `t.evcxr_display()` shows shape, dtype, device and values.
+/// (An extension trait because `Tensor` is tch's; no tch method has these names.)
+///
+/// ```
+/// use tchbook_prelude::prelude::*;
+/// let t = Tensor::from_slice(&[1i64, 2, 3]);
+/// assert_eq!(t.repr(), "tensor([1, 2, 3])");
+/// assert!(t.to_html().contains("int64"));
+/// ```
+pub trait TensorDisplay {
+    /// evcxr's rich-output hook.
+    fn evcxr_display(&self);
+    /// PyTorch's `repr(t)`: `tensor([[1., 2.], [3., 4.]], device='cuda:0')`.
+    fn repr(&self) -> String;
+    /// An HTML card: shape, dtype, device, and the values (summarised when large).
+    fn to_html(&self) -> String;
+}
+
+impl TensorDisplay for tch::Tensor {
+    fn evcxr_display(&self) {
+        evcxr_print(&Render::bundle(self));
+    }
+    fn repr(&self) -> String {
+        repr(self)
+    }
+    fn to_html(&self) -> String {
+        html(self)
+    }
+}
+
+impl Render for tch::Tensor {
+    fn bundle(&self) -> Bundle {
+        bundle(self)
+    }
 }

@@ -1,0 +1,183 @@
+//! The rendering vocabulary every displayable value shares: a [`Bundle`] of MIME renderings,
+//! the [`Render`] trait, and the `rich!` macro that gives a type evcxr's `evcxr_display` hook.
+
+use base64::Engine;
+use serde_json::{Map, Value};
+use std::io::Write;
+
+/// One value's renderings, by MIME type.
+///
+/// ```
+/// use tchbook_prelude::display::Bundle;
+/// let b = Bundle::text("hello").with_html("<b>hello</b>");
+/// assert_eq!(b.to_json()["text/html"], "<b>hello</b>");
+/// ```
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Bundle {
+    /// `text/plain`, always present.
+    pub text: String,
+    /// `text/html`.
+    pub html: Option<String>,
+    /// `image/svg+xml`.
+    pub svg: Option<String>,
+    /// `image/png`, raw bytes (base64-encoded on the wire).
+    pub png: Option<Vec<u8>>,
+    /// The numbers behind the rendering, for tests and tools: `(kind, value)`, sent as
+    /// [`data_mime`]`(kind)`.
+    pub data: Option<(&'static str, Value)>,
+}
+
+/// The MIME type that carries a bundle's machine-readable numbers:
+/// `application/vnd.tchbook.<kind>+json`.
+///
+/// Not `application/json`: JupyterLab's and Notebook 7's JSON viewer outranks HTML and images, so
+/// a bundle carrying `application/json` is shown as a collapsible tree instead of its picture or
+/// table. No front end has a renderer for a vendor type, so each picks the human view (HTML,
+/// PNG/SVG, text) while tools still find the numbers.
+///
+/// ```
+/// assert_eq!(
+///     tchbook_prelude::display::data_mime("device-card"),
+///     "application/vnd.tchbook.device-card+json"
+/// );
+/// ```
+pub fn data_mime(kind: &str) -> String {
+    format!("application/vnd.tchbook.{kind}+json")
+}
+
+impl Bundle {
+    /// A bundle with only plain text.
+    ///
+    /// ```
+    /// assert_eq!(tchbook_prelude::display::Bundle::text("x").text, "x");
+    /// ```
+    pub fn text(text: impl Into<String>) -> Self {
+        Bundle {
+            text: text.into(),
+            ..Default::default()
+        }
+    }
+
+    /// Adds an HTML rendering.
+    ///
+    /// ```
+    /// let b = tchbook_prelude::display::Bundle::text("x").with_html("<i>x</i>");
+    /// assert!(b.html.is_some());
+    /// ```
+    pub fn with_html(mut self, html: impl Into<String>) -> Self {
+        self.html = Some(html.into());
+        self
+    }
+
+    /// Adds the machine-readable numbers of a `kind` of value, under [`data_mime`]`(kind)`.
+    ///
+    /// ```
+    /// let b = tchbook_prelude::display::Bundle::text("x").with_data("count", serde_json::json!({"n": 1}));
+    /// assert_eq!(b.to_json()["application/vnd.tchbook.count+json"]["n"], 1);
+    /// ```
+    pub fn with_data(mut self, kind: &'static str, json: Value) -> Self {
+        self.data = Some((kind, json));
+        self
+    }
+
+    /// The Jupyter MIME bundle (`image/png` base64-encoded).
+    ///
+    /// ```
+    /// let j = tchbook_prelude::display::Bundle::text("x").to_json();
+    /// assert_eq!(j["text/plain"], "x");
+    /// ```
+    pub fn to_json(&self) -> Value {
+        let mut map = Map::new();
+        map.insert("text/plain".into(), Value::String(self.text.clone()));
+        if let Some(html) = &self.html {
+            map.insert("text/html".into(), Value::String(html.clone()));
+        }
+        if let Some(svg) = &self.svg {
+            map.insert("image/svg+xml".into(), Value::String(svg.clone()));
+        }
+        if let Some(png) = &self.png {
+            let b64 = base64::engine::general_purpose::STANDARD.encode(png);
+            map.insert("image/png".into(), Value::String(b64));
+        }
+        if let Some((kind, json)) = &self.data {
+            map.insert(data_mime(kind), json.clone());
+        }
+        Value::Object(map)
+    }
+
+    /// evcxr's content blocks for this bundle (what `evcxr_display()` prints).
+    ///
+    /// ```
+    /// let s = tchbook_prelude::display::Bundle::text("x").evcxr_blocks();
+    /// assert_eq!(s, "EVCXR_BEGIN_CONTENT text/plain\nx\nEVCXR_END_CONTENT\n");
+    /// ```
+    pub fn evcxr_blocks(&self) -> String {
+        let mut out = String::new();
+        // Richest last does not matter to evcxr (one string per MIME type), but text first keeps
+        // the output readable when a plain process prints it. Text types go as they are, JSON
+        // types as one line of JSON (the kernel parses them back into values).
+        let json = self.to_json();
+        let data = self.data.as_ref().map(|(kind, _)| data_mime(kind));
+        let order = ["text/plain", "text/html", "image/svg+xml", "image/png"];
+        for mime in order.iter().copied().chain(data.as_deref()) {
+            let text = match json.get(mime) {
+                Some(Value::String(v)) => v.clone(),
+                Some(v) => v.to_string(),
+                None => continue,
+            };
+            out.push_str(&format!(
+                "EVCXR_BEGIN_CONTENT {mime}\n{text}\nEVCXR_END_CONTENT\n"
+            ));
+        }
+        out
+    }
+}
+
+/// A value with rich renderings. Implemented by every displayable prelude type.
+///
+/// ```
+/// use tchbook_prelude::display::{Bundle, Render};
+/// struct Answer;
+/// impl Render for Answer {
+///     fn bundle(&self) -> Bundle { Bundle::text("42").with_html("<b>42</b>") }
+/// }
+/// assert_eq!(Answer.bundle().text, "42");
+/// ```
+pub trait Render {
+    /// All renderings of the value.
+    fn bundle(&self) -> Bundle;
+}
+
+impl Render for Bundle {
+    fn bundle(&self) -> Bundle {
+        self.clone()
+    }
+}
+
+/// Prints evcxr's content blocks for a value (the body of every `evcxr_display`).
+pub(crate) fn evcxr_print(bundle: &Bundle) {
+    let mut out = std::io::stdout().lock();
+    let _ = out.write_all(bundle.evcxr_blocks().as_bytes());
+    let _ = out.flush();
+}
+
+/// Adds `evcxr_display` (evcxr's rich-output hook) and `Display` (the text form) to a type
+/// that implements [`Render`].
+macro_rules! rich {
+    ($t:ty) => {
+        impl $t {
+            /// Renders this value in the notebook (evcxr calls it for a cell's final value).
+            pub fn evcxr_display(&self) {
+                $crate::display::bundle::evcxr_print(&$crate::display::bundle::Render::bundle(
+                    self,
+                ));
+            }
+        }
+        impl ::std::fmt::Display for $t {
+            fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+                f.write_str(&$crate::display::bundle::Render::bundle(self).text)
+            }
+        }
+    };
+}
+pub(crate) use rich;

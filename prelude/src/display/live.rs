@@ -1,0 +1,145 @@
+//! Live outputs: shown mid-cell through the kernel's display protocol and replaced in place.
+
+use super::bundle::Render;
+use crate::runtime;
+use std::time::{Duration, Instant};
+
+/// A live output: created by [`show`], replaced in place by [`update`](Self::update).
+///
+/// ```
+/// use tchbook_prelude::display::{show, Bundle};
+/// let handle = show(&Bundle::text("step 1"));
+/// handle.update(&Bundle::text("step 2")); // outside a kernel: prints "step 2"
+/// ```
+#[derive(Debug, Clone)]
+pub struct DisplayHandle {
+    id: Option<String>,
+}
+
+impl DisplayHandle {
+    /// Replaces the output with a new rendering (inside a kernel; prints the text otherwise).
+    ///
+    /// ```
+    /// use tchbook_prelude::display::{show, Bundle};
+    /// let h = show(&Bundle::text("epoch 1"));
+    /// h.update(&Bundle::text("epoch 2"));
+    /// ```
+    pub fn update<T: Render + ?Sized>(&self, value: &T) {
+        let bundle = value.bundle();
+        match &self.id {
+            Some(id) => runtime::emit(&runtime::update_message(bundle.to_json(), id)),
+            None => println!("{}", bundle.text),
+        }
+    }
+
+    /// Replaces the output only inside a kernel; a plain process prints nothing. For frequent
+    /// updates (progress) whose text form would flood a log.
+    ///
+    /// ```
+    /// use tchbook_prelude::display::{show, Bundle};
+    /// let h = show(&Bundle::text("0%"));
+    /// h.update_quiet(&Bundle::text("50%")); // prints nothing outside a kernel
+    /// ```
+    pub fn update_quiet<T: Render + ?Sized>(&self, value: &T) {
+        if let Some(id) = &self.id {
+            runtime::emit(&runtime::update_message(value.bundle().to_json(), id));
+        }
+    }
+
+    /// The display id used on the protocol (`None` outside a kernel).
+    ///
+    /// ```
+    /// use tchbook_prelude::display::{show, Bundle};
+    /// assert!(show(&Bundle::text("x")).id().is_none()); // not inside a kernel
+    /// ```
+    pub fn id(&self) -> Option<&str> {
+        self.id.as_deref()
+    }
+}
+
+/// Shows a value now (mid-cell) and returns a handle to update it in place.
+/// Outside a kernel it prints the value's text form.
+///
+/// ```
+/// use tchbook_prelude::display::{show, Bundle};
+/// let h = show(&Bundle::text("hello"));
+/// assert!(h.id().is_none()); // doc tests are not inside a kernel
+/// ```
+pub fn show<T: Render + ?Sized>(value: &T) -> DisplayHandle {
+    let bundle = value.bundle();
+    if runtime::in_kernel() {
+        let id = runtime::new_display_id();
+        runtime::emit(&runtime::display_message(bundle.to_json(), Some(&id)));
+        DisplayHandle { id: Some(id) }
+    } else {
+        println!("{}", bundle.text);
+        DisplayHandle { id: None }
+    }
+}
+
+/// Like [`show`] but a plain process prints nothing now (the caller prints a final text later).
+pub(crate) fn show_quiet<T: Render + ?Sized>(value: &T) -> DisplayHandle {
+    if runtime::in_kernel() {
+        let id = runtime::new_display_id();
+        runtime::emit(&runtime::display_message(
+            value.bundle().to_json(),
+            Some(&id),
+        ));
+        DisplayHandle { id: Some(id) }
+    } else {
+        DisplayHandle { id: None }
+    }
+}
+
+/// A live output redrawn at most once per `every` (the shared half of plots and progress bars).
+/// Outside a kernel it never draws.
+pub(crate) struct Live {
+    every: Duration,
+    handle: Option<DisplayHandle>,
+    last: Option<Instant>,
+}
+
+impl Live {
+    pub(crate) fn new(every: Duration) -> Self {
+        Live {
+            every,
+            handle: None,
+            last: None,
+        }
+    }
+
+    /// Whether to redraw now: inside a kernel, when forced or when `every` has passed.
+    pub(crate) fn due(&mut self, force: bool) -> bool {
+        if !runtime::in_kernel() {
+            return false;
+        }
+        let now = Instant::now();
+        if !force && self.last.is_some_and(|t| now - t < self.every) {
+            return false;
+        }
+        self.last = Some(now);
+        true
+    }
+
+    /// Shows the value the first time, replaces it in place afterwards.
+    pub(crate) fn draw<T: Render + ?Sized>(&mut self, value: &T) {
+        match &self.handle {
+            Some(h) => h.update_quiet(value),
+            None => self.handle = Some(show_quiet(value)),
+        }
+    }
+
+    /// Whether anything was drawn yet.
+    pub(crate) fn shown(&self) -> bool {
+        self.handle.is_some()
+    }
+}
+
+/// Clears the cell's output (Jupyter's `clear_output(wait)`); does nothing outside a kernel.
+///
+/// ```
+/// tchbook_prelude::display::clear_output(true);
+/// ```
+pub fn clear_output(wait: bool) {
+    runtime::emit(&runtime::clear_message(wait));
+}

@@ -1,0 +1,35 @@
+//! Rich display: every prelude value a cell ends with renders as HTML (or an image) in the
+//! notebook and as text elsewhere.
+//!
+//! Two routes reach the front end:
+//! - evcxr's convention: a value's `evcxr_display()` prints `EVCXR_BEGIN_CONTENT <mime>` …
+//!   `EVCXR_END_CONTENT`, which evcxr shows when the cell ends. Prelude types have it as an
+//!   inherent method, tensors through [`TensorDisplay`].
+//! - the live protocol (DEVELOPERS.md): [`show`] returns a [`DisplayHandle`] whose
+//!   [`update`](DisplayHandle::update) replaces the output in place while the cell runs. Loss
+//!   plots, progress bars and run tables use it.
+//!
+//! Outside a kernel, [`show`] and updates print the text form instead and never fail.
+//!
+//! Std values (numbers, strings, `Vec`, ...) get evcxr's own `{:?}` text through
+//! [`PlainDisplay`], which spares evcxr a second compilation of the cell.
+//!
+//! One file per job, each importing at most `bundle` among its siblings: `bundle.rs` (the
+//! vocabulary: [`Bundle`], [`Render`], the `rich!` macro), `table.rs` (text and HTML tables),
+//! `live.rs` (mid-cell outputs over the kernel protocol), `tensor.rs` (tensors as PyTorch
+//! prints them), `plain.rs` (std values as evcxr prints them).
+
+pub(crate) mod bundle;
+mod live;
+mod plain;
+mod table;
+mod tensor;
+
+pub(crate) use bundle::rich;
+pub use bundle::{Bundle, Render, data_mime};
+pub(crate) use live::Live;
+pub use live::{DisplayHandle, clear_output, show};
+pub use plain::{PlainDisplay, set_plain_format};
+pub(crate) use table::{html_table, text_table};
+pub use tensor::TensorDisplay;
+pub(crate) use tensor::{device_name, kind_name};
