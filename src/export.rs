@@ -4,7 +4,8 @@
 //! The project (`DIR/`):
 //!
 //! ```text
-//! Cargo.toml             the package, `:dep` lines as [dependencies], the prelude by path
+//! Cargo.toml             the package, `:dep` lines as [dependencies], the prelude by path (and
+//!                        tchbook-wire, which the runner shares with it, where it has it)
 //! Cargo.lock             this kernel's own lock file: the versions the kernel was tested with
 //! src/main.rs            the cells in order: items (fn, struct, impl, use, ...) at the top level
 //!                        as evcxr keeps them, statements in one function, each cell's final
@@ -26,9 +27,11 @@
 //!
 //! The files, by job: `notebook.rs` reads the notebook's code cells; `split.rs` splits a cell's
 //! Rust as evcxr does (items, statements, final value); `translate.rs` turns the cells into one
-//! program; `project.rs` writes the project; `merge.rs` is `--merge`; `runner.rs` and
-//! `runner/` are the runner, compiled here only for their tests.
+//! program; `generate.rs` makes the text of its `Cargo.toml` and `src/main.rs`; `project.rs`
+//! writes the project; `merge.rs` is `--merge`; `runner.rs` and `runner/` are the runner,
+//! compiled here only for their tests.
 
+mod generate;
 mod merge;
 mod notebook;
 mod project;

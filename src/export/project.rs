@@ -1,12 +1,12 @@
-//! Writing the exported Cargo project: the manifest, the seeded lock file, `src/main.rs` made
-//! from the translation, the runner's sources, and the prelude's (unless `--prelude`).
+//! Writing the exported Cargo project: the manifest and `src/main.rs` (`generate.rs`), the
+//! seeded lock file, the runner's sources, and the prelude's (unless `--prelude`).
 
+use super::generate::{main_rs, manifest, package_name};
 use super::notebook::read_code_cells;
-use super::translate::{translate, Translation};
+use super::translate::translate;
 use super::ExportOptions;
 use anyhow::{bail, Context, Result};
-use std::collections::BTreeMap;
-use std::fmt::Write as _;
+use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 
 /// The runner every exported project carries, by path under its `src/`: `runner.rs` and the
@@ -51,9 +51,16 @@ pub fn export(options: &ExportOptions) -> Result<PathBuf> {
     std::fs::create_dir_all(out_dir.join("src"))
         .with_context(|| format!("creating {}", out_dir.display()))?;
     let prelude_path = prelude(options.prelude.as_deref(), &out_dir)?;
+    let wire_path = wire(&out_dir, &prelude_path)?;
     write_if_changed(
         &out_dir.join("Cargo.toml"),
-        manifest(&package, &prelude_path, &translation.dependencies).as_bytes(),
+        manifest(
+            &package,
+            &prelude_path,
+            &wire_path,
+            &translation.dependencies,
+        )
+        .as_bytes(),
     )?;
     // Only seeds the resolution: cargo keeps the versions it can use and drops the rest.
     if !out_dir.join("Cargo.lock").exists() {
@@ -71,10 +78,15 @@ pub fn export(options: &ExportOptions) -> Result<PathBuf> {
 /// embedded prelude written into the project.
 fn prelude(checkout: Option<&Path>, out_dir: &Path) -> Result<String> {
     let Some(dir) = checkout else {
-        write_files(
-            &out_dir.join("tchbook-prelude"),
-            crate::build::cache::PRELUDE_FILES,
-        )?;
+        let copy = out_dir.join("tchbook-prelude");
+        write_files(&copy, crate::build::cache::PRELUDE_FILES)?;
+        // A file an earlier export wrote and this prelude no longer has would still be compiled
+        // (`runtime.rs` beside a `runtime/mod.rs` that replaced it fails the build).
+        let keep: HashSet<PathBuf> = crate::build::cache::PRELUDE_FILES
+            .iter()
+            .map(|(relative, _)| copy.join(relative))
+            .collect();
+        remove_others(&copy, &keep)?;
         return Ok("tchbook-prelude".to_owned());
     };
     let dir = std::fs::canonicalize(dir)
@@ -87,6 +99,43 @@ fn prelude(checkout: Option<&Path>, out_dir: &Path) -> Result<String> {
         );
     }
     Ok(dir.display().to_string())
+}
+
+/// The path of `tchbook-wire` as the manifest names it: where the prelude's own manifest has it
+/// (the runner reads the prelude's lines with the same crate, and cargo would refuse two
+/// packages of that name at different paths): inside the embedded copy, or beside a checkout.
+fn wire(out_dir: &Path, prelude: &str) -> Result<String> {
+    let manifest = out_dir.join(prelude).join("Cargo.toml");
+    let text = std::fs::read_to_string(&manifest)
+        .with_context(|| format!("reading {}", manifest.display()))?;
+    let table: toml::Table = toml::from_str(&text)
+        .with_context(|| format!("{} is not a Cargo manifest", manifest.display()))?;
+    let path = table
+        .get("dependencies")
+        .and_then(|d| d.get("tchbook-wire"))
+        .and_then(|w| w.get("path"))
+        .and_then(|p| p.as_str())
+        .with_context(|| {
+            format!(
+                "{} has no `tchbook-wire = {{ path = ... }}` dependency: the prelude is older \
+                 than this tchbook ({}); name a prelude of the same checkout",
+                manifest.display(),
+                crate::VERSION
+            )
+        })?;
+    let wire = Path::new(prelude).join(path);
+    if wire.is_relative() {
+        // Inside the project, as the prelude's copy: it builds wherever it is copied.
+        return Ok(wire.display().to_string());
+    }
+    let wire = std::fs::canonicalize(&wire).with_context(|| {
+        format!(
+            "{} names tchbook-wire at {}, which is missing",
+            manifest.display(),
+            wire.display()
+        )
+    })?;
+    Ok(wire.display().to_string())
 }
 
 /// Writes `files` (path relative to `dir`, contents) under `dir`.
@@ -102,6 +151,26 @@ fn write_files<C: AsRef<[u8]>>(dir: &Path, files: &[(&str, C)]) -> Result<()> {
     Ok(())
 }
 
+/// Removes every file under `dir` that is not in `keep`, and the folders that leaves empty.
+fn remove_others(dir: &Path, keep: &HashSet<PathBuf>) -> Result<()> {
+    let entries = std::fs::read_dir(dir).with_context(|| format!("reading {}", dir.display()))?;
+    for entry in entries {
+        let entry = entry.with_context(|| format!("reading {}", dir.display()))?;
+        let path = entry.path();
+        // A link is removed as a file, never followed.
+        if entry.file_type().is_ok_and(|t| t.is_dir()) {
+            remove_others(&path, keep)?;
+            // Fails, as it should, when something was kept inside.
+            let _ = std::fs::remove_dir(&path);
+        } else if !keep.contains(&path) {
+            std::fs::remove_file(&path).with_context(|| {
+                format!("removing {}, left by an earlier export", path.display())
+            })?;
+        }
+    }
+    Ok(())
+}
+
 /// A file rewritten with the same bytes would make cargo rebuild it.
 fn write_if_changed(path: &Path, contents: &[u8]) -> Result<()> {
     if std::fs::read(path).ok().as_deref() == Some(contents) {
@@ -110,120 +179,35 @@ fn write_if_changed(path: &Path, contents: &[u8]) -> Result<()> {
     std::fs::write(path, contents).with_context(|| format!("writing {}", path.display()))
 }
 
-/// `01-using-the-gpu` → `nb-01-using-the-gpu` (a package name starts with a letter).
-fn package_name(stem: &str) -> String {
-    let cleaned: String = stem
-        .chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
-                c.to_ascii_lowercase()
-            } else {
-                '-'
-            }
-        })
-        .collect();
-    match cleaned.chars().next() {
-        Some(c) if c.is_ascii_alphabetic() => cleaned,
-        _ => format!("nb-{cleaned}"),
-    }
-}
-
-fn manifest(package: &str, prelude: &str, dependencies: &BTreeMap<String, String>) -> String {
-    let mut text = format!(
-        "# Written by `tchbook export` (tchbook {version}). Build: `cargo build --release`, with\n\
-         # libtorch found as for the kernel (LIBTORCH, or the torch package of the Python on PATH);\n\
-         # run with libtorch's lib/ on LD_LIBRARY_PATH. See src/main.rs.\n\
-         [package]\n\
-         name = {package:?}\n\
-         version = \"0.1.0\"\n\
-         edition = \"2021\"\n\
-         publish = false\n\
-         \n\
-         [dependencies]\n\
-         tchbook-prelude = {{ path = {prelude:?} }}\n\
-         libc = \"0.2\"\n\
-         serde_json = \"1\"\n",
-        version = crate::VERSION,
-    );
-    for (name, spec) in dependencies {
-        if matches!(name.as_str(), "tchbook-prelude" | "libc" | "serde_json") {
-            continue;
-        }
-        let _ = writeln!(text, "{name} = {spec}");
-    }
-    // The same release profile as the kernel's workspace, so a shared target directory reuses
-    // its build of tch and the prelude; line tables keep panic backtraces readable.
-    text.push_str(
-        "\n[profile.release]\ndebug = \"line-tables-only\"\n\n\
-         # Its own workspace: the project builds wherever it is copied, inside another one too.\n\
-         [workspace]\n",
-    );
-    if prelude == "tchbook-prelude" {
-        text.push_str("exclude = [\"tchbook-prelude\"]\n");
-    }
-    text
-}
-
-fn main_rs(notebook: &str, translation: &Translation) -> String {
-    let mut text = format!(
-        "//! `{notebook}`, exported by `tchbook export` (tchbook {version}): the notebook's cells in\n\
-         //! order, run headless by one binary. Rich output prints as text; `--record FILE` also\n\
-         //! writes every cell's outputs as Jupyter outputs, and `tchbook export --merge FILE\n\
-         //! {notebook}` puts them into the notebook. A panic stops the run as \"run all\" stops\n\
-         //! (cells tagged raises-exception excepted); an error returned by `?` is printed and\n\
-         //! stops it too. Generated: edit the notebook and export again.\n\
-         \n\
-         #![allow(warnings)]\n\
-         \n\
-         mod tchbook_runner;\n\
-         \n\
-         use tchbook_prelude::prelude::*;\n\
-         use tchbook_runner::CellError;\n\
-         \n\
-         static NOTEBOOK: tchbook_runner::Notebook = tchbook_runner::Notebook {{\n\
-         \x20   name: {notebook:?},\n\
-         \x20   exported_by: \"tchbook {version}\",\n\
-         \x20   cells: &[\n",
-        version = crate::VERSION,
-    );
-    for (index, hash, source) in &translation.cells {
-        let _ = writeln!(text, "        ({index}, {hash:?}, {source:?}),");
-    }
-    text.push_str(
-        "    ],\n    main_rs: include_str!(\"main.rs\"),\n};\n\n\
-         fn main() -> std::process::ExitCode {\n\
-         \x20   tchbook_runner::run(\n\
-         \x20       &NOTEBOOK,\n\
-         \x20       tchbook_prelude::runtime::attach,\n\
-         \x20       tchbook_prelude::interrupt::is_pending,\n\
-         \x20       cells,\n\
-         \x20   )\n\
-         }\n",
-    );
-    if !translation.items.is_empty() {
-        text.push_str(
-            "\n// ---- Items defined in the cells (evcxr keeps them at the top level too)\n",
-        );
-        for item in &translation.items {
-            text.push('\n');
-            text.push_str(item.trim_end());
-            text.push('\n');
-        }
-    }
-    text.push_str("\nfn cells() -> Result<(), CellError> {");
-    text.push_str(&translation.body);
-    text.push_str("    Ok(())\n}\n");
-    text
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
-    fn package_names_start_with_a_letter() {
-        assert_eq!(package_name("01-using-the-gpu"), "nb-01-using-the-gpu");
-        assert_eq!(package_name("My Notebook"), "my-notebook");
+    fn exporting_again_removes_prelude_files_the_kernel_no_longer_embeds() {
+        let dir = std::env::temp_dir().join(format!("tchbook-export-test-{}", std::process::id()));
+        let notebook = dir.join("n.ipynb");
+        std::fs::create_dir_all(&dir).unwrap();
+        let cells = r#"{"cells": [{"cell_type": "code", "source": "1 + 1", "metadata": {}}]}"#;
+        std::fs::write(&notebook, cells).unwrap();
+        let options = ExportOptions {
+            notebook,
+            out_dir: None,
+            prelude: None,
+        };
+        let project = export(&options).unwrap();
+        let stale = project.join("tchbook-prelude/src/runtime_old/mod.rs");
+        std::fs::create_dir_all(stale.parent().unwrap()).unwrap();
+        std::fs::write(&stale, "").unwrap();
+        export(&options).unwrap();
+        assert!(
+            !stale.parent().unwrap().exists(),
+            "the stale module is gone"
+        );
+        assert!(project.join("tchbook-prelude/src/lib.rs").is_file());
+        let manifest = std::fs::read_to_string(project.join("Cargo.toml")).unwrap();
+        assert!(manifest.contains("tchbook-wire = { path = \"tchbook-prelude/wire\" }"));
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]

@@ -1,8 +1,9 @@
 //! The headless runner of an exported notebook: `tchbook export` writes this file, unchanged,
 //! into every exported project as `src/tchbook_runner.rs`, and the files of `runner/` beside it
 //! as `src/tchbook_runner/` (the kernel also compiles them, for their tests; every file of
-//! `runner/` must be listed in `project.rs`). It depends on std, libc and serde_json only; the
-//! prelude is reached through the `attach` function the generated `main` passes in.
+//! `runner/` must be listed in `project.rs`). It depends on std, libc, serde_json and
+//! `tchbook_wire` (the prelude's messages, read as the kernel reads them) only; the prelude is
+//! reached through the `attach` function the generated `main` passes in.
 //!
 //! The exported program runs the cells in order in one process, as "run all" does in the kernel,
 //! and its output goes through the same prelude code as in the kernel: [`run`] points fds 1 and 2
@@ -55,9 +56,9 @@ mod recorder;
 pub use cells::{allow_error, begin, end, set_format, toggle_timing, toggle_types};
 
 use process::{lock, runner, Runner, RUNNER};
-use recorder::Stream;
 use std::io::Write;
 use std::process::ExitCode;
+use tchbook_wire::StreamName;
 
 /// The notebook a program was exported from.
 pub struct Notebook {
@@ -113,7 +114,7 @@ pub fn run(
             let message = format!(
                 "tchbook: the run stopped in In [{at}]: an error returned by `?` (printed above)\n"
             );
-            lock(runner).print(Stream::Stderr, &message);
+            lock(runner).print(StreamName::Stderr, &message);
             1
         }
         Err(_) => {

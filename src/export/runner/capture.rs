@@ -2,9 +2,10 @@
 //! handing the bytes to the recorder, and the sync that finds a cell's end in-band.
 
 use super::process::{lock, runner};
-use super::recorder::Stream;
+use super::recorder::slot;
 use std::io::Write;
 use std::time::{Duration, Instant};
+use tchbook_wire::StreamName;
 
 /// Written by the runner at a cell's end; never recorded or printed.
 pub(super) const SYNC: &str = "TCHBOOK_EXPORT_SYNC ";
@@ -17,7 +18,7 @@ pub(super) fn capture_output() {
     let _ = std::io::stdout().flush();
     let _ = std::io::stderr().flush();
     let mut real = [0; 2];
-    for (fd, stream) in [(1, Stream::Stdout), (2, Stream::Stderr)] {
+    for (fd, stream) in [(1, StreamName::Stdout), (2, StreamName::Stderr)] {
         let mut pipe = [0; 2];
         // SAFETY: plain fd juggling on this process's own descriptors; on failure the stream
         // stays as it is (its output is then printed but not recorded).
@@ -26,27 +27,27 @@ pub(super) fn capture_output() {
             if saved < 0 || libc::pipe(pipe.as_mut_ptr()) != 0 {
                 eprintln!(
                     "tchbook: could not capture {}; it is not recorded",
-                    stream.name()
+                    stream.as_str()
                 );
-                real[stream as usize] = fd;
+                real[slot(stream)] = fd;
                 continue;
             }
             libc::fcntl(saved, libc::F_SETFD, libc::FD_CLOEXEC);
             libc::fcntl(pipe[0], libc::F_SETFD, libc::FD_CLOEXEC);
             libc::dup2(pipe[1], fd);
             libc::close(pipe[1]);
-            real[stream as usize] = saved;
+            real[slot(stream)] = saved;
         }
         let read_fd = pipe[0];
         std::thread::Builder::new()
-            .name(format!("tchbook-export-{}", stream.name()))
+            .name(format!("tchbook-export-{}", stream.as_str()))
             .spawn(move || read_loop(read_fd, stream))
             .expect("spawning an output reader thread");
     }
     lock(runner).real = Some(real);
 }
 
-fn read_loop(fd: libc::c_int, stream: Stream) {
+fn read_loop(fd: libc::c_int, stream: StreamName) {
     use std::io::Read;
     use std::os::fd::FromRawFd;
     let runner = runner();
@@ -77,25 +78,25 @@ pub(super) fn sync() {
         state.sync_token += 1;
         state.sync_token
     };
-    for stream in [Stream::Stderr, Stream::Stdout] {
+    for stream in [StreamName::Stderr, StreamName::Stdout] {
         let _ = std::io::stdout().flush();
         match stream {
-            Stream::Stdout => {
+            StreamName::Stdout => {
                 let mut out = std::io::stdout().lock();
                 let _ = writeln!(out, "{SYNC}{token}");
                 let _ = out.flush();
             }
-            Stream::Stderr => {
+            StreamName::Stderr => {
                 let _ = writeln!(std::io::stderr().lock(), "{SYNC}{token}");
             }
         }
         let deadline = Instant::now() + SYNC_TIMEOUT;
         let mut recorder = lock(runner);
-        while recorder.synced[stream as usize] < token {
+        while recorder.synced[slot(stream)] < token {
             let left = deadline.saturating_duration_since(Instant::now());
             if left.is_zero() {
                 recorder.print(
-                    Stream::Stderr,
+                    StreamName::Stderr,
                     "tchbook: the cell's output did not arrive within 30 s; its record may be incomplete\n",
                 );
                 break;

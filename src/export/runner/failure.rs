@@ -6,40 +6,35 @@ use super::capture::sync;
 use super::process::{lock, runner, RUNNER};
 use super::record::write_record;
 use std::time::{Duration, Instant};
+use tchbook_wire::{Message, Panic};
 
 const RED: &str = "\x1b[1;31m";
 const BOLD: &str = "\x1b[1m";
 const BLUE: &str = "\x1b[1;34m";
 const RESET: &str = "\x1b[0m";
 
+/// Reports panics through `tchbook_wire`'s hook: one on the main thread (the cells') is kept
+/// for [`record_panic`], which makes it the cell's error once it has unwound; one on another
+/// thread is stderr text at once, as the kernel shows a panic in a thread the cell spawned.
 pub(super) fn install_panic_hook() {
-    let main_thread = std::thread::current().id();
-    std::panic::set_hook(Box::new(move |info| {
-        let payload = info.payload();
-        let message = if let Some(text) = payload.downcast_ref::<&str>() {
-            (*text).to_owned()
-        } else if let Some(text) = payload.downcast_ref::<String>() {
-            text.clone()
-        } else {
-            "Box<dyn Any>".to_owned()
+    tchbook_wire::install_panic_hook(|message| {
+        let Message::Panic(panic) = message else {
+            return;
         };
-        let location = info
-            .location()
-            .map(|l| format!("{}:{}:{}", l.file(), l.line(), l.column()))
-            .unwrap_or_default();
-        let current = std::thread::current();
-        if current.id() == main_thread {
-            if let Some(runner) = RUNNER.get() {
-                *runner.panic.lock().unwrap_or_else(|e| e.into_inner()) = Some((message, location));
-            }
-        } else {
-            // As the kernel shows a panic in a thread the cell spawned: stderr text.
-            eprintln!(
-                "thread '{}' panicked at {location}:\n{message}",
-                current.name().unwrap_or("<unnamed>")
-            );
+        if !panic.ends_cell() {
+            eprint!("{}", thread_panic_text(panic));
+        } else if let Some(runner) = RUNNER.get() {
+            *runner.panic.lock().unwrap_or_else(|e| e.into_inner()) = Some(panic.clone());
         }
-    }));
+    });
+}
+
+/// A panic that does not end the cell, as the kernel shows it: stderr text.
+pub(super) fn thread_panic_text(panic: &Panic) -> String {
+    format!(
+        "thread '{}' panicked at {}:\n{}\n",
+        panic.thread, panic.location, panic.message
+    )
 }
 
 /// SIGINT (Ctrl-C, or a scheduler's signal) sets the prelude's interrupt flag, which its loops
@@ -83,12 +78,17 @@ pub(super) fn watch_interrupts(pending: fn() -> bool) {
 pub(super) fn record_panic() {
     let runner = runner();
     sync();
-    let (message, location) = runner
+    let Panic {
+        message, location, ..
+    } = runner
         .panic
         .lock()
         .unwrap_or_else(|e| e.into_inner())
         .take()
-        .unwrap_or_else(|| ("the cell panicked".to_owned(), String::new()));
+        .unwrap_or_else(|| Panic {
+            message: "the cell panicked".to_owned(),
+            ..Panic::default()
+        });
     const INTERRUPT: &str = "KeyboardInterrupt";
     let (ename, evalue) = match message.strip_prefix(INTERRUPT) {
         Some(rest) => (INTERRUPT, rest.trim_start_matches(':').trim().to_owned()),

@@ -5,6 +5,7 @@ use super::recorder::Recorder;
 use super::Notebook;
 use std::sync::{Condvar, Mutex, MutexGuard, OnceLock};
 use std::time::Instant;
+use tchbook_wire::Panic;
 
 pub(super) struct Runner {
     pub(super) recorder: Mutex<Recorder>,
@@ -13,8 +14,8 @@ pub(super) struct Runner {
     pub(super) notebook: &'static Notebook,
     pub(super) record: Option<std::path::PathBuf>,
     pub(super) state: Mutex<CellState>,
-    /// The main-thread panic being unwound: message and location.
-    pub(super) panic: Mutex<Option<(String, String)>>,
+    /// The main-thread panic being unwound.
+    pub(super) panic: Mutex<Option<Panic>>,
 }
 
 /// The running cell and the `:` command settings.

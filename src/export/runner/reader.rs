@@ -1,25 +1,22 @@
 //! The lines read from the runner's pipes, as the kernel reads the evaluation process's output:
-//! the prelude's live display lines (DEVELOPERS.md, "The live display line protocol"), evcxr's
-//! content blocks for a cell's final value, its input prompts, the runner's own sync lines, and
-//! everything else as stream text.
+//! the prelude's messages (`tchbook_wire`, DEVELOPERS.md "The live display line protocol"),
+//! evcxr's content blocks for a cell's final value, its input prompts, the runner's own sync
+//! lines, and everything else as stream text.
 
 use super::capture::SYNC;
-use super::recorder::{plain_text, Printed, Recorder, Shown, Stream};
-use serde_json::{json, Map, Value};
+use super::failure::thread_panic_text;
+use super::recorder::{plain_text, slot, Printed, Recorder, Shown};
+use serde_json::{json, Value};
 use std::time::{Duration, Instant};
+use tchbook_wire::{InputRequest, Message, StreamName, BEGIN_CONTENT, END_CONTENT};
 
-/// The prelude's live display lines (its `runtime::PROTOCOL_PREFIX`).
-const DISPLAY: &str = "TCHBOOK_DISPLAY ";
-const BEGIN_CONTENT: &str = "EVCXR_BEGIN_CONTENT ";
-const END_CONTENT: &str = "EVCXR_END_CONTENT";
-const INPUT_REQUEST: &str = "EVCXR_INPUT_REQUEST";
 /// How often an updated display's text is printed again while its cell runs.
 const UPDATE_PRINT_INTERVAL: Duration = Duration::from_secs(10);
 
 impl Recorder {
     /// Bytes read from the pipe of `stream`: complete lines are handled, the rest kept.
-    pub(super) fn bytes(&mut self, stream: Stream, bytes: &[u8]) {
-        let mut buffer = std::mem::take(&mut self.partial[stream as usize]);
+    pub(super) fn bytes(&mut self, stream: StreamName, bytes: &[u8]) {
+        let mut buffer = std::mem::take(&mut self.partial[slot(stream)]);
         buffer.extend_from_slice(bytes);
         let mut start = 0;
         while let Some(n) = buffer[start..].iter().position(|&b| b == b'\n') {
@@ -28,13 +25,13 @@ impl Recorder {
             start += n + 1;
         }
         buffer.drain(..start);
-        self.partial[stream as usize] = buffer;
+        self.partial[slot(stream)] = buffer;
     }
 
     /// One complete line (without its newline) read from the runner's pipe for `stream`.
-    fn line(&mut self, stream: Stream, line: &str) {
+    fn line(&mut self, stream: StreamName, line: &str) {
         // Content blocks come on stdout only; stderr (the sync line, too) may arrive meanwhile.
-        if stream == Stream::Stdout && self.block.is_some() {
+        if stream == StreamName::Stdout && self.block.is_some() {
             self.block_line(line);
             return;
         }
@@ -42,26 +39,23 @@ impl Recorder {
             // Without the pump, an unfinished `print!` arrives glued to the sync line.
             self.stream(stream, &line[..at]);
             if let Ok(token) = line[at + SYNC.len()..].trim().parse::<u64>() {
-                self.synced[stream as usize] = token;
+                self.synced[slot(stream)] = token;
             }
             return;
         }
-        if stream == Stream::Stdout {
+        if stream == StreamName::Stdout {
             if let Some(mime) = line.strip_prefix(BEGIN_CONTENT) {
                 self.block = Some((mime.trim().to_owned(), Vec::new()));
                 return;
             }
-            if let Some(json) = line.strip_prefix(DISPLAY) {
-                if let Ok(Value::Object(message)) = serde_json::from_str::<Value>(json) {
-                    if self.protocol(message) {
-                        return;
-                    }
-                }
+            // A line with the prefix that does not read as a message stays text, as in the kernel.
+            if let Some(Ok(message)) = Message::parse_line(line) {
+                self.message(message);
+                return;
             }
-            if let Some(rest) = line.strip_prefix(INPUT_REQUEST) {
+            if let Some(request) = InputRequest::parse_line(line) {
                 // `input()`: the prompt goes to the terminal; the prelude reads stdin itself.
-                let prompt = rest.split_once(':').map_or("", |(_, p)| p);
-                self.print(Stream::Stdout, prompt);
+                self.print(StreamName::Stdout, &request.prompt);
                 return;
             }
         }
@@ -85,56 +79,32 @@ impl Recorder {
         }
     }
 
-    /// A `TCHBOOK_DISPLAY` message; false when it is not one this runner knows (then the line is
-    /// kept as text, as the kernel keeps it).
-    fn protocol(&mut self, mut message: Map<String, Value>) -> bool {
-        let id = message
-            .get("display_id")
-            .and_then(Value::as_str)
-            .map(str::to_owned);
-        match message.get("op").and_then(Value::as_str) {
-            Some("display") => {
-                let data = object(&mut message, "data");
-                let metadata = object(&mut message, "metadata");
-                self.display(data, metadata, id);
-                true
-            }
-            Some("update") => {
-                let Some(id) = id else { return false };
-                let data = object(&mut message, "data");
-                let metadata = object(&mut message, "metadata");
-                self.update(data, metadata, id);
-                true
-            }
-            Some("clear") => {
-                if message.get("wait").and_then(Value::as_bool) == Some(true) {
-                    self.clear_pending = true;
-                } else {
-                    self.clear_now();
-                }
-                true
-            }
-            Some("stream") => {
-                let stream = match message.get("name").and_then(Value::as_str) {
-                    Some("stderr") => Stream::Stderr,
-                    _ => Stream::Stdout,
-                };
-                match message.get("text").and_then(Value::as_str) {
-                    Some(text) => {
-                        self.stream(stream, text);
-                        true
-                    }
-                    None => false,
-                }
-            }
-            _ => false,
+    /// A message from the prelude.
+    fn message(&mut self, message: Message) {
+        match message {
+            Message::Display {
+                data,
+                metadata,
+                display_id,
+            } => self.display(Value::Object(data), Value::Object(metadata), display_id),
+            Message::Update {
+                data,
+                metadata,
+                display_id,
+            } => self.update(Value::Object(data), Value::Object(metadata), display_id),
+            Message::Clear { wait: true } => self.clear_pending = true,
+            Message::Clear { wait: false } => self.clear_now(),
+            Message::Stream { name, text } => self.stream(name, &text),
+            // The runner's own hook reports the program's panics (`failure.rs`); a panic line
+            // from elsewhere is shown as the kernel shows a panic off the cells' thread.
+            Message::Panic(panic) => self.stream(StreamName::Stderr, &thread_panic_text(&panic)),
         }
     }
 
     /// A new display: printed, recorded, and remembered under its id for later updates.
     fn display(&mut self, data: Value, metadata: Value, id: Option<String>) {
         let text = plain_text(&data);
-        self.print(Stream::Stdout, &format!("{text}\n"));
+        self.print(StreamName::Stdout, &format!("{text}\n"));
         let output = json!({"output_type": "display_data", "data": data, "metadata": metadata});
         if let (Some(at), Some(id)) = (self.push_output(output), id) {
             let cell = self.cells.len() - 1;
@@ -172,18 +142,10 @@ impl Recorder {
             printed.last = Some(Instant::now());
             printed.text = text.clone();
             printed.pending = None;
-            self.print(Stream::Stdout, &format!("{text}\n"));
+            self.print(StreamName::Stdout, &format!("{text}\n"));
         } else if text != printed.text {
             printed.pending = Some(text);
         }
-    }
-}
-
-/// The object under `key` in a message (taken out of it), or an empty one.
-fn object(message: &mut Map<String, Value>, key: &str) -> Value {
-    match message.remove(key) {
-        Some(Value::Object(map)) => Value::Object(map),
-        _ => Value::Object(Map::new()),
     }
 }
 
@@ -207,7 +169,7 @@ mod tests {
     }
 
     fn lines(recorder: &mut Recorder, text: &str) {
-        recorder.bytes(Stream::Stdout, text.as_bytes());
+        recorder.bytes(StreamName::Stdout, text.as_bytes());
     }
 
     #[test]
@@ -273,7 +235,7 @@ mod tests {
     fn sync_lines_split_from_a_partial_line_and_are_never_recorded() {
         let mut r = recorder_with_cell();
         lines(&mut r, "50%TCHBOOK_EXPORT_SYNC 7\n");
-        r.bytes(Stream::Stderr, b"TCHBOOK_EXPORT_SYNC 7\n");
+        r.bytes(StreamName::Stderr, b"TCHBOOK_EXPORT_SYNC 7\n");
         assert_eq!(r.synced, [7, 7]);
         assert_eq!(r.cells[0].outputs.len(), 1);
         assert_eq!(r.cells[0].outputs[0]["text"], "50%");
@@ -283,13 +245,30 @@ mod tests {
     fn stderr_lines_do_not_enter_a_value_being_read() {
         let mut r = recorder_with_cell();
         lines(&mut r, "EVCXR_BEGIN_CONTENT text/plain\n42\n");
-        r.bytes(Stream::Stderr, b"TCHBOOK_EXPORT_SYNC 3\nwarning\n");
+        r.bytes(StreamName::Stderr, b"TCHBOOK_EXPORT_SYNC 3\nwarning\n");
         lines(&mut r, "EVCXR_END_CONTENT\n");
         r.end(None);
-        assert_eq!(r.synced[Stream::Stderr as usize], 3);
+        assert_eq!(r.synced[slot(StreamName::Stderr)], 3);
         let outputs = &r.cells[0].outputs;
         assert_eq!(outputs[0]["text"], "warning\n");
         assert_eq!(outputs[1]["data"]["text/plain"], "42");
+    }
+
+    #[test]
+    fn panic_lines_are_stderr_text_and_input_prompts_are_not_recorded() {
+        let mut r = recorder_with_cell();
+        lines(
+            &mut r,
+            "TCHBOOK_DISPLAY {\"op\":\"panic\",\"message\":\"boom\",\"location\":\"a.rs:1:2\",\
+             \"thread\":\"w\",\"main\":false}\nEVCXR_INPUT_REQUEST:Name\n",
+        );
+        let outputs = &r.cells[0].outputs;
+        assert_eq!(outputs.len(), 1, "{outputs:?}");
+        assert_eq!(outputs[0]["name"], "stderr");
+        assert_eq!(
+            outputs[0]["text"],
+            "thread 'w' panicked at a.rs:1:2:\nboom\n"
+        );
     }
 
     #[test]

@@ -2,9 +2,10 @@
 //! each cell so a killed job keeps what it did; `tchbook export --merge` reads it.
 
 use super::process::{lock, runner};
-use super::recorder::{Recorder, Stream};
+use super::recorder::Recorder;
 use super::Notebook;
 use serde_json::{json, Value};
+use tchbook_wire::StreamName;
 
 impl Recorder {
     fn to_json(&self, notebook: &Notebook, completed: bool) -> Value {
@@ -44,7 +45,7 @@ pub(super) fn write_record(completed: bool) -> bool {
         .and_then(|()| std::fs::rename(&temporary, path));
     if let Err(error) = written {
         lock(runner).print(
-            Stream::Stderr,
+            StreamName::Stderr,
             &format!(
                 "tchbook: could not write the record {}: {error}\n",
                 path.display()

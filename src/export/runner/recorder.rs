@@ -5,19 +5,13 @@ use serde_json::{json, Map, Value};
 use std::collections::HashMap;
 use std::io::Write;
 use std::time::{Duration, Instant};
+use tchbook_wire::StreamName;
 
-#[derive(Clone, Copy, PartialEq, Eq, Debug)]
-pub(super) enum Stream {
-    Stdout,
-    Stderr,
-}
-
-impl Stream {
-    pub(super) fn name(self) -> &'static str {
-        match self {
-            Stream::Stdout => "stdout",
-            Stream::Stderr => "stderr",
-        }
+/// The index of `stream` in the recorder's per-stream arrays.
+pub(super) fn slot(stream: StreamName) -> usize {
+    match stream {
+        StreamName::Stdout => 0,
+        StreamName::Stderr => 1,
     }
 }
 
@@ -69,12 +63,12 @@ impl Recorder {
         self.cells.last_mut()
     }
 
-    pub(super) fn print(&self, stream: Stream, text: &str) {
+    pub(super) fn print(&self, stream: StreamName, text: &str) {
         match self.real {
-            Some(fds) => write_fd(fds[stream as usize], text.as_bytes()),
+            Some(fds) => write_fd(fds[slot(stream)], text.as_bytes()),
             None => match stream {
-                Stream::Stdout => print!("{text}"),
-                Stream::Stderr => eprint!("{text}"),
+                StreamName::Stdout => print!("{text}"),
+                StreamName::Stderr => eprint!("{text}"),
             },
         }
     }
@@ -97,7 +91,7 @@ impl Recorder {
         self.displays.retain(|_, shown| shown.cell != at);
     }
 
-    pub(super) fn stream(&mut self, stream: Stream, text: &str) {
+    pub(super) fn stream(&mut self, stream: StreamName, text: &str) {
         if text.is_empty() {
             return;
         }
@@ -109,7 +103,7 @@ impl Recorder {
         let Some(cell) = self.current() else { return };
         // Consecutive writes to one stream are one output, as nbconvert's coalescing leaves them.
         if let Some(last) = cell.outputs.last_mut() {
-            if last["output_type"] == "stream" && last["name"] == stream.name() {
+            if last["output_type"] == "stream" && last["name"] == stream.as_str() {
                 if let Some(Value::String(existing)) = last.get_mut("text") {
                     existing.push_str(text);
                     return;
@@ -117,7 +111,7 @@ impl Recorder {
             }
         }
         cell.outputs
-            .push(json!({"output_type": "stream", "name": stream.name(), "text": text}));
+            .push(json!({"output_type": "stream", "name": stream.as_str(), "text": text}));
     }
 
     pub(super) fn begin(&mut self, cell: usize, hash: &'static str, execution_count: usize) {
@@ -136,7 +130,10 @@ impl Recorder {
     pub(super) fn end(&mut self, took: Option<Duration>) {
         self.print_pending_updates();
         if let Some(took) = took {
-            self.stream(Stream::Stdout, &format!("Took {}ms\n", took.as_millis()));
+            self.stream(
+                StreamName::Stdout,
+                &format!("Took {}ms\n", took.as_millis()),
+            );
         }
         let value = std::mem::take(&mut self.value);
         let unit = matches!(value.as_slice(), [(mime, text)] if mime == "text/plain" && text.trim() == "()");
@@ -144,7 +141,7 @@ impl Recorder {
             return;
         }
         let data = value_bundle(value);
-        self.print(Stream::Stdout, &format!("{}\n", plain_text(&data)));
+        self.print(StreamName::Stdout, &format!("{}\n", plain_text(&data)));
         let count = self.current().map_or(0, |c| c.execution_count);
         self.push_output(json!({
             "output_type": "execute_result",
@@ -167,12 +164,12 @@ impl Recorder {
             .collect();
         pending.sort();
         for text in pending {
-            self.print(Stream::Stdout, &format!("{text}\n"));
+            self.print(StreamName::Stdout, &format!("{text}\n"));
         }
     }
 
     pub(super) fn error(&mut self, ename: &str, evalue: &str, traceback: Vec<String>) {
-        self.print(Stream::Stderr, &format!("{}\n", traceback.join("\n")));
+        self.print(StreamName::Stderr, &format!("{}\n", traceback.join("\n")));
         self.push_output(json!({
             "output_type": "error",
             "ename": ename,
