@@ -4,7 +4,7 @@
 //! default), and rust-analyzer's first analysis of std and tch takes 6–9 s on two cores: the
 //! first Tab of every fresh kernel used to show nothing. Now:
 //! - the engine shapes the cell as evcxr would for rust-analyzer
-//!   ([`crate::engine::Engine::prepare_completion`]) and lists the notebook's variables;
+//!   ([`crate::engine::Evaluator::prepare_completion`]) and lists the notebook's variables;
 //! - a request is answered at once from the [`index`] where it can be: rust-analyzer's own
 //!   answers for the types and names in scope, computed once per build cache (by `tchbook
 //!   install`, else in the background on first use);

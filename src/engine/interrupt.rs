@@ -1,5 +1,6 @@
 //! Interrupts, and the evaluation process's process group.
 
+use super::Interrupts;
 use std::process::Child;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -97,6 +98,20 @@ impl Interrupter {
     pub(super) fn end(&self) -> bool {
         self.inner.running.store(0, Ordering::SeqCst);
         self.inner.interrupted.load(Ordering::SeqCst) || self.inner.killed.load(Ordering::SeqCst)
+    }
+}
+
+impl Interrupts for Interrupter {
+    fn interrupt(&self) -> bool {
+        Interrupter::interrupt(self)
+    }
+
+    fn was_interrupted(&self) -> bool {
+        Interrupter::was_interrupted(self)
+    }
+
+    fn kill(&self) {
+        Interrupter::kill(self)
     }
 }
 

@@ -13,6 +13,8 @@
 //! One file per job:
 //! - this file: the values the engine reports and the async side's [`Engine`] handle, with the
 //!   engine thread's request loop;
+//! - `evaluator`: the [`Evaluator`] and [`Interrupts`] traits, all the kernel's dispatch knows
+//!   of an engine (the protocol tests implement them with a fake);
 //! - `interrupt`: SIGINT, then SIGKILL after the grace period; the evaluation process's group;
 //!   the parent watch;
 //! - `pump`: the thread that orders output lines before each cell's end;
@@ -24,12 +26,14 @@
 mod commands;
 mod diagnostics;
 mod evaluate;
+mod evaluator;
 mod interrupt;
 mod pump;
 mod startup;
 
 pub(crate) use commands::timeit_code;
 pub use commands::Table;
+pub use evaluator::{Evaluator, Interrupts};
 pub use interrupt::{exit_with_parent, Interrupter};
 
 use crate::build::cache::BuildCache;
@@ -159,10 +163,11 @@ enum Request {
     },
 }
 
-/// The async side's handle on the engine.
+/// The async side's handle on the engine; the kernel drives it as an [`Evaluator`].
 pub struct Engine {
     requests: Sender<Request>,
-    /// Events in order; only the shell loop reads them.
+    /// Events in order; only one reader (the shell loop, or `tchbook install` waiting for the
+    /// start-up build).
     pub events: mpsc::UnboundedReceiver<Event>,
     pub interrupter: Interrupter,
 }
@@ -188,15 +193,30 @@ impl Engine {
             interrupter,
         }
     }
+}
 
-    /// Starts a cell; its events follow on [`Engine::events`], ending with `Finished`.
-    pub fn execute(&self, code: String, allow_stdin: bool) {
+impl Evaluator for Engine {
+    type Interrupter = Interrupter;
+
+    fn interrupter(&self) -> Interrupter {
+        self.interrupter.clone()
+    }
+
+    fn execute(&mut self, code: String, allow_stdin: bool) {
         let _ = self.requests.send(Request::Execute { code, allow_stdin });
     }
 
-    /// What rust-analyzer must be given to complete at byte offset `position` (evcxr wraps the
-    /// cell with the notebook's variables and items), or evcxr's own answer for `:` commands.
-    pub async fn prepare_completion(&self, code: String, position: usize) -> Prepared {
+    async fn next_event(&mut self) -> Option<Event> {
+        self.events.recv().await
+    }
+
+    fn queued_event(&mut self) -> Option<Event> {
+        self.events.try_recv().ok()
+    }
+
+    /// For Rust, the cell as evcxr wraps it, with the notebook's variables and items; evcxr's
+    /// own answer for `:` commands.
+    async fn prepare_completion(&mut self, code: String, position: usize) -> Prepared {
         let (reply, answer) = oneshot::channel();
         let _ = self.requests.send(Request::Complete {
             code,
@@ -206,9 +226,7 @@ impl Engine {
         answer.await.unwrap_or(Prepared::Unavailable)
     }
 
-    /// What rust-analyzer must be given for the documentation of the name ending at byte
-    /// offset `position`.
-    pub async fn prepare_hover(&self, code: String, position: usize) -> Option<Source> {
+    async fn prepare_hover(&mut self, code: String, position: usize) -> Option<Source> {
         let (reply, answer) = oneshot::channel();
         let _ = self.requests.send(Request::Inspect {
             code,

@@ -1,0 +1,119 @@
+//! A running cell's output on its way to iopub. Ordinary lines are batched into one `stream`
+//! message per burst (stdout and stderr each, in the order they were printed); the live display
+//! protocol's lines, which display parses, become their own messages, in order; a panic on the
+//! cell's thread is kept for the cell's error.
+
+use crate::display::{self, Line, Panic};
+use crate::transport::IoPub;
+use jupyter_protocol::{
+    ClearOutput, DisplayData, JupyterMessage, JupyterMessageContent, StreamContent, Transient,
+    UpdateDisplayData,
+};
+
+pub(super) struct CellOutput<'a> {
+    iopub: IoPub,
+    parent: &'a JupyterMessage,
+    stdout: String,
+    stderr: String,
+    panic: Option<Panic>,
+}
+
+impl<'a> CellOutput<'a> {
+    pub fn new(iopub: IoPub, parent: &'a JupyterMessage) -> Self {
+        CellOutput {
+            iopub,
+            parent,
+            stdout: String::new(),
+            stderr: String::new(),
+            panic: None,
+        }
+    }
+
+    /// One line the cell printed to stdout (without its newline).
+    pub fn line(&mut self, line: &str) {
+        match display::parse_line(line) {
+            Line::Text(text) => {
+                if !self.stderr.is_empty() {
+                    self.flush();
+                }
+                self.stdout.push_str(&text);
+                self.stdout.push('\n');
+            }
+            Line::Stream { stderr, text } => {
+                let buffer = if stderr {
+                    &mut self.stderr
+                } else {
+                    &mut self.stdout
+                };
+                buffer.push_str(&text);
+                // Partial lines exist to be seen now.
+                self.flush();
+            }
+            Line::Panic(panic) if panic.ends_cell() && self.panic.is_none() => {
+                self.panic = Some(panic);
+            }
+            Line::Panic(panic) => {
+                self.stderr.push_str(&format!(
+                    "thread '{}' panicked at {}:\n{}\n",
+                    panic.thread, panic.location, panic.message
+                ));
+            }
+            Line::Display {
+                data,
+                metadata,
+                display_id,
+            } => self.publish(DisplayData {
+                data: display::media(data),
+                metadata,
+                transient: display_id.map(|id| Transient {
+                    display_id: Some(id),
+                }),
+            }),
+            Line::Update {
+                data,
+                metadata,
+                display_id,
+            } => self.publish(UpdateDisplayData {
+                data: display::media(data),
+                metadata,
+                transient: Transient {
+                    display_id: Some(display_id),
+                },
+            }),
+            Line::Clear { wait } => self.publish(ClearOutput { wait }),
+        }
+    }
+
+    /// One line the cell printed to stderr.
+    pub fn stderr_line(&mut self, line: &str) {
+        self.flush();
+        self.stderr.push_str(line);
+        self.stderr.push('\n');
+    }
+
+    /// Publishes the buffered text: stdout first, then stderr.
+    pub fn flush(&mut self) {
+        if !self.stdout.is_empty() {
+            let text = std::mem::take(&mut self.stdout);
+            self.iopub
+                .publish(StreamContent::stdout(&text).as_child_of(self.parent));
+        }
+        if !self.stderr.is_empty() {
+            let text = std::mem::take(&mut self.stderr);
+            self.iopub
+                .publish(StreamContent::stderr(&text).as_child_of(self.parent));
+        }
+    }
+
+    /// The panic that ends the cell, if its thread panicked.
+    pub fn take_panic(&mut self) -> Option<Panic> {
+        self.panic.take()
+    }
+
+    /// A message of its own, after the text printed before it.
+    fn publish(&mut self, content: impl Into<JupyterMessageContent>) {
+        self.flush();
+        self.iopub
+            .publish(JupyterMessage::new(content, Some(self.parent)));
+    }
+}

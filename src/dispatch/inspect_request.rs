@@ -1,0 +1,65 @@
+//! `inspect_request` (hover, Shift+Tab): the documentation of the name under the cursor.
+
+use super::Shell;
+use crate::engine::Evaluator;
+use crate::syntax;
+use jupyter_protocol::{
+    InspectReply, InspectRequest, JupyterMessage, Media, MediaType, ReplyStatus, Status,
+};
+
+impl<E: Evaluator> Shell<E> {
+    /// Answers, then publishes `idle`, from a task of its own: the first hover waits for
+    /// rust-analyzer to load (seconds), and JupyterLab asks for the highlighted item's
+    /// documentation after every completion reply, so the requests behind it (the next Tab,
+    /// with its one-second limit) must not wait for it. Only the engine's part (shaping the
+    /// cell) runs in the shell loop, which owns the engine.
+    pub(super) async fn inspect_request(
+        &mut self,
+        message: &JupyterMessage,
+        request: &InspectRequest,
+    ) {
+        let code = &request.code;
+        let position = syntax::code_point_to_byte(code, request.cursor_pos);
+        let end = syntax::end_of_identifier(code, position);
+        let source = self.engine.prepare_hover(code.clone(), end).await;
+        let completer = self.completer.clone();
+        let shared = self.shared.clone();
+        let outgoing = self.shell.outgoing.clone();
+        let message = message.clone();
+        tokio::spawn(async move {
+            let found = match source {
+                Some(source) => completer.inspect(source).await,
+                None => None,
+            };
+            let _ = outgoing.send(inspect_reply(found).as_child_of(&message));
+            shared.status(&message, Status::idle());
+        });
+    }
+
+    /// `(plain text, html)` documentation of the name ending at byte `position` of `code`.
+    pub(super) async fn documentation(
+        &mut self,
+        code: String,
+        position: usize,
+    ) -> Option<(String, String)> {
+        let source = self.engine.prepare_hover(code, position).await?;
+        self.completer.inspect(source).await
+    }
+}
+
+fn inspect_reply(found: Option<(String, String)>) -> InspectReply {
+    let data = match &found {
+        Some((plain, html)) => Media::new(vec![
+            MediaType::Plain(plain.clone()),
+            MediaType::Html(html.clone()),
+        ]),
+        None => Media::default(),
+    };
+    InspectReply {
+        found: found.is_some(),
+        data,
+        metadata: serde_json::Map::new(),
+        status: ReplyStatus::Ok,
+        error: None,
+    }
+}
