@@ -34,6 +34,7 @@ pub mod build;
 pub mod completion;
 pub mod dispatch;
 pub mod display;
+pub mod download;
 pub mod engine;
 pub mod export;
 pub mod history;

@@ -40,6 +40,15 @@ enum Command {
         #[arg(long)]
         no_build: bool,
     },
+    /// Download a real data set (cifar10, mnist, fashion-mnist) where the prelude's loaders look
+    /// for it: ROOT/cifar-10-batches-bin, ROOT/MNIST/raw, ROOT/FashionMNIST/raw.
+    Download {
+        /// cifar10, mnist or fashion-mnist.
+        dataset: String,
+        /// The directory a notebook passes as `root` (`Mnist::new("data", ...)`).
+        #[arg(long, value_name = "DIR", default_value = "data")]
+        root: PathBuf,
+    },
     /// Remove the kernelspec.
     Uninstall {
         #[command(flatten)]
@@ -128,6 +137,7 @@ fn main() -> ExitCode {
             install::install(&location.location(), !no_build)
         }
         (Some(Command::Uninstall { location }), _) => install::uninstall(&location.location()),
+        (Some(Command::Download { dataset, root }), _) => tchbook::download::run(&dataset, &root),
         (
             Some(Command::Export {
                 notebook,

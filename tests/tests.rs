@@ -10,6 +10,7 @@ mod support;
 mod cache;
 mod completion;
 mod display;
+mod download;
 mod execute;
 mod fuzz;
 mod install;
