@@ -3,9 +3,11 @@
 //! Modules, each ignorant of the others' internals:
 //! - [`transport`]: the five ZeroMQ sockets (signing, the XPUB iopub with its welcome, the
 //!   heartbeat echo). One task owns iopub; everyone else sends to it through a channel.
-//! - [`dispatch`]: one handler per request type, named after it; the shell loop (strictly one
+//! - [`kernel`]: the wiring: a connection's sockets and the two loops on an engine
+//!   ([`kernel::serve`]), and the `tchbook kernel` process around them ([`kernel::run`]).
+//! - [`dispatch`]: one handler per message type, named after it; the shell loop (strictly one
 //!   request at a time, as ipykernel) and the control loop (its own task, so interrupt and
-//!   shutdown work while a cell runs).
+//!   shutdown work while a cell runs). It drives the engine through [`engine::Evaluator`] only.
 //! - [`engine`]: owns evcxr's `CommandContext` on a dedicated thread (evcxr blocks), the
 //!   evaluation process, interrupts and crash recovery. Returns plain Rust values.
 //! - [`display`]: turns what the engine reports (stdout lines, the live display line protocol,
@@ -39,6 +41,7 @@ pub mod engine;
 pub mod export;
 pub mod history;
 pub mod install;
+pub mod kernel;
 pub mod syntax;
 pub mod transport;
 

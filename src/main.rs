@@ -1,18 +1,8 @@
-use anyhow::{Context, Result};
 use clap::{Args, Parser, Subcommand};
-use jupyter_protocol::ConnectionInfo;
 use std::path::PathBuf;
 use std::process::ExitCode;
-use std::sync::{Arc, Mutex};
-use std::time::Duration;
-use tchbook::build::cache::BuildCache;
-use tchbook::build::libtorch::detect_libtorch;
 use tchbook::build::{env, Role};
-use tchbook::completion::Completer;
-use tchbook::dispatch::{self, Facts, Shared, Shell};
-use tchbook::engine::{Engine, EngineOptions, PRELUDE_IMPORT};
 use tchbook::install::{self, Location};
-use tchbook::transport;
 
 /// tchbook: a Jupyter kernel for tensor notebooks in Rust.
 #[derive(Parser)]
@@ -131,7 +121,7 @@ fn main() -> ExitCode {
     }
     let result = match (cli.command, cli.connection_file) {
         (Some(Command::Kernel { connection_file }), _) | (None, Some(connection_file)) => {
-            run_kernel(&connection_file)
+            tchbook::kernel::run(&connection_file, true)
         }
         (Some(Command::Install { location, no_build }), _) => {
             install::install(&location.location(), !no_build)
@@ -155,7 +145,7 @@ fn main() -> ExitCode {
             })
             .map(|dir| println!("{}", dir.display())),
         },
-        (Some(Command::Doctor), _) => install::doctor(&rustc_version().1),
+        (Some(Command::Doctor), _) => install::doctor(&tchbook::kernel::rustc_version().1),
         (Some(Command::Analyzer { dir }), _) => tchbook::completion::server::serve(&dir),
         (None, None) => {
             eprintln!("tchbook: give a command (install, uninstall, kernel) or --connection-file");
@@ -169,131 +159,4 @@ fn main() -> ExitCode {
             ExitCode::FAILURE
         }
     }
-}
-
-/// `("1.95.0", "rustc 1.95.0 (59807616e 2026-04-14)")`.
-fn rustc_version() -> (String, String) {
-    let banner = std::process::Command::new("rustc")
-        .arg("--version")
-        .output()
-        .ok()
-        .and_then(|o| String::from_utf8(o.stdout).ok())
-        .map(|s| s.trim().to_owned())
-        .unwrap_or_else(|| "rustc not found on PATH".to_owned());
-    let version = banner
-        .split_whitespace()
-        .nth(1)
-        .unwrap_or("unknown")
-        .to_owned();
-    (version, banner)
-}
-
-fn run_kernel(connection_file: &PathBuf) -> Result<()> {
-    let text = std::fs::read_to_string(connection_file)
-        .with_context(|| format!("reading the connection file {}", connection_file.display()))?;
-    let connection: ConnectionInfo = serde_json::from_str(&text)
-        .with_context(|| format!("parsing the connection file {}", connection_file.display()))?;
-
-    // Everything that writes the environment happens here, before any thread starts.
-    let libtorch = detect_libtorch();
-    let cache = BuildCache::new(libtorch.as_ref().ok().and_then(|l| l.version.as_deref()));
-    let prelude = match &libtorch {
-        Ok(_) => cache.prepare().map_err(|e| format!("{e:#}")),
-        Err(why) => Err(why.clone()),
-    };
-    // A cache that cannot be written (read-only, full) must not stop the kernel: it starts
-    // in a scratch directory and the first cell says what is wrong.
-    let build = cache.build_dir();
-    let usable_cache = build.problem.is_none();
-    let prelude = match &build.problem {
-        Some(why) => Err(why.clone()),
-        None => prelude,
-    };
-    env::set_for_build(libtorch.as_ref().ok(), &build.dir);
-    let (rustc_version, rustc_banner) = rustc_version();
-    let facts = Facts {
-        rustc_version,
-        rustc_banner,
-        torch: libtorch.as_ref().ok().and_then(|l| l.version.clone()),
-        libtorch_dir: libtorch.as_ref().ok().map(|l| l.dir.display().to_string()),
-        cuda_devices: None,
-    };
-    let grace = std::env::var(tchbook_wire::env::INTERRUPT_GRACE)
-        .ok()
-        .and_then(|s| s.parse::<f64>().ok())
-        .map_or(Duration::from_secs(3), Duration::from_secs_f64);
-    let build_dir = build.dir.clone();
-    let cache_dir = usable_cache.then(|| cache.dir.clone());
-    let options = EngineOptions {
-        build_dir: build.dir.clone(),
-        cache: usable_cache.then_some(cache),
-        prelude: prelude.map_err(|why| why.to_string()),
-        libtorch_lib: libtorch.as_ref().ok().map(|l| l.lib_dir()),
-        interrupt_grace: grace,
-        cell_opt_level: env::cell_opt_level(),
-    };
-
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()?;
-    runtime.block_on(async move {
-        let session = uuid_like();
-        let sockets = transport::bind(&connection, &session).await?;
-        let completer = Completer::new(&build_dir, cache_dir.as_deref(), PRELUDE_IMPORT);
-        let engine = Engine::spawn(options);
-        let interrupter = engine.interrupter.clone();
-        tchbook::engine::exit_with_parent(interrupter.clone());
-        let (shutdown_tx, mut shutdown_rx) = tokio::sync::mpsc::unbounded_channel();
-        let shared = Shared {
-            iopub: sockets.iopub.clone(),
-            facts: Arc::new(Mutex::new(facts)),
-            shutdown: shutdown_tx,
-        };
-        tokio::spawn(dispatch::run_control(
-            sockets.control,
-            shared.clone(),
-            interrupter.clone(),
-        ));
-        tokio::spawn(Shell::new(shared, sockets.shell, sockets.stdin, engine, completer).run());
-
-        use tokio::signal::unix::{signal, SignalKind};
-        // interrupt_mode "signal": Jupyter sends SIGINT to the kernel's process group. The
-        // evaluation process has a group of its own, so only we get it, and forward it.
-        let mut sigint = signal(SignalKind::interrupt())?;
-        let mut sigterm = signal(SignalKind::terminate())?;
-        loop {
-            tokio::select! {
-                _ = sigint.recv() => {
-                    tracing::info!("SIGINT: interrupting the running cell");
-                    interrupter.interrupt();
-                }
-                _ = sigterm.recv() => {
-                    interrupter.kill();
-                    break;
-                }
-                restart = shutdown_rx.recv() => {
-                    tracing::info!("shutdown requested (restart: {})", restart.unwrap_or(false));
-                    interrupter.kill();
-                    // Let the writer tasks send the shutdown reply before the process ends.
-                    tokio::time::sleep(Duration::from_millis(200)).await;
-                    break;
-                }
-            }
-        }
-        anyhow::Ok(())
-    })?;
-    drop(build);
-    // Exit without running destructors: evcxr's would wait for the (killed) child.
-    std::process::exit(0)
-}
-
-/// A random session id (the kernel's own; clients identify themselves in their headers).
-fn uuid_like() -> String {
-    let mut bytes = [0u8; 16];
-    if let Ok(mut file) = std::fs::File::open("/dev/urandom") {
-        use std::io::Read;
-        let _ = file.read_exact(&mut bytes);
-    }
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
 }

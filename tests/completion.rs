@@ -3,11 +3,12 @@
 //! needs several to warm up), public items only, each with its kind; whatever rust-analyzer
 //! does with odd input, the notebook's variables stay.
 
-use crate::support::Kernel;
+use crate::support::{Client, Kernel};
 use jupyter_protocol::{CompleteReply, CompleteRequest, JupyterMessageContent};
 use std::time::{Duration, Instant};
 
-async fn complete(kernel: &mut Kernel, code: &str) -> CompleteReply {
+/// Completes at the end of `code`.
+pub(crate) async fn complete(kernel: &mut Client, code: &str) -> CompleteReply {
     let reply = kernel
         .request(CompleteRequest {
             code: code.into(),
@@ -153,4 +154,43 @@ async fn hover_on_a_prelude_type_shows_its_documentation_without_private_fields(
         !text.contains("title: String"),
         "private field shown: {text}"
     );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn completion_offsets_count_code_points_around_non_ascii_text() {
+    let mut kernel = Kernel::start().await;
+    kernel
+        .run_ok("fn compute_thing(x: i32) -> i32 { x }\nlet données_é = 1;")
+        .await;
+    // The cursor counts code points: 日 and é are several bytes but one code point each.
+    let code = "let s = \"日本\"; let t = données_é + compute_th";
+    let cursor = code.chars().count();
+    let reply = complete(&mut kernel, code).await;
+    assert!(
+        reply.matches.iter().any(|m| m == "compute_thing"),
+        "{:?}",
+        reply.matches
+    );
+    assert!(
+        reply.matches.iter().all(|m| !m.contains('(')),
+        "bare names: {:?}",
+        reply.matches
+    );
+    assert_eq!(reply.cursor_end, cursor);
+    assert_eq!(
+        reply.cursor_start,
+        cursor - "compute_th".len(),
+        "the replaced text is `compute_th`"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn inspect_shows_the_type_of_a_variable() {
+    let mut kernel = Kernel::start().await;
+    kernel.run_ok("let numbers: Vec<u32> = vec![1, 2];").await;
+    let code = "numbers";
+    let reply = kernel.inspect(code, 3).await;
+    assert!(reply.found, "{reply:?}");
+    let text = serde_json::to_string(&reply.data).unwrap();
+    assert!(text.contains("Vec<u32>"), "{text}");
 }

@@ -1,4 +1,5 @@
-//! Shutdown (with restart) on control and shell.
+//! Start-up (what kernel_info reports of the real machine) and shutdown (with restart) on
+//! control and shell.
 
 use crate::support::{children, is_gone, Kernel, REPLY};
 use jupyter_protocol::{JupyterMessageContent, ShutdownRequest};
@@ -58,4 +59,36 @@ async fn without_libtorch_the_kernel_starts_and_the_first_cell_says_how_to_fix_i
     // Said once, not on every cell.
     let second = kernel.run_ok("2 + 2").await;
     assert!(second.stderr().is_empty(), "{}", second.stderr());
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn kernel_info_describes_rust_and_names_kernel_rustc_torch_and_device() {
+    let mut kernel = Kernel::start().await;
+    let sent = kernel
+        .send_shell(jupyter_protocol::KernelInfoRequest {})
+        .await;
+    let reply = kernel.shell_reply(REPLY).await;
+    let JupyterMessageContent::KernelInfoReply(info) = &reply.content else {
+        panic!("{reply:?}")
+    };
+    assert_eq!(info.protocol_version, "5.3");
+    assert_eq!(info.implementation, "tchbook");
+    assert_eq!(info.language_info.name, "rust");
+    assert!(
+        info.language_info.version.starts_with("1."),
+        "{:?}",
+        info.language_info
+    );
+    assert_eq!(info.language_info.mimetype.as_deref(), Some("text/rust"));
+    assert_eq!(info.language_info.file_extension.as_deref(), Some(".rs"));
+    assert_eq!(info.language_info.pygments_lexer.as_deref(), Some("rust"));
+    assert!(info.banner.contains("tchbook"), "{}", info.banner);
+    assert!(info.banner.contains("rustc 1."), "{}", info.banner);
+    assert!(info.banner.contains("torch 2."), "{}", info.banner);
+    assert!(info.banner.contains("device"), "{}", info.banner);
+    assert!(!info.help_links.is_empty());
+    // busy → idle around it on iopub.
+    let iopub = kernel.iopub_until_idle(&sent.header.msg_id, REPLY).await;
+    let types: Vec<_> = iopub.iter().map(|m| m.header.msg_type.as_str()).collect();
+    assert_eq!(types, ["status", "status"]);
 }

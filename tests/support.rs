@@ -24,8 +24,8 @@ pub const STARTUP: Duration = Duration::from_secs(900);
 /// How long an ordinary request may take.
 pub const REPLY: Duration = Duration::from_secs(120);
 
-pub struct Kernel {
-    pub child: Child,
+/// A client's five connections to a kernel, and the helpers tests drive it with.
+pub struct Client {
     pub info: ConnectionInfo,
     pub session: String,
     pub shell: ClientShellConnection,
@@ -33,9 +33,30 @@ pub struct Kernel {
     pub control: ClientControlConnection,
     pub stdin: ClientStdinConnection,
     pub heartbeat: ClientHeartbeatConnection,
-    pub dir: PathBuf,
     /// iopub messages read while waiting for something else, in arrival order.
     pub backlog: Vec<JupyterMessage>,
+    /// The kernel's log file, shown when an assertion fails.
+    pub log_file: Option<PathBuf>,
+}
+
+/// The real `tchbook` binary as a kernel process, and a client connected to it.
+pub struct Kernel {
+    pub child: Child,
+    pub dir: PathBuf,
+    client: Client,
+}
+
+impl std::ops::Deref for Kernel {
+    type Target = Client;
+    fn deref(&self) -> &Client {
+        &self.client
+    }
+}
+
+impl std::ops::DerefMut for Kernel {
+    fn deref_mut(&mut self) -> &mut Client {
+        &mut self.client
+    }
 }
 
 /// Everything one execute_request caused, in arrival order.
@@ -134,22 +155,12 @@ impl Kernel {
     }
 
     async fn start_with(env: &[(&str, &str)], under_shell: bool) -> Kernel {
-        let ip = "127.0.0.1";
-        let ports = peek_ports(ip.parse().unwrap(), 5).await.unwrap();
-        let info = ConnectionInfo {
-            ip: ip.into(),
-            transport: Transport::TCP,
-            shell_port: ports[0],
-            iopub_port: ports[1],
-            stdin_port: ports[2],
-            control_port: ports[3],
-            hb_port: ports[4],
-            key: format!("test-key-{}", std::process::id()),
-            signature_scheme: "hmac-sha256".into(),
-            kernel_name: Some("tchbook".into()),
-        };
-        let dir =
-            std::env::temp_dir().join(format!("tchbook-test-{}-{}", std::process::id(), ports[0]));
+        let info = loopback_connection().await;
+        let dir = std::env::temp_dir().join(format!(
+            "tchbook-test-{}-{}",
+            std::process::id(),
+            info.shell_port
+        ));
         std::fs::create_dir_all(&dir).unwrap();
         let connection_file = dir.join("connection.json");
         std::fs::write(&connection_file, serde_json::to_string(&info).unwrap()).unwrap();
@@ -175,8 +186,39 @@ impl Kernel {
         use std::os::unix::process::CommandExt;
         command.process_group(0);
         let child = command.spawn().expect("starting the tchbook binary");
+        let mut client = Client::connect(info).await;
+        client.log_file = Some(dir.join("kernel.log"));
+        Kernel { child, dir, client }
+    }
 
-        let session = format!("test-session-{}", ports[0]);
+    pub fn pid(&self) -> i32 {
+        self.child.id() as i32
+    }
+}
+
+/// Five free loopback ports and a fresh key, as Jupyter picks them for a kernel.
+pub async fn loopback_connection() -> ConnectionInfo {
+    let ip = "127.0.0.1";
+    let ports = peek_ports(ip.parse().unwrap(), 5).await.unwrap();
+    ConnectionInfo {
+        ip: ip.into(),
+        transport: Transport::TCP,
+        shell_port: ports[0],
+        iopub_port: ports[1],
+        stdin_port: ports[2],
+        control_port: ports[3],
+        hb_port: ports[4],
+        key: format!("test-key-{}-{}", std::process::id(), ports[0]),
+        signature_scheme: "hmac-sha256".into(),
+        kernel_name: Some("tchbook".into()),
+    }
+}
+
+impl Client {
+    /// Connects to the kernel on `info` and waits for its `iopub_welcome`, so no iopub
+    /// message of a later request can be missed.
+    pub async fn connect(info: ConnectionInfo) -> Client {
+        let session = format!("test-session-{}", info.shell_port);
         let identity = peer_identity_for_session(&session).unwrap();
         let shell = create_client_shell_connection_with_identity(&info, &session, identity.clone())
             .await
@@ -195,8 +237,7 @@ impl Kernel {
             .await
             .unwrap();
         assert!(welcome.is_some(), "the kernel sent no iopub_welcome");
-        Kernel {
-            child,
+        Client {
             info,
             session,
             shell,
@@ -204,13 +245,17 @@ impl Kernel {
             control,
             stdin,
             heartbeat,
-            dir,
             backlog: Vec::new(),
+            log_file: None,
         }
     }
 
+    /// What the kernel logged so far (empty for a kernel without a log file).
     pub fn log(&self) -> String {
-        std::fs::read_to_string(self.dir.join("kernel.log")).unwrap_or_default()
+        self.log_file
+            .as_ref()
+            .and_then(|file| std::fs::read_to_string(file).ok())
+            .unwrap_or_default()
     }
 
     /// Sends a shell request, returning the message sent (for its msg_id).
@@ -391,10 +436,6 @@ impl Kernel {
         if let Ok(message) = tokio::time::timeout(wait, self.iopub.read()).await {
             panic!("unexpected iopub message: {:?}", message.map(|m| m.content));
         }
-    }
-
-    pub fn pid(&self) -> i32 {
-        self.child.id() as i32
     }
 }
 

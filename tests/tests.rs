@@ -1,10 +1,12 @@
 //! Kernel integration tests: the real `tchbook` binary on loopback ports, driven by a real
-//! client (jupyter-zmq-client), asserting whole message sequences.
+//! client (jupyter-zmq-client), asserting whole message sequences. `protocol` serves the same
+//! kernel in-process on a fake engine (`fake_engine`), so it runs in seconds.
 //!
 //! Kernels need libtorch (`LIBTORCH`, or the `torch` package of the Python on PATH or of
 //! tchbook's venv) and share the per-user build cache, so only the first kernel on a machine
 //! compiles tch.
 
+mod fake_engine;
 mod support;
 
 mod cache;

@@ -1,0 +1,89 @@
+//! The real engine's set-up, from what this machine has: libtorch, the build cache and this
+//! kernel's build directory in it, the environment evcxr reads, and the facts kernel_info
+//! reports.
+
+use crate::build::cache::{BuildCache, BuildDir};
+use crate::build::env;
+use crate::build::libtorch::detect_libtorch;
+use crate::completion::Completer;
+use crate::dispatch::Facts;
+use crate::engine::{EngineOptions, PRELUDE_IMPORT};
+use std::time::Duration;
+
+/// What the kernel process needs to start the real engine.
+pub(super) struct Setup {
+    pub options: EngineOptions,
+    pub completer: Completer,
+    pub facts: Facts,
+    /// This kernel's build directory, its own until the process ends.
+    pub build: BuildDir,
+}
+
+/// Finds libtorch and the build cache and writes the environment. It writes the process's
+/// environment, so it must run before any thread starts.
+pub(super) fn setup() -> Setup {
+    let libtorch = detect_libtorch();
+    let cache = BuildCache::new(libtorch.as_ref().ok().and_then(|l| l.version.as_deref()));
+    let prelude = match &libtorch {
+        Ok(_) => cache.prepare().map_err(|e| format!("{e:#}")),
+        Err(why) => Err(why.clone()),
+    };
+    // A cache that cannot be written (read-only, full) must not stop the kernel: it starts
+    // in a scratch directory and the first cell says what is wrong.
+    let build = cache.build_dir();
+    let usable_cache = build.problem.is_none();
+    let prelude = match &build.problem {
+        Some(why) => Err(why.clone()),
+        None => prelude,
+    };
+    env::set_for_build(libtorch.as_ref().ok(), &build.dir);
+    let (rustc_version, rustc_banner) = rustc_version();
+    let facts = Facts {
+        rustc_version,
+        rustc_banner,
+        torch: libtorch.as_ref().ok().and_then(|l| l.version.clone()),
+        libtorch_dir: libtorch.as_ref().ok().map(|l| l.dir.display().to_string()),
+        cuda_devices: None,
+    };
+    let cache_dir = usable_cache.then(|| cache.dir.clone());
+    let completer = Completer::new(&build.dir, cache_dir.as_deref(), PRELUDE_IMPORT);
+    let options = EngineOptions {
+        build_dir: build.dir.clone(),
+        cache: usable_cache.then_some(cache),
+        prelude: prelude.map_err(|why| why.to_string()),
+        libtorch_lib: libtorch.as_ref().ok().map(|l| l.lib_dir()),
+        interrupt_grace: interrupt_grace(),
+        cell_opt_level: env::cell_opt_level(),
+    };
+    Setup {
+        options,
+        completer,
+        facts,
+        build,
+    }
+}
+
+/// `TCHBOOK_INTERRUPT_GRACE` seconds, 3 by default.
+fn interrupt_grace() -> Duration {
+    std::env::var(tchbook_wire::env::INTERRUPT_GRACE)
+        .ok()
+        .and_then(|s| s.parse::<f64>().ok())
+        .map_or(Duration::from_secs(3), Duration::from_secs_f64)
+}
+
+/// `("1.95.0", "rustc 1.95.0 (59807616e 2026-04-14)")`.
+pub fn rustc_version() -> (String, String) {
+    let banner = std::process::Command::new("rustc")
+        .arg("--version")
+        .output()
+        .ok()
+        .and_then(|o| String::from_utf8(o.stdout).ok())
+        .map(|s| s.trim().to_owned())
+        .unwrap_or_else(|| "rustc not found on PATH".to_owned());
+    let version = banner
+        .split_whitespace()
+        .nth(1)
+        .unwrap_or("unknown")
+        .to_owned();
+    (version, banner)
+}
