@@ -5,7 +5,7 @@ use crate::build::env;
 use crate::build::libtorch::{detect_libtorch, Libtorch};
 use crate::engine::{Engine, EngineOptions, Event};
 use anyhow::{bail, Context, Result};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
 
@@ -64,18 +64,24 @@ pub fn kernel_json(executable: &str, libtorch: Option<&Libtorch>) -> serde_json:
     spec
 }
 
-pub fn install(location: &Location, prebuild: bool) -> Result<()> {
-    let dir = kernelspec_dir(location)?;
-    std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
-    let executable = std::env::current_exe()?.canonicalize()?;
-    let libtorch = detect_libtorch();
-    let spec = kernel_json(&executable.display().to_string(), libtorch.as_ref().ok());
+/// Writes `spec` as `dir/kernel.json`, with the logos beside it.
+pub(crate) fn write_kernelspec(dir: &Path, spec: &serde_json::Value) -> Result<()> {
+    std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
     std::fs::write(
         dir.join("kernel.json"),
-        serde_json::to_string_pretty(&spec)? + "\n",
+        serde_json::to_string_pretty(spec)? + "\n",
     )?;
     std::fs::write(dir.join("logo-32x32.png"), LOGO_32)?;
     std::fs::write(dir.join("logo-64x64.png"), LOGO_64)?;
+    Ok(())
+}
+
+pub fn install(location: &Location, prebuild: bool) -> Result<()> {
+    let dir = kernelspec_dir(location)?;
+    let executable = std::env::current_exe()?.canonicalize()?;
+    let libtorch = detect_libtorch();
+    let spec = kernel_json(&executable.display().to_string(), libtorch.as_ref().ok());
+    write_kernelspec(&dir, &spec)?;
     println!("Installed the tchbook kernelspec in {}", dir.display());
     match &libtorch {
         Ok(found) => println!(

@@ -1,0 +1,158 @@
+//! The command line of `tchbook launch`, as Enterprise Gateway and gateway_provisioners write it.
+//!
+//! The gateway fills the kernelspec's argv templates (`{kernel_id}`, `{port_range}`,
+//! `{response_address}`, `{public_key}`, `{transport_encryption}`) and may add the arguments it
+//! passes every launcher (`--kernel-class-name`, `--spark-context-initialization-mode`,
+//! `--cluster-type`). In a kernel pod or container there is no argv at all: the pod-launching
+//! script hands the same four values over in the environment (`KERNEL_ID`, `PORT_RANGE`,
+//! `RESPONSE_ADDRESS`, `PUBLIC_KEY`), which is what the launchers' bootstrap scripts read.
+//! Each value comes from its flag, else from that variable.
+
+use anyhow::{bail, Result};
+use clap::Args;
+
+/// Arguments of `tchbook launch`; see the module docs for where each comes from.
+#[derive(Args, Debug, Clone, Default)]
+pub struct LaunchArgs {
+    /// The kernel's id, as the gateway knows it (default: $KERNEL_ID).
+    #[arg(long, alias = "RemoteProcessProxy.kernel-id", value_name = "ID")]
+    pub kernel_id: Option<String>,
+    /// Where to send the encrypted connection information, `<ip>:<port>`
+    /// (default: $RESPONSE_ADDRESS).
+    #[arg(
+        long,
+        alias = "RemoteProcessProxy.response-address",
+        value_name = "IP:PORT"
+    )]
+    pub response_address: Option<String>,
+    /// The gateway's RSA public key: base64 DER, the PEM body without its header lines
+    /// (default: $PUBLIC_KEY).
+    #[arg(long, alias = "RemoteProcessProxy.public-key", value_name = "KEY")]
+    pub public_key: Option<String>,
+    /// The ports the kernel may use, `<lower>..<upper>`; `0..0` or absent means any
+    /// (default: $PORT_RANGE).
+    #[arg(
+        long,
+        alias = "RemoteProcessProxy.port-range",
+        value_name = "LOWER..UPPER"
+    )]
+    pub port_range: Option<String>,
+    /// The address the kernel's sockets bind, written into the connection information; the
+    /// gateway replaces it with the host it launched on when it connects.
+    #[arg(long, default_value = "0.0.0.0", value_name = "IP")]
+    pub ip: String,
+    /// CurveZMQ policy from gateway_provisioners (`auto`, `required`, `disabled`): tchbook's
+    /// sockets do not do CurveZMQ, so `required` is refused and `auto` goes unencrypted, as
+    /// the Python launcher does without support for it.
+    #[arg(long, value_name = "POLICY")]
+    pub transport_encryption: Option<String>,
+    /// Accepted for the gateways' sake and ignored (an ipykernel class name).
+    #[arg(long, hide = true, value_name = "NAME")]
+    pub kernel_class_name: Option<String>,
+    /// Accepted for the gateways' sake and ignored (Spark only).
+    #[arg(
+        long,
+        hide = true,
+        alias = "RemoteProcessProxy.spark-context-initialization-mode",
+        value_name = "MODE"
+    )]
+    pub spark_context_initialization_mode: Option<String>,
+    /// Accepted for the gateways' sake and ignored (Spark or Dask only).
+    #[arg(long, hide = true, value_name = "TYPE")]
+    pub cluster_type: Option<String>,
+}
+
+/// What a launch needs, resolved from flags and environment and checked.
+#[derive(Debug, Clone)]
+pub struct LaunchRequest {
+    pub kernel_id: String,
+    pub response_address: String,
+    pub public_key: String,
+    pub port_range: Option<String>,
+    pub ip: String,
+}
+
+impl LaunchArgs {
+    /// Fills what the flags left out from the environment a kernel pod is given, and refuses
+    /// what tchbook cannot honour.
+    pub fn resolve(&self) -> Result<LaunchRequest> {
+        let from_env = |flag: &Option<String>, name: &str| {
+            flag.clone()
+                .or_else(|| std::env::var(name).ok())
+                .filter(|value| !is_unfilled(value))
+        };
+        let required = |value: Option<String>, flag: &str, var: &str| match value {
+            Some(value) => Ok(value),
+            None => bail!(
+                "{flag} is missing (and ${var} is not set): `tchbook launch` is started by \
+                 Enterprise Gateway or gateway_provisioners, whose kernelspec passes it; to run \
+                 a kernel yourself use `tchbook kernel --connection-file FILE`"
+            ),
+        };
+        if let Some(policy) = &self.transport_encryption {
+            if policy.trim().eq_ignore_ascii_case("required") {
+                bail!(
+                    "--transport-encryption required: tchbook's sockets do not support \
+                     CurveZMQ; set the gateway's transport encryption to `auto` or `disabled`"
+                );
+            }
+        }
+        Ok(LaunchRequest {
+            kernel_id: required(
+                from_env(&self.kernel_id, "KERNEL_ID"),
+                "--kernel-id",
+                "KERNEL_ID",
+            )?,
+            response_address: required(
+                from_env(&self.response_address, "RESPONSE_ADDRESS"),
+                "--response-address",
+                "RESPONSE_ADDRESS",
+            )?,
+            public_key: required(
+                from_env(&self.public_key, "PUBLIC_KEY"),
+                "--public-key",
+                "PUBLIC_KEY",
+            )?,
+            port_range: from_env(&self.port_range, "PORT_RANGE"),
+            ip: self.ip.clone(),
+        })
+    }
+}
+
+/// A template the gateway left as it was (`{port_range}` from a server that does not fill it),
+/// which the launchers treat as absent.
+fn is_unfilled(value: &str) -> bool {
+    value.is_empty() || (value.starts_with('{') && value.ends_with('}'))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args(kernel_id: &str, policy: Option<&str>) -> LaunchArgs {
+        LaunchArgs {
+            kernel_id: Some(kernel_id.to_owned()),
+            response_address: Some("10.0.0.1:8877".to_owned()),
+            public_key: Some("AAAA".to_owned()),
+            port_range: Some("{port_range}".to_owned()),
+            transport_encryption: policy.map(str::to_owned),
+            ..LaunchArgs::default()
+        }
+    }
+
+    #[test]
+    fn unfilled_templates_count_as_absent() {
+        let request = args("k1", Some("{transport_encryption}"))
+            .resolve()
+            .unwrap();
+        assert_eq!(request.kernel_id, "k1");
+        assert_eq!(request.port_range, None);
+    }
+
+    #[test]
+    fn required_curve_encryption_is_refused() {
+        let error = args("k1", Some("required")).resolve().unwrap_err();
+        assert!(format!("{error}").contains("CurveZMQ"), "{error}");
+        assert!(args("k1", Some("auto")).resolve().is_ok());
+    }
+}
