@@ -93,9 +93,7 @@ impl BuildCache {
                 .with_context(|| format!("TCHBOOK_PRELUDE_DIR={}", PathBuf::from(&dir).display()));
         }
         let prelude = self.dir.join("prelude");
-        for (relative, contents) in PRELUDE_FILES {
-            write_if_changed(&prelude.join(relative), contents)?;
-        }
+        write_prelude_copy(&prelude)?;
         Ok(prelude)
     }
 
@@ -299,6 +297,44 @@ fn try_lock(file: &File) -> bool {
     unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) == 0 }
 }
 
+/// Writes the embedded prelude (with the crates build.rs embeds inside it) into `dir`, each file
+/// only when it changed, and removes the files there that it no longer has: one an earlier
+/// kernel wrote would still be compiled (a `runtime.rs` beside the `runtime/mod.rs` that replaced
+/// it fails the build). Hidden entries and `target/` are left alone.
+pub(crate) fn write_prelude_copy(dir: &Path) -> Result<()> {
+    for (relative, contents) in PRELUDE_FILES {
+        write_if_changed(&dir.join(relative), contents)?;
+    }
+    let keep: std::collections::HashSet<PathBuf> = PRELUDE_FILES
+        .iter()
+        .map(|(relative, _)| dir.join(relative))
+        .collect();
+    remove_stale(dir, &keep)
+}
+
+fn remove_stale(dir: &Path, keep: &std::collections::HashSet<PathBuf>) -> Result<()> {
+    let entries = std::fs::read_dir(dir).with_context(|| format!("reading {}", dir.display()))?;
+    for entry in entries {
+        let entry = entry.with_context(|| format!("reading {}", dir.display()))?;
+        let name = entry.file_name();
+        if name.to_string_lossy().starts_with('.') || name == "target" {
+            continue;
+        }
+        let path = entry.path();
+        // A link is removed as a file, never followed.
+        if entry.file_type().is_ok_and(|t| t.is_dir()) {
+            remove_stale(&path, keep)?;
+            // Fails, as it should, while something is kept inside.
+            let _ = std::fs::remove_dir(&path);
+        } else if !keep.contains(&path) {
+            std::fs::remove_file(&path).with_context(|| {
+                format!("removing {}, left by an earlier kernel", path.display())
+            })?;
+        }
+    }
+    Ok(())
+}
+
 /// Writes only when the contents differ, so unchanged files keep their modification time and
 /// cargo does not rebuild the prelude.
 fn write_if_changed(path: &Path, contents: &[u8]) -> Result<()> {
@@ -321,4 +357,35 @@ fn sanitize(text: &str) -> String {
             }
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_prelude_copy_loses_files_an_earlier_kernel_wrote() {
+        let dir = std::env::temp_dir().join(format!("tchbook-prelude-copy-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        // What an earlier kernel left: a module file since replaced by a directory, a file
+        // in a directory that is gone, and cargo's own leftovers.
+        for stale in [
+            "src/runtime.rs",
+            "src/gone/mod.rs",
+            ".hidden",
+            "target/debug/x",
+        ] {
+            let path = dir.join(stale);
+            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+            std::fs::write(&path, b"stale").unwrap();
+        }
+        write_prelude_copy(&dir).unwrap();
+        for (relative, contents) in PRELUDE_FILES {
+            assert_eq!(&std::fs::read(dir.join(relative)).unwrap(), contents);
+        }
+        assert!(!dir.join("src/runtime.rs").exists());
+        assert!(!dir.join("src/gone").exists());
+        assert!(dir.join(".hidden").exists() && dir.join("target/debug/x").exists());
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
 }
