@@ -277,6 +277,10 @@ class RustKernel:
                 if km.is_alive():
                     # A shutdown_request first: the Rust kernel ends its evaluation process group.
                     km.shutdown_kernel(now=False)
+                    # Stopped as asked: its log says nothing worth keeping. The log of a kernel
+                    # that died on its own stays, for whoever wonders why.
+                    if self.log_path is not None:
+                        self.log_path.unlink(missing_ok=True)
                 else:
                     km.cleanup_resources()
             except Exception as why:  # at interpreter exit, do what can be done
