@@ -1,10 +1,11 @@
-//! Every environment variable the kernel sets, by name, and the one place where it sets those
-//! of its own process.
+//! Every environment variable the kernel sets for its build, by name, and the one place where
+//! it sets them in its own process.
 //!
-//! The kernel process sets its own variables once, in `main` before any thread starts (the
-//! only time that is sound): what evcxr reads ([`set_for_cargo_front`], [`set_for_build`]),
-//! and what evcxr's children inherit from it. Variables meant for one child only are set on
-//! that child's `Command`, named by the constants below. The names shared with the vendored
+//! The kernel process sets them once, in `main` before any thread starts (the only time that
+//! is sound): what evcxr reads ([`set_for_cargo_front`], [`set_for_build`]), and what evcxr's
+//! children inherit from it. Variables meant for one child only are set on that child's
+//! `Command`, named by the constants below. (`tchbook launch` sets `HOME` and `PATH` for a
+//! kernel started by a gateway: `crate::launch`.) The names shared with the vendored
 //! evcxr patch and the prelude are defined once, in `tchbook_wire::env`.
 //!
 //! | variable | set by | read by |
@@ -17,6 +18,7 @@
 //! | `TCHBOOK_LINK_PLAN` | the cargo front end, for a replayed rustc | this binary as the cell's linker |
 //! | `RUSTC_WORKSPACE_WRAPPER` | the cargo front end, for the real cargo | cargo |
 //! | `RUSTC_BOOTSTRAP` | the cargo front end, for a check's rustc | rustc (`-Z` flags) |
+//! | `CARGO_MAKEFLAGS`, `MAKEFLAGS` | removed by the cargo front end from a replayed rustc | the jobserver client |
 //! | `LIBTORCH` | kernel (from detection or kernel.json) | tch's build script, the prelude |
 //! | `EVCXR_TMPDIR` | kernel | evcxr: the build directory |
 //! | `EVCXR_CONFIG_DIR` | kernel, unless set | evcxr: where its `evcxr.toml` is looked for |
@@ -37,6 +39,13 @@ pub(crate) use tchbook_wire::env::{
 
 /// The evaluation process's loader path (libtorch, libstd).
 pub(crate) const LD_LIBRARY_PATH: &str = "LD_LIBRARY_PATH";
+/// cargo's rustc wrapper for workspace members: the cell crate only.
+pub(crate) const RUSTC_WORKSPACE_WRAPPER: &str = "RUSTC_WORKSPACE_WRAPPER";
+/// Lets a stable rustc take `-Z` flags (a type probe's full type paths).
+pub(crate) const RUSTC_BOOTSTRAP: &str = "RUSTC_BOOTSTRAP";
+/// cargo's jobserver, and make's: cargo's own, gone with it, so never replayed.
+pub(crate) const CARGO_MAKEFLAGS: &str = "CARGO_MAKEFLAGS";
+pub(crate) const MAKEFLAGS: &str = "MAKEFLAGS";
 
 /// Makes this process's evcxr use the cargo front end. Call from `main` before any thread
 /// starts. Does nothing where cargo cannot be found: evcxr then reports that itself.

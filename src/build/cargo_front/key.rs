@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 /// evcxr's own rustc wrapper would report the library in (set for builds, not checks).
 /// Nor does the file a check is asked to check, nor evcxr being told that it may ask.
 const KEY_IGNORES: &[&str] = &[
-    "CARGO_MAKEFLAGS",
+    env::CARGO_MAKEFLAGS,
     env::EXECUTION_SO_PATH,
     env::CHECK_SOURCE,
     env::CHECK_SOURCE_SUPPORTED,

@@ -27,7 +27,7 @@ pub(super) fn record_with_real_cargo(
     let _ = std::fs::remove_file(&pending);
     let mut child = Command::new(real)
         .args(args)
-        .env("RUSTC_WORKSPACE_WRAPPER", std::env::current_exe()?)
+        .env(env::RUSTC_WORKSPACE_WRAPPER, std::env::current_exe()?)
         .env(env::RECORD_RUSTC, &pending)
         .stdout(Stdio::piped())
         .stderr(if relay {
@@ -143,7 +143,7 @@ pub(crate) fn run_wrapper(record_path: &Path, rustc: Vec<OsString>) -> i32 {
 /// The variables cargo sets for a rustc run that the replay must set too. The jobserver's
 /// descriptors are cargo's own and die with it.
 fn recorded_variable(name: &str) -> bool {
-    (name.starts_with("CARGO") && name != "CARGO_MAKEFLAGS")
+    (name.starts_with("CARGO") && name != env::CARGO_MAKEFLAGS)
         || name == "OUT_DIR"
         || name == "LD_LIBRARY_PATH"
 }

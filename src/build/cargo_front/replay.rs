@@ -73,8 +73,8 @@ fn rustc_command(
     command
         .args(&args[1..])
         .current_dir(dir)
-        .env_remove("CARGO_MAKEFLAGS")
-        .env_remove("MAKEFLAGS")
+        .env_remove(env::CARGO_MAKEFLAGS)
+        .env_remove(env::MAKEFLAGS)
         .stdout(Stdio::null())
         .stderr(Stdio::piped());
     for (name, value) in &record.env {
@@ -87,7 +87,7 @@ fn rustc_command(
         // fails the check and the kernel asks rust-analyzer instead.
         command
             .arg("-Ztrim-diagnostic-paths=false")
-            .env("RUSTC_BOOTSTRAP", "1");
+            .env(env::RUSTC_BOOTSTRAP, "1");
     }
     if let Some(plan) = planned {
         // This binary is the linker, and hands the real one the planned command (`link`).

@@ -1,0 +1,349 @@
+// tchbook patch (vendor/README.md): the patch's own code, kept out of evcxr's. A child of
+// `eval_context`, so it reaches the private state it works on as evcxr's own code does.
+
+use super::*;
+
+impl EvalContext {
+    /// tchbook patch: the source `completions` gives rust-analyzer, for an analyzer elsewhere.
+    pub(crate) fn completion_source(
+        &mut self,
+        user_code: CodeBlock,
+        mut state: ContextState,
+        nodes: &[SyntaxNode],
+        offset: usize,
+    ) -> Result<crate::rust_analyzer::AnalysisSource> {
+        state.config.display_final_expression = false;
+        state.config.expand_use_statements = false;
+        let user_code = state.apply(user_code, nodes)?;
+        let code = state.analysis_code(user_code);
+        Ok(crate::rust_analyzer::AnalysisSource {
+            offset: code.user_offset_to_output_offset(offset)?,
+            code: code.code_string(),
+        })
+    }
+
+    /// tchbook patch: the source `hover` gives rust-analyzer, for an analyzer elsewhere.
+    pub(crate) fn hover_source(
+        &mut self,
+        code: &str,
+        state: &mut ContextState,
+    ) -> Result<crate::rust_analyzer::AnalysisSource> {
+        let (modified_code, hover_offset) = if code == "let" {
+            (String::from("let _ = 1;"), 0)
+        } else if code.ends_with('(') {
+            (format!("{code});"), code.len() - 1)
+        } else {
+            (format!("{code};"), code.len())
+        };
+        let (user_code, code_info) = CodeBlock::from_original_user_code(&modified_code);
+        let user_code = state.apply(user_code, &code_info.nodes)?;
+        let pad_code = state.analysis_code(user_code);
+        Ok(crate::rust_analyzer::AnalysisSource {
+            offset: pad_code.user_offset_to_output_offset(hover_offset)?,
+            code: pad_code.code_string(),
+        })
+    }
+
+    /// tchbook patch: the types of the variables a cell defines, read from rustc instead of
+    /// rust-analyzer, whose first analysis of the standard library and of large dependencies
+    /// (tch) takes many seconds and hundreds of MB. The cell is type-checked once with every new
+    /// variable compared to `&()`; each mismatch names the variable's type. Returns false when a
+    /// type cannot be used as written (a closure, `impl Trait`, an unresolved `_`, a shortened
+    /// name) or the cell has errors of its own: the caller then asks rust-analyzer as before.
+    pub(super) fn probe_variable_types(
+        &mut self,
+        state: &mut ContextState,
+        user_code: &CodeBlock,
+    ) -> Result<bool, Error> {
+        let new_variables = new_variable_names(state);
+        if new_variables.is_empty() {
+            return Ok(true);
+        }
+        let code = state.probe_code(user_code.clone());
+        let errors = self.module.check(&code, &state.config)?;
+        let Some(types) = probe_outcome(&errors, &new_variables)? else {
+            return Ok(false);
+        };
+        apply_variable_types(state, types);
+        Ok(true)
+    }
+
+    /// tchbook patch: a cell that defines variables, built and run while its type probe runs
+    /// on another thread (on a second core, the probe's rustc costs the cell nothing). The
+    /// build stores each new variable under the type rustc infers for it
+    /// (`put_variable::<_>`), which needs no name for it; the names, for the cells that load
+    /// the variables later, come from the probe, and are then checked in the cell's typed
+    /// build code (as the sequential path's build would), still beside the build. Where the
+    /// probe's names do not work, rust-analyzer is asked after the cell ran, as before. A
+    /// build that fails hands its errors to the sequential loop, with the probe's types.
+    pub(super) fn run_while_probing(
+        &mut self,
+        user_code: &CodeBlock,
+        state: &mut ContextState,
+        phases: &mut PhaseDetailsBuilder,
+        callbacks: &mut EvalCallbacks,
+    ) -> Result<WhileProbing, Error> {
+        let new_variables = new_variable_names(state);
+        let Some(checker) = self.module.parallel_checker(&state.config) else {
+            return Ok(WhileProbing::NotTried);
+        };
+        if new_variables.is_empty() {
+            return Ok(WhileProbing::NotTried);
+        }
+        let probe_code = state.probe_code(user_code.clone());
+        let mut typed_state = state.clone();
+        let typed_user_code = user_code.clone();
+        let probe_variables = new_variables.clone();
+        let probe = std::thread::spawn(move || -> Result<ProbeOutcome, Error> {
+            let errors = checker.check(&probe_code)?;
+            let types = match probe_outcome(&errors, &probe_variables) {
+                Ok(Some(types)) => types,
+                Ok(None) => return Ok(ProbeOutcome::NeedsAnalyzer),
+                Err(error) => return Ok(ProbeOutcome::Refused(error)),
+            };
+            apply_variable_types(&mut typed_state, types.clone());
+            let mode = typed_state.compilation_mode();
+            let code = typed_state.code_to_compile(typed_user_code, mode);
+            if checker.check(&code)?.iter().any(probed_type_failed) {
+                return Ok(ProbeOutcome::NeedsAnalyzer);
+            }
+            Ok(ProbeOutcome::Typed(types))
+        });
+
+        let mut inferred = state.clone();
+        for name in &new_variables {
+            if let Some(variable) = inferred.variable_states.get_mut(name) {
+                variable.type_name = "_".to_owned();
+            }
+        }
+        let mode = inferred.compilation_mode();
+        let result = self.try_run_statements(user_code.clone(), &mut inferred, mode, phases, callbacks);
+        let outcome = probe
+            .join()
+            .unwrap_or_else(|_| Ok(ProbeOutcome::NeedsAnalyzer))?;
+        phases.phase_complete("Variable types from rustc, beside the build");
+
+        match result {
+            Ok(artifacts) => {
+                // The cell ran: its state (build number, variables a panic or `?` dropped) is
+                // `inferred`'s, given the variables' names for later cells.
+                *state = inferred;
+                match outcome {
+                    ProbeOutcome::Typed(types) => apply_variable_types(state, types),
+                    ProbeOutcome::Refused(error) => return Err(error),
+                    ProbeOutcome::NeedsAnalyzer => {
+                        let analysis_code = state.analysis_code(user_code.clone());
+                        self.fix_variable_types(state, analysis_code)?;
+                        phases.phase_complete("Variable types from rust-analyzer");
+                    }
+                }
+                if state
+                    .variable_states
+                    .values()
+                    .any(|variable| variable.type_name == "_")
+                {
+                    bail!("A variable's type could not be determined. Please give it an explicit type.");
+                }
+                Ok(WhileProbing::Ran(artifacts.output))
+            }
+            // Errors for the sequential loop to fix or report, with the probe's types (its own
+            // first build would have to wait for them).
+            Err(error @ (Error::CompilationErrors(_) | Error::TypeRedefinedVariablesLost(_))) => {
+                state.build_num = inferred.build_num;
+                match outcome {
+                    ProbeOutcome::Typed(types) => {
+                        apply_variable_types(state, types);
+                        Ok(WhileProbing::BuildFailed(error))
+                    }
+                    ProbeOutcome::NeedsAnalyzer | ProbeOutcome::Refused(_) => {
+                        Ok(WhileProbing::NotTried)
+                    }
+                }
+            }
+            Err(error) => Err(error),
+        }
+    }
+}
+
+impl ContextState {
+    /// tchbook patch: puts back the old values of `restorable_on_panic`'s variables.
+    pub(super) fn restore_on_panic_statements(&self) -> CodeBlock {
+        let mut statements = CodeBlock::new();
+        for (var_name, var_state) in &self.restorable_on_panic {
+            statements = statements.generated(format!(
+                "evcxr_variable_store.put_variable::<{}>(stringify!({var_name}), {var_name});",
+                var_state.type_name
+            ));
+        }
+        statements
+    }
+}
+
+/// tchbook patch: whether `name` appears in `nodes` other than as the name a pattern binds
+/// (a use, a field, a path, or anything inside a macro call, where tokens are not parsed).
+pub(super) fn names_other_than_binding(nodes: &[SyntaxNode], name: &str) -> bool {
+    nodes.iter().any(|node| {
+        node.descendants_with_tokens()
+            .filter_map(|element| element.into_token())
+            .any(|token| {
+                token.kind() == SyntaxKind::IDENT
+                    && token.text() == name
+                    && token.parent().map(|parent| parent.kind()) != Some(SyntaxKind::NAME)
+            })
+    })
+}
+
+/// tchbook patch: what `run_while_probing` did.
+pub(super) enum WhileProbing {
+    /// Nothing: the sequential path runs the cell.
+    NotTried,
+    /// The cell ran; its outputs.
+    Ran(EvalOutputs),
+    /// The build (or the variable check before the cell's code) failed; the state has the
+    /// probe's types, and the sequential loop starts from this result.
+    BuildFailed(Error),
+}
+
+/// tchbook patch: what a cell's type probe found.
+enum ProbeOutcome {
+    /// Every new variable's type, checked where the build stores it.
+    Typed(HashMap<String, String>),
+    /// Not usable as written: rust-analyzer is asked.
+    NeedsAnalyzer,
+    /// A variable that cannot be persisted at all (a closure).
+    Refused(Error),
+}
+
+/// tchbook patch: the variables a cell defines.
+fn new_variable_names(state: &ContextState) -> Vec<String> {
+    state
+        .variable_states
+        .iter()
+        .filter(|(_, variable)| variable.move_state == VariableMoveState::New)
+        .map(|(name, _)| name.clone())
+        .collect()
+}
+
+/// tchbook patch: a type probe's errors read as the new variables' types; `None` when one of
+/// them cannot be used as written, or the probe failed for another reason.
+fn probe_outcome(
+    errors: &[CompilationError],
+    new_variables: &[String],
+) -> Result<Option<HashMap<String, String>>, Error> {
+    let mut found: HashMap<String, String> = HashMap::new();
+    for error in errors {
+        let variable = error.code_origins.iter().find_map(|origin| match origin {
+            CodeKind::PackVariable { variable_name } => Some(variable_name.clone()),
+            _ => None,
+        });
+        match (variable, error.code()) {
+            (Some(variable), Some("E0308")) => {
+                let Some(type_name) = probed_type_name(error) else {
+                    return Ok(None);
+                };
+                if type_name.contains("{closure") {
+                    bail!(
+                        "The variable `{}` is a closure, which cannot be persisted.\n\
+                         You can however persist closures if you box them. e.g.:\n\
+                         let f: Box<dyn Fn()> = Box::new(|| {{println!(\"foo\")}});\n\
+                         Alternatively, you can prevent evcxr from attempting to persist\n\
+                         the variable by wrapping your code in braces.",
+                        variable
+                    );
+                }
+                if !probed_type_is_usable(&type_name) {
+                    return Ok(None);
+                }
+                found.insert(variable, type_name);
+            }
+            // A variable the cell moves away: the build reports it as evcxr expects.
+            (Some(_), Some("E0382")) => {}
+            (Some(_), _) if error.level() == "error" => return Ok(None),
+            // Warnings; the cell's own errors, which the build reports (the variables'
+            // types do not matter then); a final value without `evcxr_display`, which the
+            // build handles with its fallback.
+            _ if error.level() != "error"
+                || error.is_from_user_code()
+                || error
+                    .code_origins
+                    .iter()
+                    .any(|origin| matches!(origin, CodeKind::WithFallback(_))) => {}
+            _ => return Ok(None),
+        }
+    }
+    Ok(Some(
+        new_variables
+            .iter()
+            // No mismatch: the variable is `()`.
+            .map(|name| {
+                let type_name = found.remove(name).unwrap_or_else(|| "()".to_owned());
+                (name.clone(), type_name)
+            })
+            .collect(),
+    ))
+}
+
+/// tchbook patch: gives variables the types found for them.
+fn apply_variable_types(state: &mut ContextState, types: HashMap<String, String>) {
+    for (name, type_name) in types {
+        if let Some(variable) = state.variable_states.get_mut(&name) {
+            variable.type_name = type_name;
+        }
+    }
+}
+
+/// tchbook patch: the type a probe mismatch found, `&T` → `T`, with unsuffixed literals given
+/// the types rustc gives them when nothing else decides (`i32`, `f64`).
+/// rustc's note (`found reference `&std::num::NonZero<u8>``) is read first: with the
+/// host's `-Ztrim-diagnostic-paths=false` it names types by their full public path, which works
+/// in any cell; the label names them as briefly as rustc can.
+fn probed_type_name(error: &CompilationError) -> Option<String> {
+    let note = error.json["children"].as_array().and_then(|children| {
+        children
+            .iter()
+            .filter_map(|child| child["message"].as_str())
+            .find_map(|message| message.split_once("found reference `").map(|(_, found)| found))
+    });
+    let label = || {
+        error.json["spans"]
+            .as_array()?
+            .iter()
+            .find(|span| span["is_primary"].as_bool() == Some(true))?["label"]
+            .as_str()?
+            .split_once(", found `")
+            .map(|(_, found)| found)
+    };
+    let found = note.or_else(label)?;
+    let found = found.strip_suffix('`')?;
+    let found = found.strip_prefix('&')?;
+    Some(
+        found
+            .replace("{integer}", "i32")
+            .replace("{float}", "f64"),
+    )
+}
+
+/// tchbook patch: whether a type rustc printed can be written in code as it stands.
+fn probed_type_is_usable(type_name: &str) -> bool {
+    let words = type_name
+        .split(|c: char| !(c.is_alphanumeric() || c == '_' || c == '\''))
+        .filter(|word| !word.is_empty());
+    !type_name.contains('{')
+        && !type_name.contains("...")
+        && !type_name.contains("impl ")
+        && !type_name.is_empty()
+        && words.into_iter().all(|word| word != "_" && word != "'_")
+}
+
+/// tchbook patch: a build error that says a type taken from rustc does not work where the
+/// variable is stored.
+pub(super) fn probed_type_failed(error: &CompilationError) -> bool {
+    let (code, origins) = &error.top_level;
+    origins
+        .iter()
+        .any(|origin| matches!(origin, CodeKind::PackVariable { .. }))
+        && matches!(
+            code.as_deref(),
+            Some("E0412" | "E0422" | "E0433" | "E0603" | "E0308" | "E0107")
+        )
+}
