@@ -22,6 +22,8 @@
 //! - [`export`]: `tchbook export`: a notebook as a Cargo project that runs it headless, and
 //!   `--merge`, which writes what that program recorded back into the notebook.
 //! - [`install`]: kernelspec install/uninstall, the up-front build, `tchbook doctor`.
+//! - [`launch`]: `tchbook launch`, the kernel launcher Enterprise Gateway and gateway_provisioners
+//!   start in a pod, a container or on a remote host, and the kernelspecs that make them do so.
 //!
 //! How an `execute_request` flows: transport's shell reader task verifies and parses it →
 //! dispatch's shell loop publishes `busy` and `execute_input` (via the iopub channel) and
@@ -42,6 +44,7 @@ pub mod export;
 pub mod history;
 pub mod install;
 pub mod kernel;
+pub mod launch;
 pub mod syntax;
 pub mod transport;
 

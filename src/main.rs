@@ -29,7 +29,12 @@ enum Command {
         /// Only write the kernelspec; build on first kernel start instead.
         #[arg(long)]
         no_build: bool,
+        #[command(flatten)]
+        remote: tchbook::launch::kernelspec::RemoteArgs,
     },
+    /// Start the kernel for Enterprise Gateway or gateway_provisioners (their kernelspec runs
+    /// this): send the connection information to the gateway, serve its signal requests.
+    Launch(tchbook::launch::LaunchArgs),
     /// Download a real data set (cifar10, mnist, fashion-mnist) where the prelude's loaders look
     /// for it: ROOT/cifar-10-batches-bin, ROOT/MNIST/raw, ROOT/FashionMNIST/raw.
     Download {
@@ -114,7 +119,9 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     if matches!(
         cli.command,
-        Some(Command::Kernel { .. } | Command::Install { .. } | Command::Doctor) | None
+        Some(
+            Command::Kernel { .. } | Command::Launch(_) | Command::Install { .. } | Command::Doctor
+        ) | None
     ) {
         // Before any thread starts: it sets environment variables evcxr reads.
         env::set_for_cargo_front();
@@ -123,9 +130,27 @@ fn main() -> ExitCode {
         (Some(Command::Kernel { connection_file }), _) | (None, Some(connection_file)) => {
             tchbook::kernel::run(&connection_file, true)
         }
-        (Some(Command::Install { location, no_build }), _) => {
-            install::install(&location.location(), !no_build)
-        }
+        // The gateway, not a parent process, owns a launched kernel's life (over ssh its
+        // parent is a shell that exits at once).
+        (Some(Command::Launch(args)), _) => tchbook::launch::start(&args)
+            .and_then(|launched| tchbook::kernel::run(&launched.connection_file, false)),
+        (
+            Some(Command::Install {
+                location,
+                remote:
+                    remote @ tchbook::launch::kernelspec::RemoteArgs {
+                        remote: Some(_), ..
+                    },
+                ..
+            }),
+            _,
+        ) => tchbook::launch::kernelspec::install(&location.location(), &remote).map(drop),
+        (
+            Some(Command::Install {
+                location, no_build, ..
+            }),
+            _,
+        ) => install::install(&location.location(), !no_build),
         (Some(Command::Uninstall { location }), _) => install::uninstall(&location.location()),
         (Some(Command::Download { dataset, root }), _) => tchbook::download::run(&dataset, &root),
         (
