@@ -30,9 +30,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 import gateway_harness as harness  # noqa: E402
 
 
-async def timed_start(km, name: str) -> dict:
+async def timed_start(km) -> dict:
     started = time.monotonic()
-    await km.start_kernel(kernel_name=name)
+    await km.start_kernel()
     kc = km.client()
     started_channels = kc.start_channels()
     if asyncio.iscoroutine(started_channels):
@@ -70,9 +70,9 @@ async def measure(rounds: int, workdir: Path) -> dict:
     try:
         for _ in range(rounds):
             km = local_manager(gateway.binary, workdir / "local-spec")
-            runs["local"].append(await timed_start(km, "tchbook_local"))
+            runs["local"].append(await timed_start(km))
             km = harness.gateway_kernel_manager(gateway.url, "tchbook_distributed")
-            runs["gateway"].append(await timed_start(km, "tchbook_distributed"))
+            runs["gateway"].append(await timed_start(km))
     finally:
         gateway.stop()
     summary = {
