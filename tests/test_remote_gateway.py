@@ -328,6 +328,17 @@ def test_kubernetes_kernelspec_renders_a_gpu_pod_of_our_image(gateway, tmp_path)
     assert container["resources"]["requests"]["nvidia.com/gpu"] == "1"
     assert pod["spec"]["securityContext"]["runAsUser"] == 1000
 
+    subprocess.run(
+        [str(gateway.binary), "install", "--remote", "docker", "--image", image,
+         "--prefix", str(prefix)],
+        check=True,
+        capture_output=True,
+    )
+    docker = json.loads((spec_dir.parent / "tchbook_docker" / "kernel.json").read_text())
+    assert docker["metadata"]["kernel_provisioner"]["provisioner_name"] == "docker-provisioner"
+    assert docker["metadata"]["kernel_provisioner"]["config"]["image_name"] == image
+    assert Path(docker["argv"][1]).name == "launch_docker.py" and Path(docker["argv"][1]).is_file()
+
 
 def test_kubespawner_profile_asks_for_one_gpu_in_our_image():
     from traitlets.config import Config
