@@ -24,15 +24,19 @@
 //! - [`install`]: kernelspec install/uninstall, the up-front build, `tchbook doctor`.
 //! - [`launch`]: `tchbook launch`, the kernel launcher Enterprise Gateway and gateway_provisioners
 //!   start in a pod, a container or on a remote host, and the kernelspecs that make them do so.
+//! - [`download`]: `tchbook download`, the real data sets where the prelude's loaders look.
 //!
-//! How an `execute_request` flows: transport's shell reader task verifies and parses it →
-//! dispatch's shell loop publishes `busy` and `execute_input` (via the iopub channel) and
-//! hands the code to the engine thread → evcxr compiles and runs it in the evaluation process;
-//! every stdout line the cell prints reaches the engine's output pump thread, which passes it on
-//! as an engine event → dispatch turns events into `stream` / `display_data` /
-//! `update_display_data` / `clear_output` with display's help while the cell runs → the pump
-//! forwards the engine's final result only after draining all earlier output, so dispatch
-//! publishes the result or error, sends `execute_reply` on shell, then `idle`.
+//! How an `execute_request` flows (DEVELOPERS.md, "The path of a cell", gives each hop's
+//! reason): transport's shell reader task verifies and parses it → dispatch's shell loop
+//! publishes `busy` and `execute_input` (via the iopub channel) and hands the code to the
+//! engine ([`engine::Evaluator::execute`]) → the engine thread has evcxr compile it (through
+//! [`build`]'s cargo front end and link plan) and run it in the evaluation process; every stdout
+//! line the cell prints reaches the engine's output pump thread, which passes it on as an
+//! engine event → dispatch turns events into `stream` / `display_data` / `update_display_data`
+//! / `clear_output` with display's help (the prelude's lines are `tchbook_wire` messages) while
+//! the cell runs → the pump forwards the engine's final result only after draining all earlier
+//! output, so dispatch publishes the result or error, sends `execute_reply` on shell, then
+//! `idle`.
 
 pub mod build;
 pub mod completion;
