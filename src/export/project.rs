@@ -6,7 +6,6 @@ use super::notebook::read_code_cells;
 use super::translate::translate;
 use super::ExportOptions;
 use anyhow::{bail, Context, Result};
-use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 
 /// The runner every exported project carries, by path under its `src/`: `runner.rs` and the
@@ -78,15 +77,9 @@ pub fn export(options: &ExportOptions) -> Result<PathBuf> {
 /// embedded prelude written into the project.
 fn prelude(checkout: Option<&Path>, out_dir: &Path) -> Result<String> {
     let Some(dir) = checkout else {
-        let copy = out_dir.join("tchbook-prelude");
-        write_files(&copy, crate::build::cache::PRELUDE_FILES)?;
-        // A file an earlier export wrote and this prelude no longer has would still be compiled
-        // (`runtime.rs` beside a `runtime/mod.rs` that replaced it fails the build).
-        let keep: HashSet<PathBuf> = crate::build::cache::PRELUDE_FILES
-            .iter()
-            .map(|(relative, _)| copy.join(relative))
-            .collect();
-        remove_others(&copy, &keep)?;
+        // As the build cache writes it: files an earlier export wrote and this prelude no longer
+        // has are removed (a `runtime.rs` beside the `runtime/mod.rs` that replaced it).
+        crate::build::cache::write_prelude_copy(&out_dir.join("tchbook-prelude"))?;
         return Ok("tchbook-prelude".to_owned());
     };
     let dir = std::fs::canonicalize(dir)
@@ -139,34 +132,14 @@ fn wire(out_dir: &Path, prelude: &str) -> Result<String> {
 }
 
 /// Writes `files` (path relative to `dir`, contents) under `dir`.
-fn write_files<C: AsRef<[u8]>>(dir: &Path, files: &[(&str, C)]) -> Result<()> {
+fn write_files(dir: &Path, files: &[(&str, &str)]) -> Result<()> {
     for (relative, contents) in files {
         let path = dir.join(relative);
         if let Some(parent) = path.parent() {
             std::fs::create_dir_all(parent)
                 .with_context(|| format!("creating {}", parent.display()))?;
         }
-        write_if_changed(&path, contents.as_ref())?;
-    }
-    Ok(())
-}
-
-/// Removes every file under `dir` that is not in `keep`, and the folders that leaves empty.
-fn remove_others(dir: &Path, keep: &HashSet<PathBuf>) -> Result<()> {
-    let entries = std::fs::read_dir(dir).with_context(|| format!("reading {}", dir.display()))?;
-    for entry in entries {
-        let entry = entry.with_context(|| format!("reading {}", dir.display()))?;
-        let path = entry.path();
-        // A link is removed as a file, never followed.
-        if entry.file_type().is_ok_and(|t| t.is_dir()) {
-            remove_others(&path, keep)?;
-            // Fails, as it should, when something was kept inside.
-            let _ = std::fs::remove_dir(&path);
-        } else if !keep.contains(&path) {
-            std::fs::remove_file(&path).with_context(|| {
-                format!("removing {}, left by an earlier export", path.display())
-            })?;
-        }
+        write_if_changed(&path, contents.as_bytes())?;
     }
     Ok(())
 }
