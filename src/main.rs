@@ -116,72 +116,74 @@ fn main() -> ExitCode {
                 .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn,tchbook=info")),
         )
         .init();
-    let cli = Cli::parse();
+    let Some(command) = Cli::parse().into_command() else {
+        eprintln!("tchbook: give a command (install, uninstall, kernel) or --connection-file");
+        return ExitCode::from(2);
+    };
     if matches!(
-        cli.command,
-        Some(
-            Command::Kernel { .. } | Command::Launch(_) | Command::Install { .. } | Command::Doctor
-        ) | None
+        command,
+        Command::Kernel { .. } | Command::Launch(_) | Command::Install { .. } | Command::Doctor
     ) {
         // Before any thread starts: it sets environment variables evcxr reads.
         env::set_for_cargo_front();
     }
-    let result = match (cli.command, cli.connection_file) {
-        (Some(Command::Kernel { connection_file }), _) | (None, Some(connection_file)) => {
-            tchbook::kernel::run(&connection_file, true)
-        }
-        // The gateway, not a parent process, owns a launched kernel's life (over ssh its
-        // parent is a shell that exits at once).
-        (Some(Command::Launch(args)), _) => tchbook::launch::start(&args)
-            .and_then(|launched| tchbook::kernel::run(&launched.connection_file, false)),
-        (
-            Some(Command::Install {
-                location,
-                remote:
-                    remote @ tchbook::launch::kernelspec::RemoteArgs {
-                        remote: Some(_), ..
-                    },
-                ..
-            }),
-            _,
-        ) => tchbook::launch::kernelspec::install(&location.location(), &remote).map(drop),
-        (
-            Some(Command::Install {
-                location, no_build, ..
-            }),
-            _,
-        ) => install::install(&location.location(), !no_build),
-        (Some(Command::Uninstall { location }), _) => install::uninstall(&location.location()),
-        (Some(Command::Download { dataset, root }), _) => tchbook::download::run(&dataset, &root),
-        (
-            Some(Command::Export {
-                notebook,
-                out_dir,
-                prelude,
-                merge,
-            }),
-            _,
-        ) => match merge {
-            Some(record) => tchbook::export::merge(&record, &notebook),
-            None => tchbook::export::export(&tchbook::export::ExportOptions {
-                notebook,
-                out_dir,
-                prelude,
-            })
-            .map(|dir| println!("{}", dir.display())),
-        },
-        (Some(Command::Doctor), _) => install::doctor(&tchbook::kernel::rustc_version().1),
-        (Some(Command::Analyzer { dir }), _) => tchbook::completion::server::serve(&dir),
-        (None, None) => {
-            eprintln!("tchbook: give a command (install, uninstall, kernel) or --connection-file");
-            return ExitCode::from(2);
-        }
-    };
-    match result {
+    match run(command) {
         Ok(()) => ExitCode::SUCCESS,
         Err(error) => {
             eprintln!("tchbook: {error:#}");
             ExitCode::FAILURE
         }
+    }
+}
+
+impl Cli {
+    /// The command to run: `--connection-file` alone (what older kernelspecs pass) is `kernel`.
+    fn into_command(self) -> Option<Command> {
+        match (self.command, self.connection_file) {
+            (Some(command), _) => Some(command),
+            (None, Some(connection_file)) => Some(Command::Kernel { connection_file }),
+            (None, None) => None,
+        }
+    }
+}
+
+fn run(command: Command) -> anyhow::Result<()> {
+    match command {
+        Command::Kernel { connection_file } => tchbook::kernel::run(&connection_file, true),
+        // The gateway, not a parent process, owns a launched kernel's life (over ssh its
+        // parent is a shell that exits at once).
+        Command::Launch(args) => tchbook::launch::start(&args)
+            .and_then(|launched| tchbook::kernel::run(&launched.connection_file, false)),
+        Command::Install {
+            location,
+            remote:
+                remote @ tchbook::launch::kernelspec::RemoteArgs {
+                    remote: Some(_), ..
+                },
+            ..
+        } => tchbook::launch::kernelspec::install(&location.location(), &remote).map(drop),
+        Command::Install {
+            location, no_build, ..
+        } => install::install(&location.location(), !no_build),
+        Command::Uninstall { location } => install::uninstall(&location.location()),
+        Command::Download { dataset, root } => tchbook::download::run(&dataset, &root),
+        Command::Export {
+            notebook,
+            merge: Some(record),
+            ..
+        } => tchbook::export::merge(&record, &notebook),
+        Command::Export {
+            notebook,
+            out_dir,
+            prelude,
+            merge: None,
+        } => tchbook::export::export(&tchbook::export::ExportOptions {
+            notebook,
+            out_dir,
+            prelude,
+        })
+        .map(|dir| println!("{}", dir.display())),
+        Command::Doctor => install::doctor(&tchbook::kernel::rustc_version().1),
+        Command::Analyzer { dir } => tchbook::completion::server::serve(&dir),
     }
 }

@@ -86,30 +86,15 @@ fn render_diagnostic(lines: &[&str], diagnostic: &Diagnostic) -> String {
             ));
             shown_line = span.start_line;
         }
-        let line_chars = text.chars().count();
-        let start = span.start_column.saturating_sub(1).min(line_chars);
-        let end = if span.end_line == span.start_line {
-            span.end_column.saturating_sub(1).min(line_chars)
-        } else {
-            line_chars
-        };
-        let prefix: String = text
-            .chars()
-            .take(start)
-            .map(|c| if c == '\t' { '\t' } else { ' ' })
-            .collect();
-        let marker = if span.primary { '^' } else { '-' };
-        let carets = marker.to_string().repeat(end.saturating_sub(start).max(1));
-        let colour = if span.primary { RED } else { BLUE };
-        let label = span
-            .label
-            .strip_prefix("error: ")
-            .unwrap_or(&span.label)
-            .to_owned();
-        out.push_str(&format!(
-            "{pad} {BLUE}|{RESET} {prefix}{colour}{carets} {label}{RESET}\n"
-        ));
+        out.push_str(&underline(text, span, &pad));
     }
+    out.push_str(&helps(diagnostic, &spans, &pad));
+    out.trim_end().to_owned()
+}
+
+/// The diagnostic's `= help:` lines, but for those already drawn as a span.
+fn helps(diagnostic: &Diagnostic, spans: &[&DiagnosticSpan], pad: &str) -> String {
+    let mut out = String::new();
     for help in &diagnostic.help {
         // A help with a suggestion is also a span ("help: a local variable with a similar
         // name exists: `value`"), already drawn under the code above; evcxr's text of it
@@ -121,7 +106,29 @@ fn render_diagnostic(lines: &[&str], diagnostic: &Diagnostic) -> String {
         let help = help.trim_end().replace('\n', &format!("\n{pad}   "));
         out.push_str(&format!("{pad} {BLUE}={RESET} {BOLD}help{RESET}: {help}\n"));
     }
-    out.trim_end().to_owned()
+    out
+}
+
+/// The line under a span's source line: spaces (tabs kept, so columns line up) up to the span,
+/// then `^^^` (primary) or `---` (secondary) under it, and its label.
+fn underline(text: &str, span: &DiagnosticSpan, pad: &str) -> String {
+    let line_chars = text.chars().count();
+    let start = span.start_column.saturating_sub(1).min(line_chars);
+    let end = if span.end_line == span.start_line {
+        span.end_column.saturating_sub(1).min(line_chars)
+    } else {
+        line_chars
+    };
+    let prefix: String = text
+        .chars()
+        .take(start)
+        .map(|c| if c == '\t' { '\t' } else { ' ' })
+        .collect();
+    let marker = if span.primary { '^' } else { '-' };
+    let carets = marker.to_string().repeat(end.saturating_sub(start).max(1));
+    let colour = if span.primary { RED } else { BLUE };
+    let label = span.label.strip_prefix("error: ").unwrap_or(&span.label);
+    format!("{pad} {BLUE}|{RESET} {prefix}{colour}{carets} {label}{RESET}\n")
 }
 
 #[cfg(test)]
