@@ -56,28 +56,7 @@ impl History {
                 output,
                 n,
                 ..
-            } => {
-                let mut found: Vec<&(usize, String, String)> = self
-                    .cells
-                    .iter()
-                    .filter(|c| glob_match(pattern, &c.1))
-                    .collect();
-                if *unique {
-                    let mut seen = std::collections::HashSet::new();
-                    let mut kept: Vec<_> = found
-                        .into_iter()
-                        .rev()
-                        .filter(|c| seen.insert(c.1.clone()))
-                        .collect();
-                    kept.reverse();
-                    found = kept;
-                }
-                if *n > 0 {
-                    let skip = found.len().saturating_sub(*n as usize);
-                    found = found.into_iter().skip(skip).collect();
-                }
-                (found, *output)
-            }
+            } => (self.search(pattern, *unique, *n), *output),
         };
         selected
             .into_iter()
@@ -89,6 +68,31 @@ impl History {
                 }
             })
             .collect()
+    }
+
+    /// The cells whose input matches the glob `pattern`, oldest first: with `unique`, only the
+    /// latest of equal inputs; with `n` > 0, only the last `n`.
+    fn search(&self, pattern: &str, unique: bool, n: i32) -> Vec<&(usize, String, String)> {
+        let mut found: Vec<&(usize, String, String)> = self
+            .cells
+            .iter()
+            .filter(|c| glob_match(pattern, &c.1))
+            .collect();
+        if unique {
+            let mut seen = std::collections::HashSet::new();
+            let mut kept: Vec<_> = found
+                .into_iter()
+                .rev()
+                .filter(|c| seen.insert(c.1.clone()))
+                .collect();
+            kept.reverse();
+            found = kept;
+        }
+        if n > 0 {
+            let skip = found.len().saturating_sub(n as usize);
+            found = found.into_iter().skip(skip).collect();
+        }
+        found
     }
 }
 

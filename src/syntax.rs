@@ -64,124 +64,48 @@ enum Delimiters {
     Mismatched,
 }
 
-/// A small Rust lexer: just enough to track brackets outside strings, chars and comments.
+/// The brackets outside strings and comments, by rustc's own lexer (rust-analyzer's copy of it,
+/// already built for the parse below): an unterminated string or block comment is unclosed too.
 fn delimiters(code: &str) -> Delimiters {
-    let chars: Vec<char> = code.chars().collect();
-    let mut stack = Vec::new();
-    let mut i = 0;
-    while i < chars.len() {
-        let c = chars[i];
-        let next = chars.get(i + 1).copied();
-        match c {
-            '/' if next == Some('/') => {
-                while i < chars.len() && chars[i] != '\n' {
-                    i += 1;
-                }
-            }
-            '/' if next == Some('*') => {
-                let mut depth = 1;
-                i += 2;
-                while i < chars.len() && depth > 0 {
-                    if chars[i] == '/' && chars.get(i + 1) == Some(&'*') {
-                        depth += 1;
-                        i += 1;
-                    } else if chars[i] == '*' && chars.get(i + 1) == Some(&'/') {
-                        depth -= 1;
-                        i += 1;
-                    }
-                    i += 1;
-                }
-                if depth > 0 {
-                    return Delimiters::Unclosed(stack.len());
-                }
+    use ra_ap_rustc_lexer::{tokenize, FrontmatterAllowed, LiteralKind, TokenKind};
+    let mut open = Vec::new();
+    for token in tokenize(code, FrontmatterAllowed::No) {
+        let unterminated = match token.kind {
+            TokenKind::BlockComment { terminated, .. } => !terminated,
+            TokenKind::Literal { kind, .. } => match kind {
+                LiteralKind::Str { terminated }
+                | LiteralKind::ByteStr { terminated }
+                | LiteralKind::CStr { terminated } => !terminated,
+                // `None`: no closing quote with as many `#` (or a malformed opening).
+                LiteralKind::RawStr { n_hashes }
+                | LiteralKind::RawByteStr { n_hashes }
+                | LiteralKind::RawCStr { n_hashes } => n_hashes.is_none(),
+                _ => false,
+            },
+            _ => false,
+        };
+        if unterminated {
+            return Delimiters::Unclosed(open.len());
+        }
+        let closes = match token.kind {
+            TokenKind::OpenParen | TokenKind::OpenBracket | TokenKind::OpenBrace => {
+                open.push(token.kind);
                 continue;
             }
-            'r' | 'b' | 'c' if is_raw_string_start(&chars, i) => {
-                // r"..", r#".."#, br#".."#, cr".."
-                let mut j = i + 1;
-                if chars[i] != 'r' {
-                    j += 1;
-                }
-                let mut hashes = 0;
-                while chars.get(j) == Some(&'#') {
-                    hashes += 1;
-                    j += 1;
-                }
-                j += 1; // the opening quote
-                loop {
-                    if j >= chars.len() {
-                        return Delimiters::Unclosed(stack.len());
-                    }
-                    if chars[j] == '"' && (1..=hashes).all(|k| chars.get(j + k) == Some(&'#')) {
-                        i = j + hashes;
-                        break;
-                    }
-                    j += 1;
-                }
-            }
-            '"' => {
-                let mut j = i + 1;
-                loop {
-                    match chars.get(j) {
-                        None => return Delimiters::Unclosed(stack.len()),
-                        Some('\\') => j += 2,
-                        Some('"') => break,
-                        Some(_) => j += 1,
-                    }
-                }
-                i = j;
-            }
-            '\'' => {
-                // A char literal ('a', '\n', '\u{..}') or a lifetime ('a); lifetimes have no
-                // closing quote.
-                if next == Some('\\') {
-                    let mut j = i + 2;
-                    while j < chars.len() && chars[j] != '\'' {
-                        j += 1;
-                    }
-                    i = j;
-                } else if chars.get(i + 2) == Some(&'\'') {
-                    i += 2;
-                }
-            }
-            '(' | '[' | '{' => stack.push(c),
-            ')' | ']' | '}' => {
-                let open = match c {
-                    ')' => '(',
-                    ']' => '[',
-                    _ => '{',
-                };
-                if stack.pop() != Some(open) {
-                    return Delimiters::Mismatched;
-                }
-            }
-            _ => {}
+            TokenKind::CloseParen => TokenKind::OpenParen,
+            TokenKind::CloseBracket => TokenKind::OpenBracket,
+            TokenKind::CloseBrace => TokenKind::OpenBrace,
+            _ => continue,
+        };
+        if open.pop() != Some(closes) {
+            return Delimiters::Mismatched;
         }
-        i += 1;
     }
-    if stack.is_empty() {
+    if open.is_empty() {
         Delimiters::Balanced
     } else {
-        Delimiters::Unclosed(stack.len())
+        Delimiters::Unclosed(open.len())
     }
-}
-
-fn is_raw_string_start(chars: &[char], i: usize) -> bool {
-    if i > 0 && (chars[i - 1].is_alphanumeric() || chars[i - 1] == '_') {
-        return false;
-    }
-    let mut j = i;
-    if chars[j] == 'b' || chars[j] == 'c' {
-        j += 1;
-        if chars.get(j) != Some(&'r') {
-            return false;
-        }
-    }
-    j += 1;
-    while chars.get(j) == Some(&'#') {
-        j += 1;
-    }
-    chars.get(j) == Some(&'"')
 }
 
 /// `?name` or `name?` as a whole cell asks for the documentation of `name` (IPython's pager),
@@ -277,6 +201,31 @@ mod tests {
             Completeness::Incomplete(_)
         ));
         assert_eq!(is_complete("let s = \"{\";"), Completeness::Complete);
+        assert_eq!(
+            is_complete("let s = r#\"}\"#; /* ( */ let c = '{'; // ["),
+            Completeness::Complete
+        );
+        assert!(matches!(
+            is_complete("let s = br\"abc"),
+            Completeness::Incomplete(_)
+        ));
+        assert_eq!(
+            is_complete("/* a /* nested */ comment */ let x = (1, [2]);"),
+            Completeness::Complete
+        );
+        assert!(matches!(
+            is_complete("/* a /* nested */ comment"),
+            Completeness::Incomplete(_)
+        ));
+    }
+
+    #[test]
+    fn a_bracket_closed_by_another_kind_is_invalid() {
+        assert_eq!(is_complete("let v = vec![1, 2);"), Completeness::Invalid);
+        assert_eq!(
+            is_complete("fn f() {\n    let v = [(1, 2];"),
+            Completeness::Invalid
+        );
     }
 
     #[test]
