@@ -141,3 +141,37 @@ async fn print_without_newline_reaches_the_front_end_before_the_cell_ends() {
         .collect();
     assert_eq!(text, "progress 50% done\n");
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_line_on_stderr_arrives_after_the_stdout_printed_before_it() {
+    let mut kernel = Kernel::start().await;
+    kernel.run_ok("1").await;
+    // Each round prints to stdout, then at once to stderr, as a cell that reports a problem
+    // does. The two streams used to reach the front end through two threads each (the
+    // prelude's pump and evcxr's readers), so a round could arrive stderr first.
+    let code = "for i in 0..30 {\n    print!(\"out {i}\");\n    println!(\" done\");\n    eprintln!(\"err {i}\");\n    std::thread::sleep(std::time::Duration::from_millis(15));\n}";
+    let run = kernel.run_ok(code).await;
+    // As a front end shows them: consecutive text of one stream joined, then read by line.
+    let mut shown: Vec<(&str, String)> = Vec::new();
+    for stream in run.iopub.iter().filter_map(|m| match &m.content {
+        JupyterMessageContent::StreamContent(s) => Some(s),
+        _ => None,
+    }) {
+        let name = match stream.name {
+            jupyter_protocol::Stdio::Stderr => "stderr",
+            _ => "stdout",
+        };
+        match shown.last_mut() {
+            Some((last, text)) if *last == name => text.push_str(&stream.text),
+            _ => shown.push((name, stream.text.clone())),
+        }
+    }
+    let lines: Vec<String> = shown
+        .iter()
+        .flat_map(|(name, text)| text.lines().map(move |l| format!("{name} {l}")))
+        .collect();
+    let expected: Vec<String> = (0..30)
+        .flat_map(|i| [format!("stdout out {i} done"), format!("stderr err {i}")])
+        .collect();
+    assert_eq!(lines, expected, "as shown: {shown:?}");
+}

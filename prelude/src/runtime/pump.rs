@@ -1,12 +1,22 @@
-//! The stdout/stderr pump: fds 1 and 2 become pipes read by two threads, which forward what
+//! The stdout/stderr pump: fds 1 and 2 become pipes read by one thread, which forwards what
 //! the cell writes to the kernel ([`super::splitter`] decides how).
+//!
+//! Order is the reason for one thread and one way out. The kernel (through evcxr) reads the
+//! process's stdout and stderr on two threads of its own, so a line on each, written one after
+//! the other, could reach the notebook either way round: `println!` then `eprintln!` showed the
+//! stderr line in the middle of the stdout text. So stderr's complete lines travel on stdout too,
+//! as `stream` messages named stderr, behind everything written to stdout before them. Of two
+//! pipes that are both readable at once, stdout is read first: nothing tells which was written
+//! first, and print-then-report is the common order.
 
+use super::protocol::stream_message;
 use super::splitter::{Chunk, LineSplitter};
 use super::state::shared;
 use std::io::Write;
 use std::sync::Mutex;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
+use tchbook_wire::LINE_TOKENS;
 
 /// How long a partial line waits for more bytes before the pump flushes it as a `stream`
 /// message.
@@ -56,12 +66,8 @@ pub(super) fn start_pump() {
         shared().pumping.store(true, Ordering::SeqCst);
         let (out_read, err_read) = (out_pipe[0], err_pipe[0]);
         std::thread::Builder::new()
-            .name("tchbook-stdout".into())
-            .spawn(move || pump(out_read, "stdout", out))
-            .ok();
-        std::thread::Builder::new()
-            .name("tchbook-stderr".into())
-            .spawn(move || pump(err_read, "stderr", err))
+            .name("tchbook-pump".into())
+            .spawn(move || pump([(out_read, out), (err_read, err)]))
             .ok();
     }
     // Rust's stdout is line-buffered: `print!("50%")` stays in its buffer and never reaches the
@@ -78,47 +84,85 @@ pub(super) fn start_pump() {
         .ok();
 }
 
-fn pump(read_fd: libc::c_int, name: &'static str, own_fd: libc::c_int) {
-    let mut splitter = LineSplitter::new(name);
+/// One stream's pipe and what the pump knows of it.
+struct Source {
+    name: &'static str,
+    /// The pipe's read end; -1 once it is closed (poll skips negative fds).
+    read_fd: libc::c_int,
+    /// The fd the stream had before the pump took it over.
+    own_fd: libc::c_int,
+    splitter: LineSplitter,
+    last_byte: Instant,
+}
+
+/// Reads the stdout and stderr pipes (in that order) until both are closed.
+fn pump(fds: [(libc::c_int, libc::c_int); 2]) {
+    let mut sources =
+        [("stdout", fds[0]), ("stderr", fds[1])].map(|(name, (read_fd, own_fd))| Source {
+            name,
+            read_fd,
+            own_fd,
+            splitter: LineSplitter::new(name),
+            last_byte: Instant::now(),
+        });
     let mut chunk = vec![0u8; 64 * 1024];
-    let mut last_byte = Instant::now();
-    loop {
-        let mut poll = libc::pollfd {
-            fd: read_fd,
+    while sources.iter().any(|s| s.read_fd >= 0) {
+        let mut polls = sources.each_ref().map(|s| libc::pollfd {
+            fd: s.read_fd,
             events: libc::POLLIN,
             revents: 0,
-        };
+        });
         let timeout = PARTIAL_LINE_IDLE.as_millis() as libc::c_int;
-        // SAFETY: one valid pollfd.
-        let ready = unsafe { libc::poll(&mut poll, 1, timeout) };
-        if ready > 0 {
-            // SAFETY: reading into our own buffer.
-            let n = unsafe { libc::read(read_fd, chunk.as_mut_ptr().cast(), chunk.len()) };
-            if n == 0 {
-                return;
+        // SAFETY: two valid pollfds.
+        let ready = unsafe { libc::poll(polls.as_mut_ptr(), 2, timeout) };
+        if ready < 0 && std::io::Error::last_os_error().kind() != std::io::ErrorKind::Interrupted {
+            return;
+        }
+        for (source, poll) in sources.iter_mut().zip(polls) {
+            if source.read_fd < 0 {
+                continue;
             }
-            if n < 0 {
-                if std::io::Error::last_os_error().kind() == std::io::ErrorKind::Interrupted {
-                    continue;
-                }
-                return;
+            if poll.revents != 0 {
+                read_once(source, &mut chunk);
+            } else if source.last_byte.elapsed() >= PARTIAL_LINE_IDLE
+                && let Some(piece) = source.splitter.idle()
+            {
+                deliver(source.name, piece, source.own_fd);
             }
-            last_byte = Instant::now();
-            for piece in splitter.push(&chunk[..n as usize]) {
-                deliver(piece, own_fd);
-            }
-        } else if last_byte.elapsed() >= PARTIAL_LINE_IDLE
-            && let Some(piece) = splitter.idle()
-        {
-            deliver(piece, own_fd);
         }
     }
 }
 
-fn deliver(chunk: Chunk, own_fd: libc::c_int) {
+/// One read from a ready pipe, delivered; end of file or an error closes the source.
+fn read_once(source: &mut Source, chunk: &mut [u8]) {
+    // SAFETY: reading into our own buffer.
+    let n = unsafe { libc::read(source.read_fd, chunk.as_mut_ptr().cast(), chunk.len()) };
+    if n < 0 && std::io::Error::last_os_error().kind() == std::io::ErrorKind::Interrupted {
+        return;
+    }
+    if n <= 0 {
+        source.read_fd = -1;
+        return;
+    }
+    source.last_byte = Instant::now();
+    for piece in source.splitter.push(&chunk[..n as usize]) {
+        deliver(source.name, piece, source.own_fd);
+    }
+}
+
+fn deliver(name: &'static str, chunk: Chunk, own_fd: libc::c_int) {
     let out = ORIGINAL_OUT.lock().unwrap_or_else(|e| e.into_inner());
     match chunk {
+        // A kernel's line (an export runner's sync line, say) goes where it was written.
+        Chunk::Line(bytes) if name == "stderr" && !starts_with_token(&bytes) => {
+            let text = String::from_utf8_lossy(&bytes);
+            write_fd(*out, stream_message(name, &text).to_line().as_bytes());
+        }
         Chunk::Line(bytes) => write_fd(own_fd, &bytes),
         Chunk::Protocol(bytes) => write_fd(*out, &bytes),
     }
+}
+
+fn starts_with_token(line: &[u8]) -> bool {
+    LINE_TOKENS.iter().any(|t| line.starts_with(t.as_bytes()))
 }

@@ -33,21 +33,17 @@ impl<'a> CellOutput<'a> {
     pub fn line(&mut self, line: &str) {
         match display::parse_line(line) {
             Line::Text(text) => {
-                if !self.stderr.is_empty() {
-                    self.flush();
-                }
-                self.stdout.push_str(&text);
+                self.text(false, &text);
                 self.stdout.push('\n');
             }
+            // The prelude's pump sends stderr's lines this way too, on stdout, to keep them in
+            // order with what stdout printed before them.
             Line::Stream { stderr, text } => {
-                let buffer = if stderr {
-                    &mut self.stderr
-                } else {
-                    &mut self.stdout
-                };
-                buffer.push_str(&text);
-                // Partial lines exist to be seen now.
-                self.flush();
+                self.text(stderr, &text);
+                if !text.ends_with('\n') {
+                    // Partial lines exist to be seen now.
+                    self.flush();
+                }
             }
             Line::Panic(panic) if panic.ends_cell() && self.panic.is_none() => {
                 self.panic = Some(panic);
@@ -86,9 +82,23 @@ impl<'a> CellOutput<'a> {
 
     /// One line the cell printed to stderr.
     pub fn stderr_line(&mut self, line: &str) {
-        self.flush();
-        self.stderr.push_str(line);
+        self.text(true, line);
         self.stderr.push('\n');
+    }
+
+    /// Adds text to its stream's batch, after publishing the other stream's batch: a batch
+    /// holds one stream's text printed without the other in between.
+    fn text(&mut self, stderr: bool, text: &str) {
+        let other = if stderr { &self.stdout } else { &self.stderr };
+        if !other.is_empty() {
+            self.flush();
+        }
+        let this = if stderr {
+            &mut self.stderr
+        } else {
+            &mut self.stdout
+        };
+        this.push_str(text);
     }
 
     /// Publishes the buffered text: stdout first, then stderr.
