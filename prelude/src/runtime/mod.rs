@@ -7,9 +7,10 @@
 //!   `display_data` / `update_display_data` / `clear_output` messages;
 //! - a panic is reported as a [`Message::Panic`] line, which the kernel shows as the cell's
 //!   error (or as stderr text, for a panic in a thread the cell spawned);
-//! - fd 1 and fd 2 go through pipes read by pump threads that forward complete lines unchanged
-//!   and in order, and flush a partial line (a `print!` progress bar) as a `stream` message
-//!   after ~50 ms without new bytes;
+//! - fd 1 and fd 2 go through pipes read by one pump thread, which forwards stdout's complete
+//!   lines unchanged and stderr's as `stream` messages on stdout (so the two stay in order on
+//!   their way through evcxr), and flushes a partial line (a `print!` progress bar) as a
+//!   `stream` message after ~50 ms without new bytes;
 //! - SIGINT sets the flag that [`crate::interrupt::check`] reports.
 //!
 //! Outside a kernel (tests, benchmarks, `cargo run`) nothing is attached and every display call
