@@ -175,3 +175,25 @@ async fn a_line_on_stderr_arrives_after_the_stdout_printed_before_it() {
         .collect();
     assert_eq!(lines, expected, "as shown: {shown:?}");
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_cell_that_ends_on_stderr_keeps_its_last_line() {
+    let mut kernel = Kernel::start().await;
+    kernel.run_ok("1").await;
+    // The cell's end (evcxr's marker, on stdout) follows the last stderr line at once; that
+    // line must not slip behind it into the next cell's output. The long stdout line keeps the
+    // pump busy, so that it finds stderr and the marker ready together; and the pump must not
+    // then sit waiting on stderr, or the next cell's long line (more than the pipe holds)
+    // blocks for ever.
+    for i in 0..10 {
+        let code = format!(
+            "println!(\"{{}}\", \"y\".repeat(200_000));\neprint!(\"err {i}\\nno newline\");"
+        );
+        // A stuck pump fails here in two minutes rather than at the start-up allowance.
+        let run = kernel
+            .execute_with(ExecuteRequest::new(code), Duration::from_secs(120))
+            .await;
+        assert_eq!(run.stdout().len(), 200_001, "cell {i}");
+        assert_eq!(run.stderr(), format!("err {i}\nno newline"), "cell {i}");
+    }
+}

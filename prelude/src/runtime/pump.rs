@@ -58,6 +58,15 @@ pub(super) fn start_pump() {
         for fd in [out, err, out_pipe[0], err_pipe[0]] {
             libc::fcntl(fd, libc::F_SETFD, libc::FD_CLOEXEC);
         }
+        // The pump never waits in read: a pipe found ready by poll may have been drained since
+        // (see `drain`), and a blocked pump blocks every writer once the other pipe fills.
+        for fd in [out_pipe[0], err_pipe[0]] {
+            libc::fcntl(
+                fd,
+                libc::F_SETFL,
+                libc::fcntl(fd, libc::F_GETFL) | libc::O_NONBLOCK,
+            );
+        }
         *ORIGINAL_OUT.lock().unwrap_or_else(|e| e.into_inner()) = out;
         libc::dup2(out_pipe[1], 1);
         libc::dup2(err_pipe[1], 2);
@@ -118,36 +127,80 @@ fn pump(fds: [(libc::c_int, libc::c_int); 2]) {
         if ready < 0 && std::io::Error::last_os_error().kind() != std::io::ErrorKind::Interrupted {
             return;
         }
-        for (source, poll) in sources.iter_mut().zip(polls) {
-            if source.read_fd < 0 {
-                continue;
+        let [out, err] = &mut sources;
+        if out.read_fd >= 0 && polls[0].revents != 0 {
+            for piece in read_once(out, &mut chunk) {
+                if matches!(&piece, Chunk::Line(line) if starts_with_token(line)) {
+                    // A kernel line (evcxr's end of a cell, an export runner's sync) closes
+                    // what came before it, and whatever the cell wrote to stderr before it is
+                    // in stderr's pipe by now: that goes first, or it would land in the next
+                    // cell.
+                    drain(err, &mut chunk);
+                }
+                deliver(out.name, piece, out.own_fd);
             }
-            if poll.revents != 0 {
-                read_once(source, &mut chunk);
-            } else if source.last_byte.elapsed() >= PARTIAL_LINE_IDLE
-                && let Some(piece) = source.splitter.idle()
-            {
-                deliver(source.name, piece, source.own_fd);
+        } else {
+            flush_if_idle(out);
+        }
+        if err.read_fd >= 0 && polls[1].revents != 0 {
+            for piece in read_once(err, &mut chunk) {
+                deliver(err.name, piece, err.own_fd);
             }
+        } else {
+            flush_if_idle(err);
         }
     }
 }
 
-/// One read from a ready pipe, delivered; end of file or an error closes the source.
-fn read_once(source: &mut Source, chunk: &mut [u8]) {
+/// A partial line that waited long enough, as a `stream` message.
+fn flush_if_idle(source: &mut Source) {
+    if source.read_fd >= 0
+        && source.last_byte.elapsed() >= PARTIAL_LINE_IDLE
+        && let Some(piece) = source.splitter.idle()
+    {
+        deliver(source.name, piece, source.own_fd);
+    }
+}
+
+/// Delivers everything in `source`'s pipe now, a partial line included, without waiting.
+fn drain(source: &mut Source, chunk: &mut [u8]) {
+    while source.read_fd >= 0 {
+        let mut poll = libc::pollfd {
+            fd: source.read_fd,
+            events: libc::POLLIN,
+            revents: 0,
+        };
+        // SAFETY: one valid pollfd; a zero timeout only asks.
+        if unsafe { libc::poll(&mut poll, 1, 0) } <= 0 {
+            break;
+        }
+        for piece in read_once(source, chunk) {
+            deliver(source.name, piece, source.own_fd);
+        }
+    }
+    if let Some(piece) = source.splitter.idle() {
+        deliver(source.name, piece, source.own_fd);
+    }
+}
+
+/// One read from a ready pipe, split; end of file or an error closes the source.
+fn read_once(source: &mut Source, chunk: &mut [u8]) -> Vec<Chunk> {
     // SAFETY: reading into our own buffer.
     let n = unsafe { libc::read(source.read_fd, chunk.as_mut_ptr().cast(), chunk.len()) };
-    if n < 0 && std::io::Error::last_os_error().kind() == std::io::ErrorKind::Interrupted {
-        return;
+    if n < 0
+        && matches!(
+            std::io::Error::last_os_error().kind(),
+            std::io::ErrorKind::Interrupted | std::io::ErrorKind::WouldBlock
+        )
+    {
+        return Vec::new();
     }
     if n <= 0 {
         source.read_fd = -1;
-        return;
+        return Vec::new();
     }
     source.last_byte = Instant::now();
-    for piece in source.splitter.push(&chunk[..n as usize]) {
-        deliver(source.name, piece, source.own_fd);
-    }
+    source.splitter.push(&chunk[..n as usize])
 }
 
 fn deliver(name: &'static str, chunk: Chunk, own_fd: libc::c_int) {
