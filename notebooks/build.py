@@ -6,27 +6,31 @@ them becomes markdown cells (a line holding only `<!-- cell -->` splits markdown
 ```python fences stay in the markdown, which is where the PyTorch original is quoted). A fence may
 carry tags for the tests, e.g. ```rust tags=train,loss-plot  (cell metadata "tags").
 
-    python notebooks/build.py            # writes notebooks/NN-*.ipynb without outputs
-    python notebooks/build.py --check D  # also writes D/NN_*.rs: each notebook's cells as one
-                                         # Rust program on the prelude, to compile-check them
-                                         # before the kernel exists
+    python notebooks/build.py                 # writes notebooks/NN-*.ipynb without outputs
+    python notebooks/build.py --keep-outputs  # rebuilds after an edit of the prose, keeping the
+                                              # committed outputs of every code cell whose source
+                                              # is unchanged, and the machine they name
+    python notebooks/build.py --check D       # also writes D/NN_*.rs: each notebook's cells as
+                                              # one Rust program on the prelude, to compile-check
+                                              # them before the kernel exists
 
 Building replaces a notebook's outputs; `scripts/run-notebooks --save` puts them back from a real
-run. The first markdown cell of each notebook names the machine and device the committed outputs
-come from; {{MACHINE}} in a source is replaced by a description of the machine the build runs on,
-so build and run on the same machine.
+run, and `scripts/gpu-check --apply` from the GPU machine's run (after building with --machine set
+to that machine's description, from notebooks/machine.py run there). The first markdown cell of
+each notebook names the machine and device the committed outputs come from; {{MACHINE}} in a
+source is replaced by a description of the machine the build runs on, so build and run on the same
+machine.
 """
 from __future__ import annotations
 
 import argparse
-import os
-import platform
 import re
 import subprocess
 import sys
 from pathlib import Path
 
 import nbformat
+from machine import machine_description
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 
 HERE = Path(__file__).resolve().parent
@@ -43,59 +47,14 @@ def rustc_version() -> str:
         return ""
 
 
-def machine_description() -> str:
-    """What the committed outputs ran on, in words: CPU model, cores, RAM, GPU if any."""
-    cpu = platform.processor() or platform.machine()
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    ram = ""
-    try:
-        for line in Path("/proc/meminfo").read_text().splitlines():
-            if line.startswith("MemTotal"):
-                ram = f", {int(line.split()[1]) / 2**20:.0f} GiB RAM"
-                break
-    except OSError:
-        pass
-    gpu = os.environ.get("TCHBOOK_GPU_NAME", "")
-    try:
-        out = subprocess.run(["nvidia-smi", "--query-gpu=name", "--format=csv,noheader"],
-                             capture_output=True, text=True, timeout=10)
-        if out.returncode == 0 and out.stdout.strip():
-            gpu = out.stdout.strip().splitlines()[0]
-    except (OSError, subprocess.SubprocessError):
-        pass
-    cores = os.cpu_count() or 0
-    where = f"a {cores}-core {platform.system()} {platform.machine()} machine ({cpu}{ram})"
-    torch = torch_version()
-    lib = f" (libtorch {torch})" if torch else ""
-    if gpu:
-        return f"{where} with an {gpu}; device `cuda:0`{lib}"
-    return f"{where} with no GPU; device `cpu`{lib}"
-
-
-def torch_version() -> str:
-    """The libtorch the kernel runs with: the torch wheel's version file under $LIBTORCH."""
-    libtorch = os.environ.get("LIBTORCH")
-    if not libtorch:
-        return ""
-    try:
-        text = (Path(libtorch) / "version.py").read_text()
-    except OSError:
-        return ""
-    m = re.search(r"__version__\s*=\s*['\"]([^'\"]+)", text)
-    return m.group(1) if m else ""
-
-
 def language_info() -> dict:
+    """The kernel's kernel_info reply's language_info (src/dispatch/kernel_info_request.rs), which a
+    real run writes into the notebook."""
     info = {
         "name": "rust",
         "file_extension": ".rs",
         "mimetype": "text/rust",
+        "nbconvert_exporter": "script",
         "pygments_lexer": "rust",
         "codemirror_mode": "rust",
     }
@@ -211,10 +170,33 @@ def last_code_line(stmts: str) -> str | None:
     return None
 
 
+# What machine_description() writes, as it appears in a built notebook's first cell.
+DESCRIBED = re.compile(r"a \d+-core .+?; device `[^`]+`(?: \(libtorch [^)]+\))?", re.S)
+
+
+def keep_outputs(nb: nbformat.NotebookNode, committed: nbformat.NotebookNode) -> int:
+    """Moves the committed notebook's outputs into the rebuilt `nb`, code cell by code cell in order,
+    wherever the code is unchanged. Returns how many code cells lost their outputs (changed code)."""
+    old = [c for c in committed.cells if c.cell_type == "code"]
+    new = [c for c in nb.cells if c.cell_type == "code"]
+    lost = 0
+    for k, cell in enumerate(new):
+        if k < len(old) and old[k].source == cell.source:
+            cell.outputs = old[k].outputs
+            cell.execution_count = old[k].execution_count
+            if "execution" in old[k].metadata:
+                cell.metadata["execution"] = old[k].metadata["execution"]
+        elif k < len(old) and old[k].outputs:
+            lost += 1
+    return lost
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--check", metavar="DIR", help="also write each notebook's code as DIR/NN_*.rs")
     ap.add_argument("--machine", help="override the machine description in the first cell")
+    ap.add_argument("--keep-outputs", action="store_true",
+                    help="keep the committed outputs of unchanged code cells and the machine they name")
     ap.add_argument("only", nargs="*", help="source stems to build (default: all)")
     args = ap.parse_args()
     machine = args.machine or machine_description()
@@ -222,8 +204,19 @@ def main() -> int:
     if args.only:
         sources = [s for s in sources if any(s.stem.startswith(o) for o in args.only)]
     for src in sources:
-        nb = build(src, machine)
         out = HERE / f"{src.stem}.ipynb"
+        if args.keep_outputs and out.exists():
+            committed = nbformat.read(out, as_version=4)
+            named = DESCRIBED.search(committed.cells[0].source) if committed.cells else None
+            if not named:
+                raise SystemExit(f"{out.name}: its first cell names no machine; build it without --keep-outputs")
+            nb = build(src, args.machine or named.group(0))
+            lost = keep_outputs(nb, committed)
+            if lost:
+                print(f"{out.name}: {lost} code cell(s) changed and lost their outputs: "
+                      "run scripts/run-notebooks --save", file=sys.stderr)
+        else:
+            nb = build(src, machine)
         nbformat.write(nb, out)
         print(f"wrote {out.relative_to(HERE.parent)} ({len(nb.cells)} cells)")
         if args.check:

@@ -255,6 +255,25 @@ def test_notebook_is_committed_with_outputs_of_a_real_run(name):
 
 
 @pytest.mark.parametrize("name", ALL)
+def test_committed_notebook_is_built_from_its_source(name, monkeypatch):
+    """An edit of notebooks/src/*.md reaches the notebook a reader opens: its cells (text, kinds,
+    tags) are what notebooks/build.py makes of the source, naming the machine the committed outputs
+    came from (`python notebooks/build.py --keep-outputs` rebuilds them so)."""
+    import importlib.util
+    monkeypatch.syspath_prepend(str(NOTEBOOKS))  # build.py imports machine.py beside it
+    spec = importlib.util.spec_from_file_location("build", NOTEBOOKS / "build.py")
+    build = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(build)
+    committed = nbformat.read(NOTEBOOKS / name, as_version=4)
+    named = build.DESCRIBED.search(committed.cells[0].source)
+    assert named, "the first cell names no machine"
+    built = build.build(NOTEBOOKS / "src" / name.replace(".ipynb", ".md"), named.group(0))
+    cells = lambda nb: [(c.cell_type, c.source, c.metadata.get("tags", [])) for c in nb.cells]
+    assert cells(committed) == cells(built), \
+        "the notebook differs from its source: run python notebooks/build.py --keep-outputs"
+
+
+@pytest.mark.parametrize("name", ALL)
 def test_committed_outputs_open_as_pictures_and_tables_not_json_trees(name):
     """A reader who opens the committed notebook in JupyterLab sees what the cells rendered:
     an `application/json` part anywhere would be shown as a JSON tree instead."""
