@@ -10,13 +10,15 @@
 # programs, outputs recorded), and the training-loop benchmark on CUDA against PyTorch eager.
 # Everything it produces goes to $OUT (default ./gpu-check-out) as two files, because the GPU
 # machine returns at most 8: summary.txt (one line per step) and gpu-check-results.tar.gz (every
-# log, machine.txt, train-cuda.json, notebooks/NN.json), rewritten after each step so a run cut
+# log, machine.txt, machine-description.txt, train-cuda.json, notebooks/NN.json), rewritten after each step so a run cut
 # short still returns what it did. Exits 1 if any step failed. `scripts/gpu-check --apply DIR`
 # writes the results into the repository.
 #
 # Environment: TCHBOOK_PYTHON (default /opt/torch/.venv/bin/python, else python3) is the Python
 # whose torch supplies libtorch and runs the PyTorch side; GPU_CHECK_BENCH_RUNS (default 2) runs
-# per side in the benchmark.
+# per side in the benchmark; GPU_CHECK_DEADLINE_S (default 560) is the whole run's time: each step's
+# limit is cut to what is left of it, so that the summary is written before the device tool's
+# 600-second limit ends the command, and a step with no time left is reported as not run.
 set -uo pipefail
 bundle=$(cd "$(dirname "$0")" && pwd)
 repo=$PWD
@@ -36,13 +38,9 @@ torch_dir=$("$python" -c 'import torch,os;print(os.path.dirname(torch.__file__))
 export LD_LIBRARY_PATH="$torch_dir/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 export LIBTORCH=$torch_dir   # the prelude's tests read it
 
-# The prelude's tests read files beside their sources (prelude/tests) at the path they were built
-# from; give them this copy of the repository there.
-built_at=$(cat "$bundle/prelude_dir" 2>/dev/null || true)
-if [ -n "$built_at" ] && [ ! -e "$built_at" ]; then
-  mkdir -p "$(dirname "$built_at")" && ln -s "$repo/prelude" "$built_at" ||
-    echo "run.sh: could not link $built_at to $repo/prelude; the state-dict round trip test will fail" >&2
-fi
+# The prelude's tests read files beside their sources (prelude/tests/parity.py, bench/torch_loops.py);
+# the path compiled into the test binary is the build machine's, so they are told this copy's.
+export TCHBOOK_PRELUDE_DIR=$repo/prelude
 
 device=cpu
 if command -v nvidia-smi >/dev/null && nvidia-smi -L >/dev/null 2>&1; then device=cuda; fi
@@ -52,6 +50,10 @@ if command -v nvidia-smi >/dev/null && nvidia-smi -L >/dev/null 2>&1; then devic
   echo "$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), $(nproc) cores; $(date -u '+%Y-%m-%d %H:%M UTC')"
 } > "$results/machine.txt"
 cp "$bundle/MANIFEST" "$results/" 2>/dev/null
+# The notebooks' first cells name the machine their outputs come from, in notebooks/build.py's words
+# (notebooks/machine.py needs only the standard library: this Python may have no nbformat).
+"$python" "$repo/notebooks/machine.py" > "$results/machine-description.txt" ||
+  { echo "run.sh: notebooks/machine.py failed; --apply will keep the notebooks' first cells" >&2; rm -f "$results/machine-description.txt"; }
 
 failed=()
 steps=0
@@ -65,17 +67,27 @@ publish() {
   } > "$out/summary.txt"
 }
 
-# step NAME LIMIT_S COMMAND...: runs COMMAND with its output in NAME.log, records the outcome.
+deadline=$((SECONDS + ${GPU_CHECK_DEADLINE_S:-560}))
+
+# step NAME LIMIT_S COMMAND...: runs COMMAND with its output in NAME.log, records the outcome. The
+# limit is cut to what is left before the deadline (less 15 s: timeout's kill grace and publishing).
 step() {
   local name=$1 limit=$2
   shift 2
   steps=$((steps + 1))
   echo "==> $name"
-  local start=$SECONDS
-  timeout --kill-after=10 "$limit" "$@" > "$results/$name.log" 2>&1
-  local rc=$?
-  local verdict=PASS
-  if [ $rc -eq 124 ] || [ $rc -eq 137 ]; then verdict="FAIL (over its ${limit} s limit)"
+  local start=$SECONDS left=$((deadline - SECONDS - 15))
+  [ "$left" -lt "$limit" ] && limit=$left
+  local rc verdict=PASS
+  if [ "$limit" -lt 5 ]; then
+    echo "not run: the run's ${GPU_CHECK_DEADLINE_S:-560} s were spent" > "$results/$name.log"
+    rc=-1 verdict="FAIL (not run: no time left)"
+  else
+    timeout --kill-after=10 "$limit" "$@" > "$results/$name.log" 2>&1
+    rc=$?
+  fi
+  if [ $rc -eq -1 ]; then :
+  elif [ $rc -eq 124 ] || [ $rc -eq 137 ]; then verdict="FAIL (over its ${limit} s limit)"
   elif [ $rc -ne 0 ]; then verdict="FAIL (exit $rc)"; fi
   [ "$verdict" = PASS ] || failed+=("$name")
   echo "$verdict $name ($((SECONDS - start)) s)" | tee -a "$results/steps.txt"

@@ -152,7 +152,7 @@ fn name(m: &Module) -> String {
 
 #[test]
 fn prelude_modules_import_in_one_direction_without_cycles() {
-    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let src = crate::prelude_dir().join("src");
     let modules = modules(&src);
     let mut edges: BTreeMap<Module, BTreeSet<Module>> = BTreeMap::new();
     for (module, file) in &modules {

@@ -1,5 +1,4 @@
-use crate::{python, scratch};
-use std::path::Path;
+use crate::{prelude_dir, python, scratch};
 use std::process::Command;
 use tchbook_prelude::models::f_load_state_dict;
 use tchbook_prelude::prelude::*;
@@ -198,7 +197,7 @@ fn safetensors_state_dicts_round_trip_through_pytorch() {
     let out = Command::new(&python)
         .arg(&script)
         .arg(&dir)
-        .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests"))
+        .arg(prelude_dir().join("tests"))
         .output()
         .unwrap();
     assert!(

@@ -6,7 +6,7 @@
 //! The Rust side runs in a child process ([`run_child`]): the test binary's other tests draw
 //! from libtorch's global generator on other threads, which would move this one's draws.
 
-use crate::{is_child, python, run_child_with, scratch};
+use crate::{is_child, prelude_dir, python, run_child_with, scratch};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -256,7 +256,7 @@ fn tutorial_workloads_match_pytorch() {
     let python = python();
     let dir = scratch("parity");
     run_child_with(CHILD, &[("TCHBOOK_PARITY_DIR", dir.as_os_str())]);
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/parity.py");
+    let script = prelude_dir().join("tests/parity.py");
     let py = Command::new(&python)
         .arg(&script)
         .arg(&dir)

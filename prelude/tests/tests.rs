@@ -15,6 +15,22 @@ mod train;
 use std::path::PathBuf;
 use std::process::Command;
 
+/// Names the prelude's source folder for a test binary run away from the checkout it was built in
+/// (the GPU bundle of scripts/gpu-check runs it on another machine, from a copy of the repository
+/// at another path): see [`prelude_dir`].
+const PRELUDE_DIR: &str = "TCHBOOK_PRELUDE_DIR";
+
+/// The prelude's source folder, where tests find the files beside them (`tests/parity.py`, which
+/// imports `bench/torch_loops.py` from the same tree; `src/` for the layer check): `$TCHBOOK_PRELUDE_DIR`
+/// if set, else the folder this binary was built from. The compiled-in path is the build machine's
+/// and may name a checkout that no longer exists, or another one that shared the build's target
+/// folder (cargo does not rebuild a workspace crate whose sources it finds unchanged elsewhere).
+pub fn prelude_dir() -> PathBuf {
+    std::env::var_os(PRELUDE_DIR)
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")))
+}
+
 /// A fresh, empty directory for one test.
 pub fn scratch(name: &str) -> PathBuf {
     let dir = std::env::temp_dir().join(format!("tchbook-prelude-{}-{name}", std::process::id()));
