@@ -78,10 +78,15 @@ def fmt_side(x):
         f" ({x['timed_out']} of {len(x['all'])} runs hit the limit)" if x.get("timed_out") else "")
 
 
-def train_section(train):
+def train_section(train, dated=False):
+    """One training table. `dated` puts the run's start in the heading, for a report holding two runs
+    on one device; a run's note (why it differs from a plain run) comes first, where it is read."""
     out = []
     dev = train["device"]
-    out.append(f"## Training loops ({dev}): the prelude vs PyTorch eager\n")
+    when = f", {train['started']}" if dated and "started" in train else ""
+    out.append(f"## Training loops ({dev}{when}): the prelude vs PyTorch eager\n")
+    if train.get("note"):
+        out.append(f"{train['note']}\n")
     if "started" in train:
         out.append(f"Measured {train['started']} – {train.get('ended', '?')[-9:]}.\n")
     out.append(f"Each cell: min / median of {train['runs']} runs per side, the sides alternated run by "
@@ -119,8 +124,6 @@ def train_section(train):
     loads = [v for r in train["rows"] for s in r["sides"].values() for v in s["load1"]]
     if loads:
         out.append(f"\n1-minute load average at the start of the runs: {min(loads):.2f}–{max(loads):.2f}.")
-    if train.get("note"):
-        out.append(f"\n{train['note']}")
     return out
 
 
@@ -230,13 +233,12 @@ def main():
     if args.load:
         lines.append(f"| load average | {args.load} |")
     lines.append("")
-    devices = set()
-    for t in args.train:
-        if t.exists():
-            train = json.loads(t.read_text())
-            devices.add(train["device"])
-            lines.extend(train_section(train))
-            lines.append("")
+    trains = [json.loads(t.read_text()) for t in args.train if t.exists()]
+    devices = {t["device"] for t in trains}
+    for train in trains:
+        dated = sum(t["device"] == train["device"] for t in trains) > 1
+        lines.extend(train_section(train, dated))
+        lines.append("")
     if kernels:
         lines.extend(kernel_section(kernels))
         lines.append("")
