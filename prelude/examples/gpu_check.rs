@@ -228,12 +228,17 @@ fn main() {
     let card = device_card();
     println!("== device card ==\n{card}\n");
     let cuda = cuda::is_available();
-    if !cuda {
+    if let Some(why) = cuda::unavailable_reason() {
         println!(
-            "CUDA is absent: no CUDA device is present (or libtorch has no CUDA support).\n\
-             Every CUDA check is skipped ([SKIP]); the CPU parts run.\n"
+            "CUDA is absent: {why}.\nEvery CUDA check is skipped ([SKIP]); the CPU parts run.\n"
         );
     }
+    // A machine with an NVIDIA driver is a GPU machine: there, skipping every CUDA check would
+    // pass a run that proved nothing.
+    checks.check(
+        cuda || !tchbook_prelude::device::nvidia_driver_present(),
+        "CUDA is available wherever an NVIDIA driver is",
+    );
 
     println!("== device choice ==");
     if cuda {

@@ -25,8 +25,9 @@ pub fn load_cuda() {
         if !nvidia_driver_present() {
             return;
         }
+        let mut failures = Vec::new();
         for candidate in cuda_library_candidates() {
-            let Ok(path) = std::ffi::CString::new(candidate) else {
+            let Ok(path) = std::ffi::CString::new(candidate.clone()) else {
                 continue;
             };
             // SAFETY: dlopen with a valid C string; the handle is deliberately never closed.
@@ -34,8 +35,39 @@ pub fn load_cuda() {
             if !handle.is_null() {
                 return;
             }
+            failures.push(dlerror().unwrap_or(candidate));
         }
+        // A GPU machine on which CUDA then looks absent needs this to say why (a missing cuBLAS,
+        // a library built for another CUDA): see [`cuda_load_error`].
+        let _ = LOAD_FAILURE.set(failures.join("; "));
     });
+}
+
+static LOAD_FAILURE: OnceLock<String> = OnceLock::new();
+
+/// Why libtorch's CUDA backend did not load on a machine with an NVIDIA driver: the dynamic
+/// loader's message for each place [`load_cuda`] tried. `None` where it loaded, and where there
+/// is no driver (nothing was tried).
+///
+/// ```
+/// if let Some(why) = tchbook_prelude::device::cuda_load_error() {
+///     println!("libtorch_cuda.so did not load: {why}");
+/// }
+/// ```
+pub fn cuda_load_error() -> Option<&'static str> {
+    load_cuda();
+    LOAD_FAILURE.get().map(String::as_str)
+}
+
+/// The dynamic loader's message for the last failed `dlopen` of this thread.
+fn dlerror() -> Option<String> {
+    // SAFETY: dlerror returns null or a NUL-terminated message owned by libc, read at once.
+    let message = unsafe { libc::dlerror() };
+    (!message.is_null()).then(|| {
+        unsafe { std::ffi::CStr::from_ptr(message) }
+            .to_string_lossy()
+            .into_owned()
+    })
 }
 
 /// Whether this machine has an NVIDIA driver, the condition for [`load_cuda`] to load

@@ -174,3 +174,37 @@ fn cuda_queries_do_not_panic_without_cuda() {
     assert!(cuda::get_device_properties(n + 5).is_none());
     cuda::synchronize(0);
 }
+
+#[test]
+fn gpu_check_fails_where_a_driver_is_present_but_cuda_cannot_run() {
+    // A GPU machine whose CUDA is broken must not pass the GPU check by skipping every CUDA check.
+    // A stand-in libcuda.so.1 with no symbols makes the prelude see a driver, and the CUDA runtime
+    // then refuses it: the card and the check must say what the runtime answered.
+    let dir = crate::scratch("broken-driver");
+    let status = std::process::Command::new("cc")
+        .args(["-shared", "-fPIC", "-x", "c", "/dev/null", "-o"])
+        .arg(dir.join("libcuda.so.1"))
+        .status()
+        .expect("cc (the C compiler Rust links with) runs");
+    assert!(status.success());
+    let example = crate::example("gpu_check");
+    let path = std::env::var("LD_LIBRARY_PATH").unwrap_or_default();
+    let out = std::process::Command::new(&example)
+        .env("LD_LIBRARY_PATH", format!("{}:{path}", dir.display()))
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(!out.status.success(), "gpu_check passed:\n{stdout}");
+    assert!(
+        stdout.contains("[FAIL] CUDA is available wherever an NVIDIA driver is"),
+        "{stdout}"
+    );
+    let card = stdout
+        .lines()
+        .find(|l| l.starts_with("CUDA "))
+        .unwrap_or_else(|| panic!("the device card has no CUDA row:\n{stdout}"));
+    assert!(
+        card.contains("an NVIDIA driver is present, but libtorch"),
+        "{card}"
+    );
+}

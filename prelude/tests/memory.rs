@@ -75,17 +75,7 @@ fn without_an_nvidia_driver_a_kernel_process_maps_no_libtorch_cuda() {
     // This test binary links libtorch_cuda itself (build.rs), so it asks the startup_rss example,
     // which starts the way a kernel's evaluation process does (attach, best_device, one op).
     // `cargo test` builds the examples next to the test binaries.
-    let exe = std::env::current_exe().unwrap();
-    let example = exe
-        .parent()
-        .and_then(|deps| deps.parent())
-        .map(|profile| profile.join("examples/startup_rss"))
-        .unwrap();
-    assert!(
-        example.exists(),
-        "{} is missing: run the tests with `cargo test`, which builds the examples",
-        example.display()
-    );
+    let example = crate::example("startup_rss");
     let out = std::process::Command::new(&example).output().unwrap();
     assert!(
         out.status.success(),

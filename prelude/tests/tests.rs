@@ -31,6 +31,24 @@ pub fn prelude_dir() -> PathBuf {
         .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")))
 }
 
+/// The path of one of the prelude's examples (`prelude/examples/NAME.rs`), which `cargo test`
+/// builds into `examples/` beside the test binary's folder (and the GPU bundle lays out the same
+/// way). Panics, saying how to build it, if it is missing.
+pub fn example(name: &str) -> PathBuf {
+    let exe = std::env::current_exe().unwrap();
+    let example = exe
+        .parent()
+        .and_then(|deps| deps.parent())
+        .map(|profile| profile.join("examples").join(name))
+        .unwrap();
+    assert!(
+        example.exists(),
+        "{} is missing: run the tests with `cargo test`, which builds the examples",
+        example.display()
+    );
+    example
+}
+
 /// A fresh, empty directory for one test.
 pub fn scratch(name: &str) -> PathBuf {
     let dir = std::env::temp_dir().join(format!("tchbook-prelude-{}-{name}", std::process::id()));

@@ -25,6 +25,7 @@ pub use memory::{
 };
 pub use query::{
     DeviceIndex, DeviceProperties, Versions, current_device, device_count, get_device_capability,
-    get_device_name, get_device_properties, is_available, synchronize, versions,
+    get_device_name, get_device_properties, is_available, synchronize, unavailable_reason,
+    versions,
 };
 pub use summary::{DeviceMemory, MemorySummary, memory_summary};

@@ -55,6 +55,52 @@ pub fn is_available() -> bool {
     tch::Cuda::is_available()
 }
 
+/// Why [`is_available`] is false, in words a user can act on; `None` where CUDA is available.
+/// Without an NVIDIA driver: "no CUDA device is present". With one: why libtorch's CUDA backend did
+/// not load ([`crate::device::cuda_load_error`]), or what the CUDA runtime answered when asked for
+/// its devices (a driver too old for libtorch's CUDA, no device visible to this process).
+///
+/// ```
+/// use tchbook_prelude::cuda;
+/// assert_eq!(cuda::unavailable_reason().is_none(), cuda::is_available());
+/// ```
+pub fn unavailable_reason() -> Option<String> {
+    if is_available() {
+        return None;
+    }
+    if !crate::backend::nvidia_driver_present() {
+        return Some("no CUDA device is present".into());
+    }
+    if let Some(why) = crate::backend::cuda_load_error() {
+        return Some(format!(
+            "an NVIDIA driver is present, but libtorch's CUDA backend (libtorch_cuda.so) did not \
+             load: {why}"
+        ));
+    }
+    type GetDeviceCount = unsafe extern "C" fn(*mut c_int) -> c_int;
+    type GetErrorString = unsafe extern "C" fn(c_int) -> *const c_char;
+    let runtime = match lookup::<GetDeviceCount>(c"cudaGetDeviceCount") {
+        Some(count) => {
+            let mut n: c_int = 0;
+            // SAFETY: cudaGetDeviceCount(int*) from libcudart.
+            match unsafe { count(&mut n) } {
+                0 => format!("the CUDA runtime sees {n} device(s)"),
+                code => match lookup::<GetErrorString>(c"cudaGetErrorString") {
+                    // SAFETY: cudaGetErrorString returns a static NUL-terminated string.
+                    Some(text) => unsafe { CStr::from_ptr(text(code)) }
+                        .to_string_lossy()
+                        .into_owned(),
+                    None => format!("CUDA runtime error {code}"),
+                },
+            }
+        }
+        None => "the CUDA runtime is not loaded".into(),
+    };
+    Some(format!(
+        "an NVIDIA driver is present, but libtorch finds no usable CUDA device: {runtime}"
+    ))
+}
+
 /// `torch.cuda.device_count()` (0 without CUDA).
 ///
 /// ```

@@ -62,7 +62,12 @@ impl DeviceCard {
     fn rows(&self) -> Vec<(String, String)> {
         let mut rows = vec![("Best device".to_string(), device_name(self.best))];
         if self.gpus.is_empty() {
-            rows.push(("CUDA".into(), "no CUDA device is present".into()));
+            // On a GPU machine where CUDA failed, the card is where a user looks first: say why.
+            let why = cuda::unavailable_reason();
+            rows.push((
+                "CUDA".into(),
+                why.unwrap_or_else(|| "no CUDA device is present".into()),
+            ));
         }
         for (p, mem) in &self.gpus {
             let memory = match mem {

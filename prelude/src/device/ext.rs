@@ -29,11 +29,14 @@ pub trait TensorDevice {
 }
 
 fn no_cuda_error() -> TorchError {
-    TorchError(
-        "CUDA is not available: no CUDA device is present or libtorch has no CUDA support; \
-         use best_device() to fall back to the CPU"
-            .into(),
-    )
+    // With a driver, CUDA should have worked: the reason is what the user needs to fix it.
+    let why = match cuda::unavailable_reason() {
+        Some(why) if crate::backend::nvidia_driver_present() => why,
+        _ => "no CUDA device is present or libtorch has no CUDA support".into(),
+    };
+    TorchError(format!(
+        "CUDA is not available: {why}; use best_device() to fall back to the CPU"
+    ))
 }
 
 impl TensorDevice for Tensor {

@@ -13,7 +13,7 @@ mod card;
 mod ext;
 mod select;
 
-pub use crate::backend::{load_cuda, nvidia_driver_present};
+pub use crate::backend::{cuda_load_error, load_cuda, nvidia_driver_present};
 pub use crate::torch_error::{TorchError, catch_torch_error, short_error};
 pub use card::{DeviceCard, device_card};
 pub use ext::{NamedParameters, TensorDevice, VarStoreExt, named_parameters};
