@@ -17,6 +17,7 @@ The Rust kernel behind the bridge is the wheel's binary; its build cache is the 
 """
 from __future__ import annotations
 
+import ast
 import asyncio
 import contextlib
 import json
@@ -427,3 +428,82 @@ def test_colab_setup_runs_the_first_tutorial_through_rust_cells(hosted):
     assert len(plots) == 1, f"one loss plot, updated in place: {[o.output_type for o in train]}"
     accuracy = float(re.search(r"test accuracy: ([0-9.]+)", run.text("test-accuracy")).group(1))
     assert accuracy > 0.6, f"the model did not learn: test accuracy {accuracy}"
+
+
+def complete_reply(kc, code: str, cursor: int | None = None) -> dict:
+    msg_id = kc.complete(code, len(code) if cursor is None else cursor)
+    while True:
+        reply = kc.get_shell_msg(timeout=30)
+        if reply["parent_header"].get("msg_id") == msg_id:
+            return reply["content"]
+
+
+def test_tab_in_rust_is_answered_by_the_rust_kernel_and_in_python_by_python(hosted):
+    """What the Python kernel answers a front end's complete_request (JupyterLab's Tab) in a
+    `%%rust` cell, after `%rust`, and in Python: Rust names with offsets into the whole cell where
+    the cursor is in Rust, Python's names elsewhere."""
+    from jupyter_client.manager import start_new_kernel
+
+    with jupyter_path(hosted):
+        km, kc = start_new_kernel(kernel_name=KERNEL, env=hosted["env"])
+    try:
+        reply = kc.execute_interactive("%load_ext tchbook\nimport os", timeout=120)
+        assert reply["content"]["status"] == "ok", reply["content"]
+        cell = "%%rust\nlet distinctive_rust_name = vec![1, 2, 3];"
+        reply = kc.execute_interactive(cell, timeout=CELL_TIMEOUT_S)
+        assert reply["content"]["status"] == "ok", reply["content"]
+
+        cell = "%%rust\nlet n = distinctive_ru"
+        got = complete_reply(kc, cell)
+        assert "distinctive_rust_name" in got["matches"], got
+        assert (got["cursor_start"], got["cursor_end"]) == (cell.index("distinctive_ru"), len(cell)), got
+
+        cell = "%%rust\nlet t = Tensor::zer\nlet u = 1;"
+        cursor = cell.index("zer") + 3
+        got = complete_reply(kc, cell, cursor)
+        assert "zeros" in got["matches"], got["matches"][:20]
+        assert got["cursor_start"] == cell.index("zer"), got
+        kinds = {t["text"]: t["type"] for t in got["metadata"]["_jupyter_types_experimental"]}
+        assert kinds["zeros"] and all(t["start"] == got["cursor_start"]
+                                      for t in got["metadata"]["_jupyter_types_experimental"])
+        assert not any(m.startswith("os") for m in got["matches"]), "a Python name in a Rust cell"
+
+        line = "x = 1\n%rust distinctive_rust_name.le"
+        got = complete_reply(kc, line)
+        assert "len" in got["matches"], got["matches"][:20]
+        assert got["cursor_start"] == len(line) - 2, got
+
+        # A name Rust does not know: no match, and no Python name in its place.
+        got = complete_reply(kc, "%%rust\nlet q = os.pa")
+        assert not any(m.startswith("os") or m == "path" for m in got["matches"]), got["matches"]
+
+        got = complete_reply(kc, "os.pa")
+        assert any(m.endswith("path") for m in got["matches"]), got["matches"]
+    finally:
+        kc.stop_channels()
+        km.shutdown_kernel(now=True)
+
+
+TERMINAL = """
+from IPython.core.completer import provisionalcompleter
+from IPython.core.interactiveshell import InteractiveShell
+
+shell = InteractiveShell.instance()
+shell.run_line_magic("load_ext", "tchbook")
+assert shell.run_cell("%%rust\\nlet distinctive_rust_name = vec![1, 2, 3];").success
+for text in ["%%rust\\ndistinctive_rust_name.le", "import o"]:
+    with provisionalcompleter():
+        print(repr([(c.text, c.start, c.type) for c in shell.Completer.completions(text, len(text))]))
+"""
+
+
+def test_tab_in_rust_in_a_terminal_ipython_is_answered_by_the_rust_kernel(hosted):
+    """A terminal IPython has no ipykernel: its own completer asks the Rust kernel (IPython's
+    matcher API) where the cursor is in Rust, and Python's matchers elsewhere."""
+    out = subprocess.run([str(hosted["python"]), "-c", TERMINAL], env=hosted["env"], capture_output=True,
+                         text=True, timeout=CELL_TIMEOUT_S)
+    assert out.returncode == 0, out.stderr
+    rust, python = (ast.literal_eval(line) for line in out.stdout.splitlines()[-2:])
+    assert ("len", len("%%rust\ndistinctive_rust_name."), "function") in rust, rust
+    assert all(start == len("%%rust\ndistinctive_rust_name.") for _, start, _ in rust), rust
+    assert "os" in [text for text, _, _ in python], python

@@ -6,7 +6,8 @@ The wheel carries the `tchbook` binary (on PATH once installed; `python -m tchbo
     %load_ext tchbook
 
 starts this notebook's Rust kernel and adds `%%rust` (a Rust cell), `%rust EXPR`,
-`%rust_restart` and `%rust_status`; see `tchbook.bridge` for what is forwarded and how.
+`%rust_restart` and `%rust_status`; see `tchbook.bridge` for what is forwarded and how. Tab in
+Rust is answered by the Rust kernel (`tchbook.completion`).
 """
 from __future__ import annotations
 
@@ -26,14 +27,19 @@ def kernel() -> RustKernel:
 
 
 def load_ipython_extension(ipython) -> None:
+    from . import completion
     from .magics import RustMagics
 
     rust = kernel()
     ipython.register_magics(RustMagics(ipython, rust))
+    completion.install(ipython, rust)
     # Started now rather than in the first cell: the kernel's start overlaps the user's typing.
     rust.ensure()
 
 
 def unload_ipython_extension(ipython) -> None:
+    from . import completion
+
+    completion.uninstall(ipython)
     if _kernel is not None:
         _kernel.shutdown()

@@ -37,6 +37,7 @@ from __future__ import annotations
 import atexit
 import getpass
 import os
+import queue
 import signal
 import sys
 import threading
@@ -324,6 +325,28 @@ class RustKernel:
         with self._lock:
             self.ensure()
             return _Cell(self, code).run()
+
+    def complete(self, code: str, cursor_pos: int, timeout: float) -> dict | None:
+        """The Rust kernel's complete_reply content for `code`, or None if it is not running, is
+        busy with a cell, or takes longer than `timeout` seconds (a late reply is dropped by the
+        next request's filter on msg_id). Never starts a kernel: that is the first cell's job."""
+        if not self._lock.acquire(timeout=0.05):
+            return None
+        try:
+            if self.kc is None or not self.alive():
+                return None
+            msg_id = self.kc.complete(code, cursor_pos)
+            deadline = time.monotonic() + timeout
+            while (left := deadline - time.monotonic()) > 0:
+                try:
+                    reply = self.kc.get_shell_msg(timeout=left)
+                except queue.Empty:
+                    break
+                if reply["parent_header"].get("msg_id") == msg_id:
+                    return reply["content"]
+            return None
+        finally:
+            self._lock.release()
 
     def interrupt(self) -> None:
         if self.km is not None:

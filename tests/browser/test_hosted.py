@@ -12,12 +12,13 @@ from __future__ import annotations
 import json
 import os
 import sys
+import time
 from pathlib import Path
 
 import nbformat
 
 from labpage import OUTPUT, ROOT, Notebook
-from test_interaction import shown, wait_for_text
+from test_interaction import MENU, shown, wait_for_text
 
 NOTEBOOK = ROOT / "tests" / "hosted" / "rust-cells.ipynb"
 KERNEL = "python3-tchbook-bridge"
@@ -94,6 +95,59 @@ def test_rust_cells_in_a_python_notebook_look_as_in_the_native_kernel(lab, conte
                        {at["live"]: screenshots / "hosted--live.png"})
     except Exception:
         nb.page.screenshot(path=str(screenshots / "failed--hosted-rust-cells.png"))
+        raise
+    finally:
+        nb.close()
+
+
+def menu_after_tab(nb: Notebook, cell: int, want: str) -> tuple[list[str], float]:
+    """Presses Tab; the completer menu's names once they hold `want`, or after 5 s (JupyterLab
+    drops a kernel reply slower than 1 s, so waiting longer cannot bring a late one)."""
+    started = time.monotonic()
+    nb.page.keyboard.press("Tab")
+    while True:
+        names = nb.page.evaluate(MENU, cell)["names"]
+        took = time.monotonic() - started
+        if want in names or took > 5:
+            return names, took
+        time.sleep(0.05)
+
+
+def test_tab_in_a_rust_cell_offers_rust_names_not_python_ones(lab, context, screenshots):
+    """A person in a Python notebook types Rust in a `%%rust` cell and presses Tab: the menu holds
+    what the Rust kernel knows (a vector's methods), and no Python builtin."""
+    bridge_kernelspec(lab)
+    source = nbformat.v4.new_notebook()
+    source.metadata["kernelspec"] = {"name": KERNEL, "display_name": "Python 3 (tchbook bridge)",
+                                     "language": "python"}
+    source.cells = [nbformat.v4.new_code_cell("%load_ext tchbook"),
+                    nbformat.v4.new_code_cell("%%rust\nlet distinctive_rust_name = vec![1, 2, 3];"),
+                    nbformat.v4.new_code_cell("")]
+    name = "hosted-tab.ipynb"
+    nbformat.write(source, lab.root / name)
+    nb = Notebook.open(lab, context, name)
+    try:
+        nb.wait_idle()
+        nb.run_cell(0, 120)
+        nb.run_cell(1, RUN_ALL_S)
+        nb.edit(2)
+        nb.page.keyboard.type("%%rust")
+        nb.page.keyboard.press("Enter")
+        nb.page.keyboard.type("distinctive_rust_name.le")
+        names, took = menu_after_tab(nb, 2, "len")
+        assert "len" in names, f"Tab in a %%rust cell offered no `len` within {took:.1f} s: {names[:10]}"
+        nb.page.keyboard.press("Escape")  # closes the menu, stays in the editor
+        nb.page.keyboard.press("Control+a")
+        nb.page.keyboard.press("Backspace")
+        nb.page.keyboard.type("%%rust")
+        nb.page.keyboard.press("Enter")
+        nb.page.keyboard.type("pri")
+        names, took = menu_after_tab(nb, 2, "println!")
+        assert "print" not in names, f"Python's print offered in a Rust cell: {names[:10]}"
+        assert any(n.startswith("print") for n in names), f"no Rust print macro offered: {names[:10]}"
+        nb.page.screenshot(path=str(screenshots / "hosted--tab.png"))
+    except Exception:
+        nb.page.screenshot(path=str(screenshots / "failed--hosted-tab.png"))
         raise
     finally:
         nb.close()
