@@ -3,7 +3,7 @@
 use crate::build::cache::{self, BuildCache};
 use crate::build::env;
 use crate::build::libtorch::{detect_libtorch, Libtorch};
-use crate::engine::{Engine, EngineOptions, Event};
+use crate::engine::{Engine, EngineOptions};
 use anyhow::{bail, Context, Result};
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -142,7 +142,7 @@ pub fn prebuild_prelude(libtorch: &Libtorch) -> Result<()> {
     std::fs::create_dir_all(&template)?;
     env::set_for_build(Some(libtorch), &template);
     let started = std::time::Instant::now();
-    let mut engine = Engine::spawn(EngineOptions {
+    let engine = Engine::spawn(EngineOptions {
         build_dir: template.clone(),
         cache: None,
         prelude: Ok(prelude),
@@ -150,19 +150,14 @@ pub fn prebuild_prelude(libtorch: &Libtorch) -> Result<()> {
         interrupt_grace: Duration::from_secs(3),
         cell_opt_level: env::cell_opt_level(),
     });
-    loop {
-        match engine.events.blocking_recv() {
-            Some(Event::Started(startup)) => {
-                if let Some(warning) = startup.warning {
-                    bail!("the build failed:\n{warning}");
-                }
-                break;
+    match engine.build_only() {
+        Some(startup) => {
+            if let Some(warning) = startup.warning {
+                bail!("the build failed:\n{warning}");
             }
-            Some(_) => {}
-            None => bail!("the build engine stopped"),
         }
+        None => bail!("the build engine stopped"),
     }
-    engine.interrupter.kill();
     println!("Built in {:.0?}.", started.elapsed());
     index_completions(&cache);
     Ok(())

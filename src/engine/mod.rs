@@ -166,10 +166,10 @@ enum Request {
 /// The async side's handle on the engine; the kernel drives it as an [`Evaluator`].
 pub struct Engine {
     requests: Sender<Request>,
-    /// Events in order; only one reader (the shell loop, or `tchbook install` waiting for the
-    /// start-up build).
-    pub events: mpsc::UnboundedReceiver<Event>,
-    pub interrupter: Interrupter,
+    /// Events in order; only one reader (the shell loop through [`Evaluator`], or
+    /// [`Engine::build_only`]).
+    events: mpsc::UnboundedReceiver<Event>,
+    interrupter: Interrupter,
 }
 
 impl Engine {
@@ -192,6 +192,21 @@ impl Engine {
             events: event_rx,
             interrupter,
         }
+    }
+
+    /// Waits (blocking; no async runtime) for the engine's start-up build, then ends its
+    /// evaluation process: what `tchbook install` wants, the build cache filled. Returns the
+    /// start-up, or `None` if the engine stopped first.
+    pub fn build_only(mut self) -> Option<Startup> {
+        let startup = loop {
+            match self.events.blocking_recv() {
+                Some(Event::Started(startup)) => break Some(startup),
+                Some(_) => {}
+                None => break None,
+            }
+        };
+        self.interrupter.kill();
+        startup
     }
 }
 

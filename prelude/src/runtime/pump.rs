@@ -16,7 +16,6 @@ use std::io::Write;
 use std::sync::Mutex;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
-use tchbook_wire::LINE_TOKENS;
 
 /// How long a partial line waits for more bytes before the pump flushes it as a `stream`
 /// message.
@@ -130,7 +129,7 @@ fn pump(fds: [(libc::c_int, libc::c_int); 2]) {
         let [out, err] = &mut sources;
         if out.read_fd >= 0 && polls[0].revents != 0 {
             for piece in read_once(out, &mut chunk) {
-                if matches!(&piece, Chunk::Line(line) if starts_with_token(line)) {
+                if matches!(piece, Chunk::Kernel(_)) {
                     // A kernel line (evcxr's end of a cell, an export runner's sync) closes
                     // what came before it, and whatever the cell wrote to stderr before it is
                     // in stderr's pipe by now: that goes first, or it would land in the next
@@ -206,16 +205,12 @@ fn read_once(source: &mut Source, chunk: &mut [u8]) -> Vec<Chunk> {
 fn deliver(name: &'static str, chunk: Chunk, own_fd: libc::c_int) {
     let out = ORIGINAL_OUT.lock().unwrap_or_else(|e| e.into_inner());
     match chunk {
-        // A kernel's line (an export runner's sync line, say) goes where it was written.
-        Chunk::Line(bytes) if name == "stderr" && !starts_with_token(&bytes) => {
+        Chunk::Line(bytes) if name == "stderr" => {
             let text = String::from_utf8_lossy(&bytes);
             write_fd(*out, stream_message(name, &text).to_line().as_bytes());
         }
-        Chunk::Line(bytes) => write_fd(own_fd, &bytes),
+        // A kernel's line (an export runner's sync line, say) goes where it was written.
+        Chunk::Line(bytes) | Chunk::Kernel(bytes) => write_fd(own_fd, &bytes),
         Chunk::Protocol(bytes) => write_fd(*out, &bytes),
     }
-}
-
-fn starts_with_token(line: &[u8]) -> bool {
-    LINE_TOKENS.iter().any(|t| line.starts_with(t.as_bytes()))
 }

@@ -19,10 +19,17 @@ pub(crate) struct LineSplitter {
     scanned: usize,
 }
 
-/// One thing the pump writes: `Line` to the stream's own fd, `Protocol` to stdout.
+/// One thing the pump writes: `Line` and `Kernel` to the stream's own fd (a `Line` of stderr
+/// travels on stdout as a `stream` message instead), `Protocol` to stdout.
 #[derive(Debug, PartialEq, Eq)]
 pub(crate) enum Chunk {
+    /// A complete line the cell wrote.
     Line(Vec<u8>),
+    /// A complete line that starts with a kernel token ([`LINE_TOKENS`]): evcxr's end-of-cell
+    /// marker, an export runner's sync. It ends what came before it.
+    Kernel(Vec<u8>),
+    /// A message line of the prelude's own (after a marker), or a partial line made a `stream`
+    /// message.
     Protocol(Vec<u8>),
 }
 
@@ -98,7 +105,15 @@ impl LineSplitter {
                 out.push(Chunk::Protocol(self.stream_line(&text)));
                 continue;
             }
-            out.push(Chunk::Line(self.take(at + 1)));
+            let kernel = LINE_TOKENS
+                .iter()
+                .any(|t| self.pending().starts_with(t.as_bytes()));
+            let line = self.take(at + 1);
+            out.push(if kernel {
+                Chunk::Kernel(line)
+            } else {
+                Chunk::Line(line)
+            });
         }
         self.compact();
         out
@@ -181,7 +196,7 @@ mod tests {
                 Chunk::Protocol(stream_message("stdout", "partial").to_line().into_bytes()),
                 Chunk::Protocol(b"TCHBOOK_DISPLAY {\"op\":\"clear\",\"wait\":true}\n".to_vec()),
                 Chunk::Protocol(stream_message("stdout", "user text").to_line().into_bytes()),
-                Chunk::Line(b"EVCXR_END_CONTENT\n".to_vec()),
+                Chunk::Kernel(b"EVCXR_END_CONTENT\n".to_vec()),
                 Chunk::Line(b"last\n".to_vec()),
             ]
         );
