@@ -180,6 +180,9 @@ def kernel_section(k):
         lambda r: fmt_s(r["mem_cifar"]["cell_seconds"]) if "mem_cifar" in r else "–")
     mem("… its training loop alone, timed inside the cell",
         lambda r: fmt_s(r["mem_cifar"].get("loop_seconds")) if "mem_cifar" in r else "–")
+    # A measure this run did not take (kernels.py gained it later) is left out, not shown as dashes.
+    out = [line for line in out if not (line.startswith("| ") and line.endswith(" |") and all(
+        cell.strip() == "–" for cell in line[2:-2].split(" | ")[1:]))]
     if "tchbook" in ks and "evcxr" in ks:
         a, b = ks["tchbook"]["trivial"]["median"], ks["evcxr"]["trivial"]["median"]
         out.append(f"\nGoal, trivial cell ≤ ½ evcxr's: tchbook {fmt_s(a)} vs evcxr {fmt_s(b)} = "
@@ -244,8 +247,9 @@ def main():
         lines.append("")
     # A CUDA table measured elsewhere (scripts/gpu-check --apply) names its machine in its note.
     if m["gpu"] == "none" and "cuda" not in devices:
-        lines.append("No GPU on this machine, so there is no CUDA table: `scripts/bench` on a machine where "
-                     "`nvidia-smi` sees a GPU adds one (or `scripts/bench --only train --device cuda`).\n")
+        lines.append("No CUDA table yet: no GPU has run these workloads. The GPU machine has no Rust toolchain, so "
+                     "`scripts/gpu-check` builds its bundle here and `scripts/gpu-check --apply` adds the table from "
+                     "the run there; on a GPU machine with Rust, `scripts/bench --only train --device cuda` does.\n")
     if args.notes and args.notes.exists():
         lines.append(args.notes.read_text().rstrip() + "\n")
     args.out.write_text("\n".join(lines))
