@@ -170,7 +170,7 @@ def kernel_section(k):
     mem("memory idle, tch/torch loaded (kernel + evaluation process)",
         lambda r: f"{r['mem_idle']['before_completions_mib']:.0f} MiB"
         if "before_completions_mib" in r.get("mem_idle", {}) else "–")
-    mem("… after the completion requests (tchbook: rust-analyzer started)",
+    mem("… after the completion requests",
         lambda r: f"{r['mem_idle']['main_mib']:.0f} MiB" if "mem_idle" in r else "–")
     mem("memory peak during the CIFAR cell (kernel + evaluation process)",
         lambda r: f"{r['mem_cifar']['peak_main_mib']:.0f} MiB" if "mem_cifar" in r else "–")
