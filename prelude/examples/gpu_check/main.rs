@@ -41,6 +41,16 @@ impl Checks {
         println!("[SKIP] {what}: {why}");
         self.skipped += 1;
     }
+
+    /// A section that only CUDA can check: `run` on CUDA, else one skipped check named `what`.
+    fn cuda_only(&mut self, cuda: bool, title: &str, what: &str, run: fn(&mut Checks)) {
+        println!("\n== {title} ==");
+        if cuda {
+            run(self);
+        } else {
+            self.skip(what, NO_CUDA);
+        }
+    }
 }
 
 const NO_CUDA: &str = "no CUDA device here (libtorch sees none)";
@@ -151,26 +161,24 @@ fn main() {
         );
     }
 
-    println!("\n== the cross-device error ==");
-    if cuda {
-        cross_device_error(&mut checks);
-    } else {
-        checks.skip("the cross-device error reads as PyTorch's", NO_CUDA);
-    }
-
-    println!("\n== out of memory ==");
-    if cuda {
-        out_of_memory(&mut checks);
-    } else {
-        checks.skip("an out-of-memory allocation is a clear error", NO_CUDA);
-    }
-
-    println!("\n== pinned, non-blocking transfers ==");
-    if cuda {
-        pinned_transfers(&mut checks);
-    } else {
-        checks.skip("pinned, non-blocking DataLoader transfers", NO_CUDA);
-    }
+    checks.cuda_only(
+        cuda,
+        "the cross-device error",
+        "the cross-device error reads as PyTorch's",
+        cross_device_error,
+    );
+    checks.cuda_only(
+        cuda,
+        "out of memory",
+        "an out-of-memory allocation is a clear error",
+        out_of_memory,
+    );
+    checks.cuda_only(
+        cuda,
+        "pinned, non-blocking transfers",
+        "pinned, non-blocking DataLoader transfers",
+        pinned_transfers,
+    );
 
     println!("\n== training steps ==");
     let device = if cuda { Device::Cuda(0) } else { Device::Cpu };
