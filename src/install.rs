@@ -6,7 +6,6 @@ use crate::build::libtorch::{detect_libtorch, Libtorch};
 use crate::engine::{Engine, EngineOptions};
 use anyhow::{bail, Context, Result};
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::time::Duration;
 
 pub const KERNEL_NAME: &str = "tchbook";
@@ -31,7 +30,7 @@ fn data_dir(location: &Location) -> Result<PathBuf> {
             }
         },
         Location::SysPrefix => {
-            let output = Command::new("python3")
+            let output = env::tool("python3")
                 .args(["-c", "import sys; print(sys.prefix)"])
                 .output()
                 .context("--sys-prefix needs python3 on PATH")?;

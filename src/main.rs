@@ -109,6 +109,9 @@ fn main() -> ExitCode {
     if let Some(code) = Role::of_this_process().run() {
         return ExitCode::from(u8::try_from(code).unwrap_or(101));
     }
+    // Before any thread starts, and before this process starts any other: nothing it starts
+    // may load libraries from the folder it runs in.
+    env::drop_relative_library_path();
     tracing_subscriber::fmt()
         .with_writer(std::io::stderr)
         .with_env_filter(

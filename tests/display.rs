@@ -28,14 +28,17 @@ async fn timed_iopub(
 async fn display_update_and_clear_arrive_live_and_in_order_while_the_cell_runs() {
     let mut kernel = Kernel::start().await;
     kernel.run_ok("1").await;
+    // The protocol's lines as a cell that knows the kernel's key writes them (the prelude's
+    // display calls write the same lines).
     let code = r#"
 fn pause() { std::thread::sleep(std::time::Duration::from_millis(700)); }
-println!("TCHBOOK_DISPLAY {{\"op\":\"display\",\"data\":{{\"text/html\":\"<b>epoch 1</b>\",\"text/plain\":\"epoch 1\"}},\"metadata\":{{}},\"display_id\":\"progress\"}}");
+fn protocol(line: String) { println!("\u{1e}{} {line}", std::env::var("TCHBOOK_LINE_KEY").unwrap()); }
+protocol(format!("TCHBOOK_DISPLAY {{\"op\":\"display\",\"data\":{{\"text/html\":\"<b>epoch 1</b>\",\"text/plain\":\"epoch 1\"}},\"metadata\":{{}},\"display_id\":\"progress\"}}"));
 pause();
-println!("TCHBOOK_DISPLAY {{\"op\":\"update\",\"data\":{{\"text/html\":\"<b>epoch 2</b>\"}},\"metadata\":{{}},\"display_id\":\"progress\"}}");
+protocol(format!("TCHBOOK_DISPLAY {{\"op\":\"update\",\"data\":{{\"text/html\":\"<b>epoch 2</b>\"}},\"metadata\":{{}},\"display_id\":\"progress\"}}"));
 pause();
-println!("TCHBOOK_DISPLAY {{\"op\":\"clear\",\"wait\":true}}");
-println!("TCHBOOK_DISPLAY {{\"op\":\"display\",\"data\":{{\"image/svg+xml\":\"<svg/>\",\"text/markdown\":\"**done**\",\"text/latex\":\"$x$\",\"application/json\":{{\"loss\":[3,2,1]}},\"image/png\":\"iVBORw0KGgo=\"}},\"metadata\":{{}},\"display_id\":null}}");
+protocol(format!("TCHBOOK_DISPLAY {{\"op\":\"clear\",\"wait\":true}}"));
+protocol(format!("TCHBOOK_DISPLAY {{\"op\":\"display\",\"data\":{{\"image/svg+xml\":\"<svg/>\",\"text/markdown\":\"**done**\",\"text/latex\":\"$x$\",\"application/json\":{{\"loss\":[3,2,1]}},\"image/png\":\"iVBORw0KGgo=\"}},\"metadata\":{{}},\"display_id\":null}}"));
 pause();
 "#;
     let sent = kernel.send_shell(ExecuteRequest::new(code.into())).await;

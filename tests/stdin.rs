@@ -5,7 +5,7 @@ use jupyter_protocol::{
     ExecuteRequest, InputReply, JupyterMessage, JupyterMessageContent, ReplyStatus,
 };
 
-const READS_A_NAME: &str = "println!(\"EVCXR_INPUT_REQUEST:Name? \");\nlet mut name = String::new();\nstd::io::stdin().read_line(&mut name).unwrap();\nprintln!(\"hello {}!\", name.trim());";
+const READS_A_NAME: &str = "let name = input(\"Name? \");\nprintln!(\"hello {}!\", name.trim());";
 
 #[tokio::test(flavor = "multi_thread")]
 async fn input_request_reaches_the_front_end_and_its_reply_reaches_the_cell() {

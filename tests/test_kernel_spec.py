@@ -41,9 +41,11 @@ KERNEL_NAME = "tchbook-under-test"
 
 
 def display_line(payload: dict) -> str:
-    """A cell that prints one live display protocol line (see DEVELOPERS.md)."""
+    """A cell that prints one live display protocol line (see DEVELOPERS.md), keyed with the
+    kernel's line key as the prelude keys it (a line without the key is text)."""
     text = "TCHBOOK_DISPLAY " + json.dumps(payload)
-    return "println!(" + json.dumps(text).replace("{", "{{").replace("}", "}}") + ");"
+    return ('println!("\\u{1e}{} {}", std::env::var("TCHBOOK_LINE_KEY").unwrap(), '
+            + json.dumps(text) + ");")
 
 
 class TchbookKernelTests(jupyter_kernel_test.KernelTests):

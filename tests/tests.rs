@@ -15,6 +15,8 @@ mod display;
 mod download;
 mod execute;
 mod fuzz;
+mod hostile_folder;
+mod hostile_output;
 mod install;
 mod interrupt;
 mod lifecycle;

@@ -1,8 +1,12 @@
-use crate::{is_child, run_child};
+use crate::{is_child, run_child, run_child_with};
 use tchbook_prelude::display::{Bundle, show};
 use tchbook_prelude::interrupt;
 use tchbook_prelude::runtime;
-use tchbook_wire::{Message, PREFIX, Panic, StreamName};
+use tchbook_wire::env::LINE_KEY;
+use tchbook_wire::{Message, PREFIX, Panic, StreamName, unkeyed_with};
+
+/// The line key the pump's child runs with, as the kernel gives its evaluation process one.
+const KEY: &str = "00112233445566778899aabbccddeeff";
 
 const PUMP_CHILD: &str = "runtime::pump_child";
 
@@ -21,14 +25,17 @@ fn pump_child() {
     println!(" rest");
     print!("glued");
     show(&Bundle::text("shown"));
+    // Printed by the cell: text, even in the protocol's words.
     println!("EVCXR_EXECUTION_COMPLETE");
+    println!("TCHBOOK_DISPLAY {{\"op\":\"clear\",\"wait\":false}}");
+    println!("{}", tchbook_wire::keyed("EVCXR_EXECUTION_COMPLETE"));
     eprintln!("to stderr");
     std::thread::sleep(std::time::Duration::from_millis(300));
 }
 
 #[test]
 fn pump_forwards_whole_lines_and_flushes_partial_lines_as_stream_ops() {
-    let out = run_child(PUMP_CHILD);
+    let out = run_child_with(PUMP_CHILD, &[(LINE_KEY, KEY.as_ref())]);
     // libtest's own "test runtime::pump_child ... " has no newline and joins the first line.
     let out = out.replace("test runtime::pump_child ... ", "");
     let lines: Vec<&str> = out
@@ -37,7 +44,7 @@ fn pump_forwards_whole_lines_and_flushes_partial_lines_as_stream_ops() {
         .collect();
     let proto: Vec<serde_json::Value> = lines
         .iter()
-        .filter_map(|l| l.strip_prefix(PREFIX))
+        .filter_map(|l| unkeyed_with(Some(KEY), l)?.strip_prefix(PREFIX))
         .map(|j| serde_json::from_str(j).expect("protocol line is valid JSON"))
         .collect();
     let hello = lines
@@ -66,13 +73,26 @@ fn pump_forwards_whole_lines_and_flushes_partial_lines_as_stream_ops() {
         .expect("glued text as stream op");
     let display = lines
         .iter()
-        .position(|l| l.starts_with("TCHBOOK_DISPLAY {") && l.contains("\"op\":\"display\""))
-        .unwrap();
+        .position(|l| {
+            unkeyed_with(Some(KEY), l).is_some_and(|l| {
+                l.starts_with("TCHBOOK_DISPLAY {") && l.contains("\"op\":\"display\"")
+            })
+        })
+        .expect("the display's line, keyed");
     let complete = lines
         .iter()
-        .position(|l| *l == "EVCXR_EXECUTION_COMPLETE")
-        .expect("evcxr line whole");
+        .position(|l| unkeyed_with(Some(KEY), l) == Some("EVCXR_EXECUTION_COMPLETE"))
+        .expect("evcxr's line whole and keyed");
     assert!(glued < display && display < complete, "{lines:?}");
+    // What the cell printed in the protocol's words comes through as the plain lines it was,
+    // which the kernel reads as text (no key).
+    let printed = lines
+        .iter()
+        .position(|l| *l == "EVCXR_EXECUTION_COMPLETE")
+        .expect("the printed words, as printed");
+    assert!(display < printed && printed < complete, "{lines:?}");
+    assert!(lines.contains(&"TCHBOOK_DISPLAY {\"op\":\"clear\",\"wait\":false}"));
+    assert_eq!(proto.iter().filter(|m| m["op"] == "clear").count(), 0);
     let shown = proto.iter().find(|m| m["op"] == "display").unwrap();
     assert_eq!(shown["data"]["text/plain"], "shown");
     assert!(shown["display_id"].is_string());
@@ -161,10 +181,11 @@ fn wire_child() {
 /// which `src/display` wraps): every line reads back as the message that was meant.
 #[test]
 fn what_the_prelude_writes_the_kernel_reads_back_as_the_same_messages() {
-    let out = run_child(WIRE_CHILD);
+    let out = run_child_with(WIRE_CHILD, &[(LINE_KEY, KEY.as_ref())]);
     let messages: Vec<Message> = out
         .lines()
-        .filter_map(|l| l.find(PREFIX).map(|i| &l[i..]))
+        .filter_map(|l| l.find(tchbook_wire::MARK).map(|i| &l[i..]))
+        .map(|l| unkeyed_with(Some(KEY), l).expect("every protocol line is keyed"))
         .map(|l| {
             Message::parse_line(l)
                 .unwrap()

@@ -54,10 +54,23 @@ def libtorch() -> str | None:
     return str(folder) if (folder / "lib").is_dir() else None
 
 
+def library_path(value: str) -> str:
+    """`value` (a loader path) without its empty or relative entries: the loader reads an empty
+    entry (a leading or trailing `:`) as the current directory, and the kernel starts in the
+    notebook's folder, where a planted `libc.so.6` would then run inside it."""
+    return os.pathsep.join(entry for entry in value.split(os.pathsep) if os.path.isabs(entry))
+
+
 def kernel_env(base: dict[str, str] | None = None) -> dict[str, str]:
     """The environment for the binary: `base` (default: ours) with LIBTORCH set to this Python's
-    torch when it is not set already."""
+    torch when it is not set already, and no loader path entry that names the current folder."""
     env = dict(os.environ if base is None else base)
+    if "LD_LIBRARY_PATH" in env:
+        clean = library_path(env["LD_LIBRARY_PATH"])
+        if clean:
+            env["LD_LIBRARY_PATH"] = clean
+        else:
+            del env["LD_LIBRARY_PATH"]
     if not env.get(LIBTORCH_ENV):
         found = libtorch()
         if found:

@@ -218,9 +218,10 @@ class RustKernel:
         # Its own log (tracing, to stderr) goes to a file: ipykernel forwards whatever reaches the
         # Python process's file descriptors 1 and 2 into the running cell.
         log_dir = Path(jupyter_runtime_dir())
-        log_dir.mkdir(parents=True, exist_ok=True)
+        # Private, as Jupyter keeps its runtime directory: the log names the notebook's paths.
+        log_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
         self.log_path = log_dir / f"tchbook-bridge-{os.getpid()}.log"
-        log = open(self.log_path, "ab")
+        log = os.fdopen(os.open(self.log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600), "ab")
         try:
             km.start_kernel(env=env, cwd=os.getcwd(), stdout=log, stderr=log)
         finally:

@@ -23,18 +23,21 @@
 //! | `EVCXR_TMPDIR` | kernel | evcxr: the build directory |
 //! | `EVCXR_CONFIG_DIR` | kernel, unless set | evcxr: where its `evcxr.toml` is looked for |
 //! | `LD_LIBRARY_PATH` | kernel, for the evaluation process | the loader: libtorch, libstd |
+//! | `TCHBOOK_LINE_KEY` | kernel, a fresh one at each start | the evaluation process's protocol writers, and the kernel's readers |
 //!
 //! Variables the kernel only reads (`TCHBOOK_CACHE_DIR`, `TCHBOOK_PRELUDE_DIR`,
 //! `TCHBOOK_OPT_LEVEL`, `TCHBOOK_VENV`, `TCHBOOK_LOG`, `TCHBOOK_INTERRUPT_GRACE`) are the
 //! user's, and DEVELOPERS.md lists them.
 
 use super::libtorch::Libtorch;
+use std::ffi::{OsStr, OsString};
 use std::path::{Path, PathBuf};
+use std::process::Command;
 
 pub(crate) use tchbook_wire::env::{
     CACHE_DIR, CHECK_SOURCE, CHECK_SOURCE_SUPPORTED, EVCXR_CARGO, EVCXR_CONFIG_DIR, EVCXR_TMPDIR,
-    EXECUTION_SO_PATH, IS_RUNTIME, LIBTORCH, LINK_PLAN, OPT_LEVEL, PRELUDE_DIR, REAL_CARGO,
-    RECORD_RUSTC, RUSTC_WRAPPER, VENV,
+    EXECUTION_SO_PATH, IS_RUNTIME, LIBTORCH, LINE_KEY, LINK_PLAN, OPT_LEVEL, PRELUDE_DIR,
+    REAL_CARGO, RECORD_RUSTC, RUSTC_WRAPPER, VENV,
 };
 
 /// The evaluation process's loader path (libtorch, libstd).
@@ -46,6 +49,64 @@ pub(crate) const RUSTC_BOOTSTRAP: &str = "RUSTC_BOOTSTRAP";
 /// cargo's jobserver, and make's: cargo's own, gone with it, so never replayed.
 pub(crate) const CARGO_MAKEFLAGS: &str = "CARGO_MAKEFLAGS";
 pub(crate) const MAKEFLAGS: &str = "MAKEFLAGS";
+
+/// A loader path made of `dirs` then the absolute entries of `inherited`, without the empty or
+/// relative ones: glibc reads an empty entry (a leading or trailing `:`, or `::`) as the
+/// current directory and a relative one as relative to it, so a `libcuda.so.1` or `libc.so.6`
+/// left in a notebook's folder would be loaded and run in its place.
+///
+/// ```
+/// # use tchbook::build::env::library_path;
+/// # use std::path::PathBuf;
+/// let path = library_path(&[PathBuf::from("/opt/torch/lib")], Some(":lib::/usr/lib:".as_ref()));
+/// assert_eq!(path, "/opt/torch/lib:/usr/lib");
+/// assert_eq!(library_path(&[], Some("".as_ref())), "");
+/// ```
+pub fn library_path(dirs: &[PathBuf], inherited: Option<&OsStr>) -> OsString {
+    let inherited = inherited.map(std::env::split_paths).into_iter().flatten();
+    let entries = dirs
+        .iter()
+        .cloned()
+        .chain(inherited)
+        .filter(|dir| dir.is_absolute());
+    // join_paths fails only on an entry holding ':', which split_paths never yields and a
+    // directory given to the kernel cannot usefully hold.
+    std::env::join_paths(entries).unwrap_or_default()
+}
+
+/// Removes the empty and relative entries of this process's own `LD_LIBRARY_PATH` (see
+/// [`library_path`]), so that nothing the kernel starts (cargo, rustc, the linker, the
+/// evaluation process, rust-analyzer) loads libraries from the folder it was started in. Call
+/// from `main` before any thread starts.
+pub fn drop_relative_library_path() {
+    let Some(inherited) = std::env::var_os(LD_LIBRARY_PATH) else {
+        return;
+    };
+    let clean = library_path(&[], Some(&inherited));
+    if clean != inherited {
+        if clean.is_empty() {
+            std::env::remove_var(LD_LIBRARY_PATH);
+        } else {
+            std::env::set_var(LD_LIBRARY_PATH, clean);
+        }
+    }
+}
+
+/// A command for one of the tools the kernel asks about the machine (`rustc`, `rustup`, a
+/// Python), run in the build cache's root rather than the notebook's folder: rustup obeys a
+/// `rust-toolchain.toml` in the directory it runs in (whose `path` may name a `rustc` of the
+/// folder's own), and `python -c` imports modules from it. The cache root is where the cells'
+/// builds run, so the toolchain the kernel reports is the one that builds them.
+pub(crate) fn tool(program: impl AsRef<OsStr>) -> Command {
+    let mut command = Command::new(program);
+    let root = super::cache::cache_root();
+    command.current_dir(if root.is_dir() {
+        root
+    } else {
+        PathBuf::from("/")
+    });
+    command
+}
 
 /// Makes this process's evcxr use the cargo front end. Call from `main` before any thread
 /// starts. Does nothing where cargo cannot be found: evcxr then reports that itself.
@@ -69,14 +130,20 @@ pub fn set_for_build(libtorch: Option<&Libtorch>, build_dir: &Path) {
         std::env::set_var(LIBTORCH, &libtorch.dir);
     }
     std::env::set_var(EVCXR_TMPDIR, build_dir);
+    // A fresh key for every kernel (one inherited from a kernel that started this one, from a
+    // cell, included): the evaluation process keys its protocol lines with it, and the kernel
+    // reads no other line as protocol (`tchbook_wire::key`).
+    std::env::set_var(LINE_KEY, tchbook_wire::new_line_key(rand::random()));
     // Keeps evcxr from reading an `evcxr.toml` meant for evcxr_jupyter; tchbook's own lives in
     // `~/.config/tchbook` (or `$EVCXR_CONFIG_DIR` when set).
+    // Without HOME there is no such place: an empty HOME would make it relative, that is
+    // the notebook's folder, so the variable points nowhere that exists instead.
     if std::env::var_os(EVCXR_CONFIG_DIR).is_none() {
-        let home = std::env::var_os("HOME").unwrap_or_default();
-        std::env::set_var(
-            EVCXR_CONFIG_DIR,
-            PathBuf::from(home).join(".config/tchbook"),
-        );
+        let config = match std::env::var_os("HOME").map(PathBuf::from) {
+            Some(home) if home.is_absolute() => home.join(".config/tchbook"),
+            _ => PathBuf::from("/nonexistent/tchbook-config"),
+        };
+        std::env::set_var(EVCXR_CONFIG_DIR, config);
     }
 }
 

@@ -3,7 +3,6 @@
 
 use super::{cache, env};
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 /// A libtorch the prelude can build against.
 #[derive(Debug, Clone)]
@@ -65,7 +64,7 @@ fn libtorch_at(dir: PathBuf) -> Libtorch {
 /// The `torch` package directory of `python`, found without importing torch (which takes a
 /// second and ~600 MB).
 fn torch_package_of(python: &Path) -> Option<PathBuf> {
-    let output = Command::new(python)
+    let output = env::tool(python)
         .args([
             "-c",
             "import importlib.util as u; s = u.find_spec('torch'); \

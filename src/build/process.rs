@@ -2,7 +2,6 @@
 //! role ([`super::Role::Evcxr`]), with what it needs to load the cells' libraries.
 
 use super::env;
-use std::ffi::OsString;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -17,19 +16,17 @@ pub(crate) fn evaluation_process(libtorch_lib: Option<&Path>) -> std::io::Result
     // target/<triple>/debug/deps, but evcxr loads them from one directory up, where that
     // relative path is one level short whenever the build directory and the toolchain share
     // a parent (both under $HOME: ~/.cache/tchbook and ~/.rustup). Say where libstd is.
-    let mut library_path = OsString::new();
-    for dir in libtorch_lib
+    // No empty entry: glibc would read it as the notebook's folder (`env::library_path`).
+    let dirs: Vec<PathBuf> = libtorch_lib
         .map(Path::to_path_buf)
         .into_iter()
         .chain(rustc_target_libdir())
-    {
-        library_path.push(dir);
-        library_path.push(":");
-    }
-    if let Some(existing) = std::env::var_os(env::LD_LIBRARY_PATH) {
-        library_path.push(existing);
-    }
-    command.env(env::LD_LIBRARY_PATH, library_path);
+        .collect();
+    let inherited = std::env::var_os(env::LD_LIBRARY_PATH);
+    command.env(
+        env::LD_LIBRARY_PATH,
+        env::library_path(&dirs, inherited.as_deref()),
+    );
     // SAFETY: prctl is async-signal-safe. The evaluation process dies with the kernel even
     // when the kernel is SIGKILLed, instead of living on with a notebook's tensors. SIGTERM,
     // not SIGKILL: the prelude's handler (`runtime::attach`) then ends the processes its cells
@@ -46,7 +43,7 @@ pub(crate) fn evaluation_process(libtorch_lib: Option<&Path>) -> std::io::Result
 
 /// The toolchain's library directory (where `libstd-*.so` lives).
 fn rustc_target_libdir() -> Option<PathBuf> {
-    let output = Command::new("rustc")
+    let output = env::tool("rustc")
         .args(["--print", "target-libdir"])
         .output()
         .ok()?;

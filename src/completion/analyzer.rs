@@ -155,6 +155,9 @@ fn start(setup: &Setup) -> Result<Running, String> {
         .arg("analyzer")
         .arg("--dir")
         .arg(&setup.dir)
+        // Its own directory, not the notebook's: rust-analyzer runs cargo and rustc (through
+        // rustup, which obeys a folder's rust-toolchain.toml) where it starts.
+        .current_dir(&setup.dir)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::inherit());

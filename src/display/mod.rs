@@ -79,15 +79,17 @@ impl From<Message> for Line {
     }
 }
 
-/// Reads one line. Lines that merely look like message lines but do not read are shown as
-/// text (and logged), never lost.
+/// Reads one line. Only a line with the kernel's key is a message (`tchbook_wire::key`): any
+/// other is text, whatever it holds. A keyed line that does not read is shown as text (and
+/// logged), never lost, and without its key, which no output may show.
 pub fn parse_line(line: &str) -> Line {
     match Message::parse_line(line) {
-        None => Line::Text(line.to_owned()),
+        None => Line::Text(tchbook_wire::unkeyed(line).unwrap_or(line).to_owned()),
         Some(Ok(message)) => message.into(),
         Some(Err(error)) => {
-            tracing::warn!("unreadable message line ({error}): {line}");
-            Line::Text(line.to_owned())
+            let text = tchbook_wire::unkeyed(line).unwrap_or(line);
+            tracing::warn!("unreadable message line ({error}): {text}");
+            Line::Text(text.to_owned())
         }
     }
 }

@@ -100,6 +100,9 @@ pub fn run(
         eprintln!("tchbook_runner::run was called twice");
         return ExitCode::FAILURE;
     }
+    // This run's line key: the prelude keys its protocol lines with it, and the reader takes
+    // no other line for protocol, so whatever a cell prints stays text (`tchbook_wire::key`).
+    std::env::set_var(tchbook_wire::env::LINE_KEY, capture::new_line_key());
     capture::capture_output();
     attach();
     failure::install_panic_hook();

@@ -73,7 +73,7 @@ fn interrupt_grace() -> Duration {
 
 /// `("1.95.0", "rustc 1.95.0 (59807616e 2026-04-14)")`.
 pub fn rustc_version() -> (String, String) {
-    let banner = std::process::Command::new("rustc")
+    let banner = env::tool("rustc")
         .arg("--version")
         .output()
         .ok()

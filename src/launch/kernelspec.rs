@@ -27,7 +27,6 @@ use anyhow::{bail, Context, Result};
 use clap::{Args, ValueEnum};
 use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 /// Seconds a gateway waits for the connection information; see the module docs.
 pub const DEFAULT_LAUNCH_TIMEOUT: u32 = 600;
@@ -231,7 +230,7 @@ fn gateway_launchers() -> Result<PathBuf> {
         venv.join("bin/python"),
     ];
     for python in &pythons {
-        let output = Command::new(python)
+        let output = crate::build::env::tool(python)
             .args(["-c", "import importlib.util as u; s = u.find_spec('gateway_provisioners'); print(s.submodule_search_locations[0] if s else '')"])
             .output();
         let Ok(output) = output else { continue };

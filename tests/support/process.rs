@@ -36,16 +36,25 @@ impl Kernel {
     }
 
     pub async fn start_with_env(env: &[(&str, &str)]) -> Kernel {
-        Self::start_with(env, false).await
+        Self::start_with(env, false, None).await
+    }
+
+    /// A kernel started in `folder`, as Jupyter starts one in its notebook's folder.
+    pub async fn start_in(folder: &std::path::Path, env: &[(&str, &str)]) -> Kernel {
+        Self::start_with(env, false, Some(folder)).await
     }
 
     /// A kernel whose parent is a shell of its own (`child` is that shell), as when a front
     /// end starts it: the test can then kill the parent.
     pub async fn start_under_shell(env: &[(&str, &str)]) -> Kernel {
-        Self::start_with(env, true).await
+        Self::start_with(env, true, None).await
     }
 
-    async fn start_with(env: &[(&str, &str)], under_shell: bool) -> Kernel {
+    async fn start_with(
+        env: &[(&str, &str)],
+        under_shell: bool,
+        folder: Option<&std::path::Path>,
+    ) -> Kernel {
         let info = loopback_connection().await;
         let dir = std::env::temp_dir().join(format!(
             "tchbook-test-{}-{}",
@@ -72,6 +81,9 @@ impl Kernel {
             .stderr(log);
         for (key, value) in env {
             command.env(key, value);
+        }
+        if let Some(folder) = folder {
+            command.current_dir(folder);
         }
         // Its own process group, as Jupyter starts kernels, so a test can signal the group.
         use std::os::unix::process::CommandExt;

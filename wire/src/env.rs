@@ -59,6 +59,10 @@ pub const LIBTORCH: &str = "LIBTORCH";
 /// Set and read by the prelude only, across the copies of it that cells link: the address of
 /// its process-wide state (`prelude/src/runtime/`).
 pub const PRELUDE_STATE: &str = "TCHBOOK_PRELUDE_STATE";
+/// The key every protocol line carries ([`crate::key`]). Set by the kernel, a fresh one each
+/// time it starts, and inherited by its evaluation process; set by an exported notebook's runner
+/// for itself. Read by every writer and reader of the line protocol.
+pub const LINE_KEY: &str = "TCHBOOK_LINE_KEY";
 /// When set, the prelude's `runtime::attach` leaves fds 1 and 2 alone (no stdout/stderr pump).
 pub const NO_PUMP: &str = "TCHBOOK_NO_PUMP";
 /// A base URL that replaces the data sets' canonical download locations; read by the

@@ -4,7 +4,8 @@
 //!
 //! While a cell runs, evcxr hands the kernel every line the evaluation process writes to its
 //! stdout that is not one of evcxr's own. The prelude speaks to the kernel through those lines,
-//! one JSON object each, behind one prefix ([`PREFIX`]):
+//! one JSON object each, behind one prefix ([`PREFIX`]), each line keyed as every protocol line
+//! is (the record separator and the kernel's key before it, [`key`]: left out below):
 //!
 //! ```text
 //! TCHBOOK_DISPLAY {"op":"display","data":{MIME bundle},"metadata":{},"display_id":"id"|null}
@@ -20,8 +21,9 @@
 //! notebooks (`src/export/runner.rs`). Both sides use these types, so they cannot disagree; the
 //! prelude's tests check that what its writer emits reads back as the same [`Message`].
 //!
-//! Reading is lenient where the kernel always was (a user may print such a line by hand): a
-//! missing or `null` bundle is empty, a display id that is not a string is none, a stream that
+//! Only a keyed line is read as a message: a cell that prints `TCHBOOK_DISPLAY {...}` or
+//! `EVCXR_EXECUTION_COMPLETE` prints text. Reading a keyed line is lenient: a missing or `null`
+//! bundle is empty, a display id that is not a string is none, a stream that
 //! is not `stderr` is stdout. A line with the prefix that still does not read is the caller's to
 //! show as text, never to lose.
 //!
@@ -29,8 +31,12 @@
 //! depends on serde and serde_json only, which tch brings there anyway.
 
 pub mod env;
+pub mod key;
 mod panic;
 
+pub use key::{
+    carries_key, keyed, keyed_with, line_key, new_line_key, unkeyed, unkeyed_with, MARK,
+};
 pub use panic::{install_panic_hook, payload_text, print_line, Panic};
 
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
@@ -43,15 +49,29 @@ use serde_json::{Map, Value};
 /// ```
 pub const PREFIX: &str = "TCHBOOK_DISPLAY ";
 
-/// What every line the kernel (or evcxr) reads as a command starts with: the evaluation
-/// process's stdout pump forwards such lines whole, never as `stream` text.
-pub const LINE_TOKENS: [&str; 2] = ["EVCXR_", "TCHBOOK_"];
-
 /// Starts one of a cell's final values, one MIME type per block (evcxr's protocol): the block's
-/// lines follow, then [`END_CONTENT`] on a line of its own.
+/// lines follow, then [`END_CONTENT`] on a line of its own. Both lines are keyed
+/// ([`content_block`]); the lines between them are the content, whatever they hold.
 pub const BEGIN_CONTENT: &str = "EVCXR_BEGIN_CONTENT ";
 /// Ends a block started by [`BEGIN_CONTENT`].
 pub const END_CONTENT: &str = "EVCXR_END_CONTENT";
+
+/// One content block (what a value's `evcxr_display()` prints for one MIME type), its first and
+/// last lines keyed ([`keyed`]).
+///
+/// ```
+/// assert_eq!(
+///     tchbook_wire::content_block("text/plain", "42"),
+///     "EVCXR_BEGIN_CONTENT text/plain\n42\nEVCXR_END_CONTENT\n" // no key here
+/// );
+/// ```
+pub fn content_block(mime: &str, text: &str) -> String {
+    format!(
+        "{}\n{text}\n{}\n",
+        keyed(&format!("{BEGIN_CONTENT}{mime}")),
+        keyed(END_CONTENT)
+    )
+}
 
 /// A MIME bundle: MIME type to content (a string, or a JSON value for `*json` types).
 pub type Bundle = Map<String, Value>;
@@ -155,8 +175,8 @@ impl Message {
         }
     }
 
-    /// The line (newline included) that carries this message. serde_json escapes newlines and
-    /// control characters, so it is always one line.
+    /// The line (newline included) that carries this message, keyed ([`keyed`]). serde_json
+    /// escapes newlines and control characters, so it is always one line.
     ///
     /// ```
     /// use tchbook_wire::Message;
@@ -168,11 +188,12 @@ impl Message {
     pub fn to_line(&self) -> String {
         // Serialising these types cannot fail: every map key is a string.
         let json = serde_json::to_string(self).unwrap_or_default();
-        format!("{PREFIX}{json}\n")
+        keyed(&format!("{PREFIX}{json}\n"))
     }
 
-    /// Reads one line (with or without its newline): `None` when it is not a message line,
-    /// `Some(Err)` when it has the prefix but does not read as a message.
+    /// Reads one line (with or without its newline): `None` when it is not a message line (text,
+    /// or a line without this process's key: [`unkeyed`]), `Some(Err)` when it has the prefix
+    /// but does not read as a message.
     ///
     /// ```
     /// use tchbook_wire::Message;
@@ -182,7 +203,7 @@ impl Message {
     /// assert!(Message::parse_line("TCHBOOK_DISPLAY {not json").unwrap().is_err());
     /// ```
     pub fn parse_line(line: &str) -> Option<Result<Message, serde_json::Error>> {
-        let json = line.strip_prefix(PREFIX)?;
+        let json = unkeyed(line)?.strip_prefix(PREFIX)?;
         Some(serde_json::from_str(json.trim_end_matches(['\n', '\r'])))
     }
 }
@@ -200,7 +221,7 @@ impl InputRequest {
     const PLAIN: &'static str = "EVCXR_INPUT_REQUEST";
     const PASSWORD: &'static str = "EVCXR_INPUT_REQUEST_PASSWORD";
 
-    /// The line (newline included) that asks for input.
+    /// The line (newline included) that asks for input, keyed ([`keyed`]).
     ///
     /// ```
     /// use tchbook_wire::InputRequest;
@@ -213,7 +234,7 @@ impl InputRequest {
         } else {
             Self::PLAIN
         };
-        format!("{kind}:{}\n", self.prompt)
+        keyed(&format!("{kind}:{}\n", self.prompt))
     }
 
     /// Reads a line as evcxr reads it: the prompt is what lies between the first and the
@@ -226,7 +247,7 @@ impl InputRequest {
     /// assert!(InputRequest::parse_line("name: x").is_none());
     /// ```
     pub fn parse_line(line: &str) -> Option<InputRequest> {
-        let rest = line.strip_prefix(Self::PLAIN)?;
+        let rest = unkeyed(line)?.strip_prefix(Self::PLAIN)?;
         let (password, rest) = match rest.strip_prefix("_PASSWORD") {
             Some(rest) => (true, rest),
             None => (false, rest),

@@ -105,7 +105,9 @@ impl Bundle {
         Value::Object(map)
     }
 
-    /// evcxr's content blocks for this bundle (what `evcxr_display()` prints).
+    /// evcxr's content blocks for this bundle (what `evcxr_display()` prints), keyed as the
+    /// kernel reads them (`tchbook_wire::content_block`): the way for a type of your own to
+    /// show rich output as a cell's value, since a block printed by hand is text.
     ///
     /// ```
     /// let s = tchbook_prelude::display::Bundle::text("x").evcxr_blocks();
@@ -125,9 +127,7 @@ impl Bundle {
                 Some(v) => v.to_string(),
                 None => continue,
             };
-            out.push_str(&format!(
-                "EVCXR_BEGIN_CONTENT {mime}\n{text}\nEVCXR_END_CONTENT\n"
-            ));
+            out.push_str(&tchbook_wire::content_block(mime, &text));
         }
         out
     }

@@ -4,7 +4,9 @@
 //! Two routes reach the front end:
 //! - evcxr's convention: a value's `evcxr_display()` prints `EVCXR_BEGIN_CONTENT <mime>` …
 //!   `EVCXR_END_CONTENT`, which evcxr shows when the cell ends. Prelude types have it as an
-//!   inherent method, tensors through [`TensorDisplay`].
+//!   inherent method, tensors through [`TensorDisplay`]. Both lines carry the kernel's line key
+//!   (`tchbook_wire::content_block`; a block printed by hand is text): a type of your own
+//!   prints [`Bundle::evcxr_blocks`] in its `evcxr_display`.
 //! - the live protocol (DEVELOPERS.md): [`show`] returns a [`DisplayHandle`] whose
 //!   [`update`](DisplayHandle::update) replaces the output in place while the cell runs. Loss
 //!   plots, progress bars and run tables use it.

@@ -86,10 +86,7 @@ fn plain_text<T: Debug + ?Sized>(value: &T) -> String {
 
 /// Prints `value` as evcxr's `evcxr_send_text_plain` does: one `text/plain` content block.
 fn send_text_plain<T: Debug + ?Sized>(value: &T) {
-    let block = format!(
-        "EVCXR_BEGIN_CONTENT text/plain\n{}\nEVCXR_END_CONTENT\n",
-        plain_text(value)
-    );
+    let block = tchbook_wire::content_block("text/plain", &plain_text(value));
     let mut out = std::io::stdout().lock();
     let _ = out.write_all(block.as_bytes());
     let _ = out.flush();

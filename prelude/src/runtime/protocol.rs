@@ -6,11 +6,11 @@ use std::io::Write;
 use std::sync::atomic::Ordering;
 use tchbook_wire::{Bundle, Message, StreamName};
 
-/// Written before a message line that goes through the stdout pump, so the pump can end a
-/// pending partial line first. Never reaches the kernel.
-pub(super) const MARKER: u8 = 0x1e;
+/// The first byte of every protocol line ([`tchbook_wire::MARK`]): where the pump meets one, it
+/// ends a pending partial line first.
+pub(super) const MARKER: u8 = tchbook_wire::MARK as u8;
 
-/// Writes one message. Inside a kernel it is a `TCHBOOK_DISPLAY <json>` line on stdout
+/// Writes one message. Inside a kernel it is a keyed `TCHBOOK_DISPLAY <json>` line on stdout
 /// ([`Message::to_line`]); outside it nothing is written (callers print their text form
 /// instead).
 ///
@@ -22,15 +22,11 @@ pub fn emit(message: &Message) {
     if !super::state::in_kernel() {
         return;
     }
-    let mut line = Vec::with_capacity(256);
-    if shared().pumping.load(Ordering::SeqCst) {
-        line.push(MARKER);
-    }
-    line.extend_from_slice(message.to_line().as_bytes());
+    let line = message.to_line();
     let mut out = std::io::stdout().lock();
     // Everything printed before this call must reach the pump before the message line.
     let _ = out.flush();
-    let _ = out.write_all(&line);
+    let _ = out.write_all(line.as_bytes());
     let _ = out.flush();
 }
 

@@ -130,10 +130,10 @@ fn pump(fds: [(libc::c_int, libc::c_int); 2]) {
         if out.read_fd >= 0 && polls[0].revents != 0 {
             for piece in read_once(out, &mut chunk) {
                 if matches!(piece, Chunk::Kernel(_)) {
-                    // A kernel line (evcxr's end of a cell, an export runner's sync) closes
-                    // what came before it, and whatever the cell wrote to stderr before it is
-                    // in stderr's pipe by now: that goes first, or it would land in the next
-                    // cell.
+                    // A protocol line (evcxr's end of a cell, a display, an export runner's
+                    // sync) closes what came before it, and whatever the cell wrote to stderr
+                    // before it is in stderr's pipe by now: that goes first, or it would land
+                    // in the next cell or after the display.
                     drain(err, &mut chunk);
                 }
                 deliver(out.name, piece, out.own_fd);
@@ -209,8 +209,9 @@ fn deliver(name: &'static str, chunk: Chunk, own_fd: libc::c_int) {
             let text = String::from_utf8_lossy(&bytes);
             write_fd(*out, stream_message(name, &text).to_line().as_bytes());
         }
-        // A kernel's line (an export runner's sync line, say) goes where it was written.
+        // A protocol line (an export runner's sync line on stderr, say) goes where it was
+        // written.
         Chunk::Line(bytes) | Chunk::Kernel(bytes) => write_fd(own_fd, &bytes),
-        Chunk::Protocol(bytes) => write_fd(*out, &bytes),
+        Chunk::Stream(bytes) => write_fd(*out, &bytes),
     }
 }

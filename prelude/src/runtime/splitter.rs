@@ -1,11 +1,16 @@
 //! Splits what the cell writes to fd 1 or 2 into what the pump sends on: complete lines
-//! unchanged, message lines on their own, partial lines as `stream` messages when idle.
+//! unchanged, protocol lines on their own, partial lines as `stream` messages when idle.
 
 use super::protocol::{MARKER, stream_message};
-use tchbook_wire::LINE_TOKENS;
 
 /// Splits pump input into what goes to the kernel: complete lines unchanged, protocol lines
-/// (after a marker) on their own, partial lines as `stream` ops when idle.
+/// (from a [`MARKER`] to the end of the line) on their own, partial lines as `stream` ops when
+/// idle.
+///
+/// The splitter does not check a protocol line's key: the kernel does, and reads an unkeyed
+/// line as text wherever it came from. What the splitter guarantees is that a protocol line
+/// starts a line of its own (a partial line before it is sent first, as a `stream` message), so
+/// the kernel finds the key where it looks.
 pub(crate) struct LineSplitter {
     name: &'static str,
     /// Bytes read; those before `start` are already handed out.
@@ -19,18 +24,17 @@ pub(crate) struct LineSplitter {
     scanned: usize,
 }
 
-/// One thing the pump writes: `Line` and `Kernel` to the stream's own fd (a `Line` of stderr
-/// travels on stdout as a `stream` message instead), `Protocol` to stdout.
+/// One thing the pump writes: a `Line` and a `Kernel` line to the stream's own fd (a `Line` of
+/// stderr travels on stdout as a `stream` message instead), a `Stream` to stdout.
 #[derive(Debug, PartialEq, Eq)]
 pub(crate) enum Chunk {
-    /// A complete line the cell wrote.
+    /// A complete line the cell wrote: text, whatever it holds.
     Line(Vec<u8>),
-    /// A complete line that starts with a kernel token ([`LINE_TOKENS`]): evcxr's end-of-cell
-    /// marker, an export runner's sync. It ends what came before it.
+    /// A protocol line (from a [`MARKER`], which it keeps, to its newline): evcxr's end of a
+    /// cell, a display message, an export runner's sync. It ends what came before it.
     Kernel(Vec<u8>),
-    /// A message line of the prelude's own (after a marker), or a partial line made a `stream`
-    /// message.
-    Protocol(Vec<u8>),
+    /// A partial line made a `stream` message (a protocol line of the pump's own).
+    Stream(Vec<u8>),
 }
 
 impl LineSplitter {
@@ -70,11 +74,7 @@ impl LineSplitter {
                 // A protocol line: it ends at the next newline.
                 let from = self.scanned.max(1);
                 match self.pending()[from..].iter().position(|&b| b == b'\n') {
-                    Some(n) => {
-                        let mut line = self.take(from + n + 1);
-                        line.remove(0);
-                        out.push(Chunk::Protocol(line));
-                    }
+                    Some(n) => out.push(Chunk::Kernel(self.take(from + n + 1))),
                     None => {
                         self.scanned = self.pending().len();
                         break;
@@ -95,25 +95,10 @@ impl LineSplitter {
                 // A partial line precedes the protocol line: send it as a stream op so the
                 // protocol line starts a line of its own.
                 let text = self.take(at);
-                out.push(Chunk::Protocol(self.stream_line(&text)));
+                out.push(Chunk::Stream(self.stream_line(&text)));
                 continue;
             }
-            // A kernel line (EVCXR_..., TCHBOOK_...) glued to the end of a user's partial
-            // line would go unrecognised: split the user's part off as a stream op.
-            if let Some(p) = token_start(&self.pending()[..at]).filter(|&p| p > 0) {
-                let text = self.take(p);
-                out.push(Chunk::Protocol(self.stream_line(&text)));
-                continue;
-            }
-            let kernel = LINE_TOKENS
-                .iter()
-                .any(|t| self.pending().starts_with(t.as_bytes()));
-            let line = self.take(at + 1);
-            out.push(if kernel {
-                Chunk::Kernel(line)
-            } else {
-                Chunk::Line(line)
-            });
+            out.push(Chunk::Line(self.take(at + 1)));
         }
         self.compact();
         out
@@ -125,47 +110,24 @@ impl LineSplitter {
         if pending.is_empty() || pending[0] == MARKER {
             return None;
         }
-        // Never flush (part of) a kernel line: it must reach the kernel whole.
-        let end = partial_token_start(pending).unwrap_or(pending.len());
         // Keep an incomplete UTF-8 sequence at the end for the next read.
-        let cut = match std::str::from_utf8(&pending[..end]) {
-            Ok(_) => end,
+        let cut = match std::str::from_utf8(pending) {
+            Ok(_) => pending.len(),
             Err(e) if e.error_len().is_none() => e.valid_up_to(),
-            Err(_) => end,
+            Err(_) => pending.len(),
         };
         if cut == 0 {
             return None;
         }
         let text = self.take(cut);
         self.compact();
-        Some(Chunk::Protocol(self.stream_line(&text)))
+        Some(Chunk::Stream(self.stream_line(&text)))
     }
 
     fn stream_line(&self, text: &[u8]) -> Vec<u8> {
         let text = String::from_utf8_lossy(text);
         stream_message(self.name, &text).to_line().into_bytes()
     }
-}
-
-/// Where a complete kernel token ([`LINE_TOKENS`]: a line the kernel reads as a command, to be
-/// forwarded whole, never as `stream` text) starts in `line`.
-fn token_start(line: &[u8]) -> Option<usize> {
-    (0..line.len()).find(|&p| {
-        LINE_TOKENS
-            .iter()
-            .any(|t| line[p..].starts_with(t.as_bytes()))
-    })
-}
-
-/// Where a kernel token, complete or still being written, starts in a partial line.
-fn partial_token_start(buf: &[u8]) -> Option<usize> {
-    (0..buf.len()).find(|&p| {
-        let rest = &buf[p..];
-        LINE_TOKENS.iter().any(|t| {
-            let t = t.as_bytes();
-            rest.starts_with(t) || (rest.len() >= 3 && t.starts_with(rest))
-        })
-    })
 }
 
 #[cfg(test)]
@@ -183,26 +145,43 @@ mod tests {
     }
 
     #[test]
-    fn lines_markers_and_tokens_split_the_same_at_any_read_size() {
+    fn lines_and_protocol_lines_split_the_same_at_any_read_size() {
         let mut input = b"plain line\npartial".to_vec();
         input.push(MARKER);
-        input.extend_from_slice(b"TCHBOOK_DISPLAY {\"op\":\"clear\",\"wait\":true}\n");
-        input.extend_from_slice(b"user textEVCXR_END_CONTENT\nlast\n");
+        input.extend_from_slice(b"k1 TCHBOOK_DISPLAY {\"op\":\"clear\",\"wait\":true}\n");
+        input.extend_from_slice(b"user text");
+        input.push(MARKER);
+        input.extend_from_slice(b"k1 EVCXR_END_CONTENT\nlast\n");
         let whole = split_in_pieces(&input, input.len());
+        let kernel = |line: &[u8]| Chunk::Kernel([&[MARKER][..], line].concat());
         assert_eq!(
             whole,
             vec![
                 Chunk::Line(b"plain line\n".to_vec()),
-                Chunk::Protocol(stream_message("stdout", "partial").to_line().into_bytes()),
-                Chunk::Protocol(b"TCHBOOK_DISPLAY {\"op\":\"clear\",\"wait\":true}\n".to_vec()),
-                Chunk::Protocol(stream_message("stdout", "user text").to_line().into_bytes()),
-                Chunk::Kernel(b"EVCXR_END_CONTENT\n".to_vec()),
+                Chunk::Stream(stream_message("stdout", "partial").to_line().into_bytes()),
+                kernel(b"k1 TCHBOOK_DISPLAY {\"op\":\"clear\",\"wait\":true}\n"),
+                Chunk::Stream(stream_message("stdout", "user text").to_line().into_bytes()),
+                kernel(b"k1 EVCXR_END_CONTENT\n"),
                 Chunk::Line(b"last\n".to_vec()),
             ]
         );
         for piece in [1, 2, 3, 7, 16] {
             assert_eq!(split_in_pieces(&input, piece), whole, "read size {piece}");
         }
+    }
+
+    #[test]
+    fn printed_protocol_words_are_plain_lines() {
+        // Without the mark a line is the cell's text, even one that names the protocol's words;
+        // the kernel reads it as text too, since it has no key.
+        let input = b"EVCXR_EXECUTION_COMPLETE\nTCHBOOK_DISPLAY {\"op\":\"clear\"}\n";
+        assert_eq!(
+            split_in_pieces(input, 5),
+            vec![
+                Chunk::Line(b"EVCXR_EXECUTION_COMPLETE\n".to_vec()),
+                Chunk::Line(b"TCHBOOK_DISPLAY {\"op\":\"clear\"}\n".to_vec()),
+            ]
+        );
     }
 
     #[test]
@@ -243,6 +222,6 @@ mod tests {
         let started = Instant::now();
         let out = split_in_pieces(&input, 64 * 1024);
         assert!(started.elapsed() < Duration::from_secs(3));
-        assert!(matches!(&out[..], [Chunk::Protocol(line)] if line.len() == input.len() - 1));
+        assert!(matches!(&out[..], [Chunk::Kernel(line)] if line.len() == input.len()));
     }
 }

@@ -70,7 +70,7 @@ pub(crate) fn run(real: &Path, args: &[OsString]) -> i32 {
 
 /// `rustup which cargo`, else `cargo` on PATH: what evcxr itself would run.
 pub(super) fn real_cargo() -> Option<PathBuf> {
-    if let Ok(output) = Command::new("rustup").args(["which", "cargo"]).output() {
+    if let Ok(output) = super::env::tool("rustup").args(["which", "cargo"]).output() {
         let path = String::from_utf8_lossy(&output.stdout).trim().to_owned();
         if output.status.success() && !path.is_empty() {
             return Some(PathBuf::from(path));

@@ -13,6 +13,24 @@ pub(super) const SYNC: &str = "TCHBOOK_EXPORT_SYNC ";
 const SYNC_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// Points fds 1 and 2 at pipes read by this runner; keeps the real ones for the printed text.
+/// A fresh line key (`tchbook_wire::key`) for this run, from the system's random source.
+pub(super) fn new_line_key() -> String {
+    let mut random = [0u8; 16];
+    // SAFETY: getrandom(2) writes at most `random.len()` bytes into the buffer it is given.
+    let n = unsafe { libc::getrandom(random.as_mut_ptr().cast(), random.len(), 0) };
+    if n != random.len() as isize {
+        // No getrandom (a kernel older than 3.17): std's hasher keys, which std draws from the
+        // system's random source, still make a key no printed text can know.
+        use std::hash::{BuildHasher, Hasher};
+        for (i, half) in random.chunks_mut(8).enumerate() {
+            let mut hasher = std::collections::hash_map::RandomState::new().build_hasher();
+            hasher.write_usize(i);
+            half.copy_from_slice(&hasher.finish().to_le_bytes());
+        }
+    }
+    tchbook_wire::new_line_key(random)
+}
+
 pub(super) fn capture_output() {
     let runner = runner();
     let _ = std::io::stdout().flush();
@@ -83,11 +101,12 @@ pub(super) fn sync() {
         match stream {
             StreamName::Stdout => {
                 let mut out = std::io::stdout().lock();
-                let _ = writeln!(out, "{SYNC}{token}");
+                let _ = writeln!(out, "{}{token}", tchbook_wire::keyed(SYNC));
                 let _ = out.flush();
             }
             StreamName::Stderr => {
-                let _ = writeln!(std::io::stderr().lock(), "{SYNC}{token}");
+                let sync = tchbook_wire::keyed(SYNC);
+                let _ = writeln!(std::io::stderr().lock(), "{sync}{token}");
             }
         }
         let deadline = Instant::now() + SYNC_TIMEOUT;

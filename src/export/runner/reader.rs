@@ -28,23 +28,27 @@ impl Recorder {
         self.partial[slot(stream)] = buffer;
     }
 
-    /// One complete line (without its newline) read from the runner's pipe for `stream`.
+    /// One complete line (without its newline) read from the runner's pipe for `stream`. As in
+    /// the kernel, only a line with the run's key is protocol (`tchbook_wire::key`).
     fn line(&mut self, stream: StreamName, line: &str) {
         // Content blocks come on stdout only; stderr (the sync line, too) may arrive meanwhile.
         if stream == StreamName::Stdout && self.block.is_some() {
             self.block_line(line);
             return;
         }
-        if let Some(at) = line.find(SYNC) {
+        let sync = tchbook_wire::keyed(SYNC);
+        if let Some(at) = line.find(&sync) {
             // Without the pump, an unfinished `print!` arrives glued to the sync line.
             self.stream(stream, &line[..at]);
-            if let Ok(token) = line[at + SYNC.len()..].trim().parse::<u64>() {
+            if let Ok(token) = line[at + sync.len()..].trim().parse::<u64>() {
                 self.synced[slot(stream)] = token;
             }
             return;
         }
         if stream == StreamName::Stdout {
-            if let Some(mime) = line.strip_prefix(BEGIN_CONTENT) {
+            if let Some(mime) =
+                tchbook_wire::unkeyed(line).and_then(|command| command.strip_prefix(BEGIN_CONTENT))
+            {
                 self.block = Some((mime.trim().to_owned(), Vec::new()));
                 return;
             }
@@ -59,13 +63,15 @@ impl Recorder {
                 return;
             }
         }
-        self.stream(stream, &format!("{line}\n"));
+        // Text, and without the key if it had one: no output shows it.
+        let text = tchbook_wire::unkeyed(line).unwrap_or(line);
+        self.stream(stream, &format!("{text}\n"));
     }
 
     /// A stdout line inside an evcxr content block: its end keeps the block as the value's
     /// text for its MIME type (a later block of the same type replaces it, as in evcxr).
     fn block_line(&mut self, line: &str) {
-        if line != END_CONTENT {
+        if tchbook_wire::unkeyed(line) != Some(END_CONTENT) {
             if let Some((_, lines)) = &mut self.block {
                 lines.push(line.to_owned());
             }

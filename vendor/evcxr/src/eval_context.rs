@@ -282,24 +282,22 @@ static ERROR_FORMATS: &[ErrorFormat] = &[
     },
 ];
 
-const SEND_TEXT_PLAIN_DEF: &str = stringify!(
-    fn evcxr_send_text_plain(text: &str) {
-        use std::io::Write;
-        use std::io::{self};
-        fn try_send_text(text: &str) -> io::Result<()> {
-            let stdout = io::stdout();
-            let mut output = stdout.lock();
-            output.write_all(b"EVCXR_BEGIN_CONTENT text/plain\n")?;
-            output.write_all(text.as_bytes())?;
-            output.write_all(b"\nEVCXR_END_CONTENT\n")?;
-            Ok(())
-        }
-        if let Err(error) = try_send_text(text) {
-            eprintln!("Failed to send content to parent: {:?}", error);
-            std::process::exit(1);
-        }
-    }
-);
+/// tchbook patch: `evcxr_send_text_plain`, its two block lines keyed (`tchbook::keyed_code`).
+fn send_text_plain_def() -> String {
+    format!(
+        r#"fn evcxr_send_text_plain(text: &str) {{
+            use std::io::Write;
+            let block = format!("{{}}\n{{}}\n{{}}\n", {}, text, {});
+            let mut output = std::io::stdout().lock();
+            if let Err(error) = output.write_all(block.as_bytes()).and_then(|_| output.flush()) {{
+                eprintln!("Failed to send content to parent: {{:?}}", error);
+                std::process::exit(1);
+            }}
+        }}"#,
+        tchbook::keyed_code("\"EVCXR_BEGIN_CONTENT text/plain\""),
+        tchbook::keyed_code("\"EVCXR_END_CONTENT\""),
+    )
+}
 
 const GET_TYPE_NAME_DEF: &str = stringify!(
     /// Shorten a type name. Convert "core::option::Option<alloc::string::String>" into "Option<String>".
@@ -922,24 +920,30 @@ impl EvalContext {
 
         let mut got_panic = false;
         let mut lost_variables = Vec::new();
-        static MIME_OUTPUT: Lazy<Regex> =
-            Lazy::new(|| Regex::new("EVCXR_BEGIN_CONTENT ([^ ]+)").unwrap());
+        // tchbook patch: a line is one of the protocol's only when it carries the kernel's key
+        // (`tchbook_wire::unkeyed`); any other line is the cell's text, whatever it says. Keyed
+        // lines evcxr does not know (the prelude's messages) go on with their key, for the
+        // kernel's own reader to check again.
         loop {
             let line = self.child_process.recv_line()?;
-            if line == runtime::EVCXR_EXECUTION_COMPLETE {
+            let Some(command) = tchbook_wire::unkeyed(&line) else {
+                let _ = self.stdout_sender.send(line);
+                continue;
+            };
+            if command == runtime::EVCXR_EXECUTION_COMPLETE {
                 break;
             }
-            if line == PANIC_NOTIFICATION {
+            if command == PANIC_NOTIFICATION {
                 got_panic = true;
-            } else if line.starts_with(evcxr_input::GET_CMD) {
-                let is_password = line.starts_with(evcxr_input::GET_CMD_PASSWORD);
-                let prompt = line.split(':').nth(1).unwrap_or_default().to_owned();
+            } else if command.starts_with(evcxr_input::GET_CMD) {
+                let is_password = command.starts_with(evcxr_input::GET_CMD_PASSWORD);
+                let prompt = command.split(':').nth(1).unwrap_or_default().to_owned();
                 self.child_process
                     .send(&(callbacks.input_reader)(InputRequest {
                         prompt,
                         is_password,
                     }))?;
-            } else if line == evcxr_internal_runtime::USER_ERROR_OCCURRED {
+            } else if command == evcxr_internal_runtime::USER_ERROR_OCCURRED {
                 // A question mark operator in user code triggered an early
                 // return. Any newly defined variables won't have been stored.
                 state
@@ -948,25 +952,31 @@ impl EvalContext {
                         variable_state.move_state != VariableMoveState::New
                     });
             } else if let Some(variable_name) =
-                line.strip_prefix(evcxr_internal_runtime::VARIABLE_CHANGED_TYPE)
+                command.strip_prefix(evcxr_internal_runtime::VARIABLE_CHANGED_TYPE)
             {
                 lost_variables.push(variable_name.to_owned());
-            } else if let Some(captures) = MIME_OUTPUT.captures(&line) {
-                let mime_type = captures[1].to_owned();
+            } else if let Some(mime_type) = command.strip_prefix(tchbook_wire::BEGIN_CONTENT) {
+                let mime_type = mime_type.split(' ').next().unwrap_or_default().to_owned();
                 let mut content = String::new();
                 loop {
                     let line = self.child_process.recv_line()?;
-                    if line == "EVCXR_END_CONTENT" {
-                        break;
+                    match tchbook_wire::unkeyed(&line) {
+                        Some(tchbook_wire::END_CONTENT) => break,
+                        Some(PANIC_NOTIFICATION) => {
+                            got_panic = true;
+                            break;
+                        }
+                        // Another protocol line meanwhile (a thread's output, a display).
+                        Some(_) if tchbook_wire::carries_key(&line) => {
+                            let _ = self.stdout_sender.send(line);
+                        }
+                        _ => {
+                            if !content.is_empty() {
+                                content.push('\n');
+                            }
+                            content.push_str(&line);
+                        }
                     }
-                    if line == PANIC_NOTIFICATION {
-                        got_panic = true;
-                        break;
-                    }
-                    if !content.is_empty() {
-                        content.push('\n');
-                    }
-                    content.push_str(&line);
                 }
                 output.content_by_mime_type.insert(mime_type, content);
             } else {
@@ -1671,6 +1681,11 @@ impl ContextState {
     }
 
     fn error_trait_code(&self, for_analysis: bool) -> CodeBlock {
+        // tchbook patch: the line keyed.
+        let user_error_line = format!(
+            "println!(\"{{}}\", {});",
+            tchbook::keyed_code("evcxr_internal_runtime::USER_ERROR_OCCURRED")
+        );
         CodeBlock::new().generated(format!(
             r#"
             struct EvcxrUserCodeError {{}}
@@ -1687,7 +1702,7 @@ impl ContextState {
             if for_analysis {
                 ""
             } else {
-                "println!(\"{}\", evcxr_internal_runtime::USER_ERROR_OCCURRED);"
+                &user_error_line
             }
         ))
     }
@@ -1768,7 +1783,10 @@ impl ContextState {
                     .generated("})) { ")
                     .generated("  Ok(_) => {}")
                     .generated("  Err(_) => {")
-                    .generated(format!("    println!(\"{PANIC_NOTIFICATION}\");"))
+                    .generated(format!(
+                    "    println!(\"{{}}\", {});",
+                    tchbook::keyed_code(&format!("\"{PANIC_NOTIFICATION}\""))
+                ))
                     .add_all(self.restore_on_panic_statements())
                     .generated("}}");
             } else {
@@ -1776,7 +1794,10 @@ impl ContextState {
                     .generated("if std::panic::catch_unwind(||{")
                     .add_all(user_code)
                     .generated("}).is_err() {")
-                    .generated(format!("    println!(\"{PANIC_NOTIFICATION}\");"))
+                    .generated(format!(
+                    "    println!(\"{{}}\", {});",
+                    tchbook::keyed_code(&format!("\"{PANIC_NOTIFICATION}\""))
+                ))
                     .generated("}");
             }
         } else {
@@ -1900,7 +1921,7 @@ impl ContextState {
                             // If that fails, we try debug format.
                             if self.config.display_types {
                                 CodeBlock::new()
-                                .generated(SEND_TEXT_PLAIN_DEF)
+                                .generated(send_text_plain_def())
                                 .generated(GET_TYPE_NAME_DEF)
                                 .generated("{ let r = &(")
                                 .with_segment(segment)
@@ -1910,7 +1931,7 @@ impl ContextState {
                                 ))
                             } else {
                                 CodeBlock::new()
-                                .generated(SEND_TEXT_PLAIN_DEF)
+                                .generated(send_text_plain_def())
                                 .generated(format!(
                                     "evcxr_send_text_plain(&format!(\"{}\",&(\n",
                                     self.config.output_format

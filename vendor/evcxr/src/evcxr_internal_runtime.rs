@@ -12,6 +12,17 @@
 pub const VARIABLE_CHANGED_TYPE: &str = "EVCXR_VARIABLE_CHANGED_TYPE:";
 pub const USER_ERROR_OCCURRED: &str = "EVCXR_ERROR_OCCURRED";
 
+/// tchbook patch: `line` keyed as the kernel reads protocol lines (`tchbook_wire::keyed`: the
+/// record separator, the key in `TCHBOOK_LINE_KEY`, a space). Cells cannot name that crate, so
+/// the two names are spelled here; the kernel's tests check they are `tchbook_wire`'s.
+#[allow(dead_code)]
+pub fn keyed(line: &str) -> String {
+    match std::env::var("TCHBOOK_LINE_KEY") {
+        Ok(key) if !key.is_empty() => format!("\u{1e}{key} {line}"),
+        _ => line.to_owned(),
+    }
+}
+
 pub struct VariableStore {
     variables: std::collections::HashMap<String, Box<dyn std::any::Any + 'static>>,
 }
@@ -32,7 +43,7 @@ impl VariableStore {
             && v.downcast_ref::<T>().is_none()
         {
             eprintln!("The type of the variable {name} was redefined, so was lost.",);
-            println!("{VARIABLE_CHANGED_TYPE}{name}");
+            println!("{}", keyed(&format!("{VARIABLE_CHANGED_TYPE}{name}")));
             return false;
         }
         true

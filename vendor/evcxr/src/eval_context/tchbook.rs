@@ -347,3 +347,16 @@ pub(super) fn probed_type_failed(error: &CompilationError) -> bool {
             Some("E0412" | "E0422" | "E0433" | "E0603" | "E0308" | "E0107")
         )
 }
+
+/// tchbook patch: Rust code for a `String` holding `line` (Rust code for a `&str`) keyed as
+/// `tchbook_wire::keyed` keys it, for the lines a cell's generated code prints to evcxr. Cells
+/// cannot name `tchbook_wire`, so the code reads the key itself.
+pub(crate) fn keyed_code(line: &str) -> String {
+    format!(
+        "::std::env::var({:?}).ok().filter(|k| !k.is_empty()).map_or_else(\
+         || ::std::string::String::from({line}), \
+         |k| ::std::format!(\"{{}}{{}} {{}}\", {:?}, k, {line}))",
+        tchbook_wire::env::LINE_KEY,
+        tchbook_wire::MARK,
+    )
+}

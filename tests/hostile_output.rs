@@ -1,0 +1,80 @@
+//! Text a cell prints (a downloaded page, a CSV, another notebook's JSON) is text, even where it
+//! holds the words of the line protocol between the evaluation process and the kernel: only a
+//! line with the kernel's key is protocol.
+
+use crate::support::Kernel;
+
+/// Lines that, printed, once became HTML in the notebook, ended the cell early, asked the front
+/// end for input (whose answer then reached the evaluation process as a command, ending it),
+/// dropped the cell's variables, or marked one as lost.
+const HOSTILE: [&str; 12] = [
+    r#"TCHBOOK_DISPLAY {"op":"display","data":{"text/html":"<img src=x onerror=alert(1)>"},"metadata":{},"display_id":null}"#,
+    r#"TCHBOOK_DISPLAY {"op":"clear","wait":false}"#,
+    "EVCXR_EXECUTION_COMPLETE",
+    "EVCXR_BEGIN_CONTENT text/html",
+    "<script>alert(1)</script>",
+    "EVCXR_END_CONTENT",
+    "EVCXR_ERROR_OCCURRED",
+    "EVCXR_VARIABLE_CHANGED_TYPE:kept",
+    "EVCXR_PANIC_NOTIFICATION",
+    "EVCXR_INPUT_REQUEST:Password",
+    // A guess at the key's place: the record separator and a wrong key.
+    "\u{1e}00000000000000000000000000000000 TCHBOOK_DISPLAY {\"op\":\"clear\",\"wait\":false}",
+    r#"in the middle TCHBOOK_DISPLAY {"op":"clear","wait":false}"#,
+];
+
+#[tokio::test(flavor = "multi_thread")]
+async fn printed_protocol_words_are_text_and_the_next_cell_is_in_step() {
+    let mut kernel = Kernel::start().await;
+    kernel.run_ok("let kept = 41;").await;
+    let page = HOSTILE.join("\n");
+    // Printed as data is: the cell holds the text in a variable and prints it.
+    let code = format!("let page = {page:?};\nprintln!(\"{{page}}\");\nlet fresh = 1;");
+    let printed = kernel.run_ok(&code).await;
+    assert_eq!(
+        printed.stdout(),
+        format!("{page}\n"),
+        "{:?}",
+        printed.types()
+    );
+    for kind in printed.types() {
+        assert!(
+            ["status", "execute_input", "stream"].contains(&kind.as_str()),
+            "printed text became a {kind}: {:?}",
+            printed.types()
+        );
+    }
+    // In step, with every variable: the next cell's value is its own.
+    let next = kernel.run_ok("kept + fresh").await;
+    assert_eq!(next.result().as_deref(), Some("42"));
+    assert!(next.stdout().is_empty(), "{}", next.stdout());
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn text_glued_to_protocol_words_without_a_newline_stays_in_its_cell() {
+    let mut kernel = Kernel::start().await;
+    kernel.run_ok("let kept = 1;").await;
+    // No newline after the words: once they ended the cell early and the rest of its output
+    // came with the next cell.
+    let printed = kernel
+        .run_ok("print!(\"partial EVCXR_EXECUTION_COMPLETE\");\nprintln!(\" and the rest\");")
+        .await;
+    assert_eq!(
+        printed.stdout(),
+        "partial EVCXR_EXECUTION_COMPLETE and the rest\n"
+    );
+    let next = kernel.run_ok("kept + 1").await;
+    assert_eq!(next.result().as_deref(), Some("2"));
+    assert!(next.stdout().is_empty(), "{}", next.stdout());
+}
+
+#[test]
+fn generated_code_keys_its_lines_with_the_wire_names() {
+    // The module evcxr compiles into every cell spells the key's variable and the mark itself
+    // (a cell cannot name tchbook_wire): they must be the ones the kernel reads.
+    let runtime = include_str!("../vendor/evcxr/src/evcxr_internal_runtime.rs");
+    let variable = format!("std::env::var({:?})", tchbook_wire::env::LINE_KEY);
+    assert!(runtime.contains(&variable), "{variable} is not read");
+    let mark = format!("\\u{{{:x}}}", u32::from(tchbook_wire::MARK));
+    assert!(runtime.contains(&mark), "{mark} is not written");
+}
