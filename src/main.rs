@@ -128,6 +128,7 @@ fn main() -> ExitCode {
         Command::Kernel { .. } | Command::Launch(_) | Command::Install { .. } | Command::Doctor
     ) {
         // Before any thread starts: it sets environment variables evcxr reads.
+        env::pin_toolchain();
         env::set_for_cargo_front();
     }
     match run(command) {

@@ -27,6 +27,9 @@ pub fn is_complete(code: &str) -> Completeness {
     if rust.trim().is_empty() {
         return Completeness::Complete;
     }
+    if too_deeply_nested(&rust).is_some() {
+        return Completeness::Invalid;
+    }
     match delimiters(&rust) {
         Delimiters::Unclosed(depth) => return Completeness::Incomplete("    ".repeat(depth)),
         Delimiters::Mismatched => return Completeness::Invalid,
@@ -62,6 +65,45 @@ enum Delimiters {
     Balanced,
     Unclosed(usize),
     Mismatched,
+}
+
+/// The deepest nesting of brackets the kernel's own parsing is given: rust-analyzer's parser
+/// (cell splitting, completion, hover, `is_complete`) recurses once per level, and a few
+/// thousand levels overflowed the stack of the thread parsing, which ended the kernel with every
+/// variable. Real code stays far below this; rustc, which builds cells in a process of its own,
+/// has its own limits and messages.
+pub const MAX_NESTING: usize = 256;
+
+/// Why `code` is not parsed: more than [`MAX_NESTING`] levels of brackets. Counted with the
+/// lexer, which does not recurse, so any text can be asked about.
+///
+/// ```
+/// use tchbook::syntax::too_deeply_nested;
+/// assert!(too_deeply_nested("vec![(1, 2)]").is_none());
+/// let deep = format!("{}1{}", "(".repeat(3000), ")".repeat(3000));
+/// assert!(too_deeply_nested(&deep).unwrap().contains("3000 levels"));
+/// ```
+pub fn too_deeply_nested(code: &str) -> Option<String> {
+    use ra_ap_rustc_lexer::{tokenize, FrontmatterAllowed, TokenKind};
+    let (mut depth, mut deepest) = (0usize, 0usize);
+    for token in tokenize(code, FrontmatterAllowed::No) {
+        match token.kind {
+            TokenKind::OpenParen | TokenKind::OpenBracket | TokenKind::OpenBrace => {
+                depth += 1;
+                deepest = deepest.max(depth);
+            }
+            TokenKind::CloseParen | TokenKind::CloseBracket | TokenKind::CloseBrace => {
+                depth = depth.saturating_sub(1);
+            }
+            _ => {}
+        }
+    }
+    (deepest > MAX_NESTING).then(|| {
+        format!(
+            "the cell nests brackets {deepest} levels deep; tchbook reads at most {MAX_NESTING} \
+             levels. Split the expression into named parts (let bindings, functions)."
+        )
+    })
 }
 
 /// The brackets outside strings and comments, by rustc's own lexer (rust-analyzer's copy of it,

@@ -78,3 +78,51 @@ fn generated_code_keys_its_lines_with_the_wire_names() {
     let mark = format!("\\u{{{:x}}}", u32::from(tchbook_wire::MARK));
     assert!(runtime.contains(&mark), "{mark} is not written");
 }
+
+/// Text nested deeper than any parser's stack: these ended the kernel ("stack overflow") when
+/// completed, inspected, checked for completeness or run.
+fn deeply_nested() -> [String; 3] {
+    [
+        format!("let x = {}1{};", "(".repeat(3000), ")".repeat(3000)),
+        "{".repeat(50_000),
+        format!("vec!{}0{}", "[".repeat(2500), "]".repeat(2500)),
+    ]
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn no_text_nested_however_deep_ends_the_kernel() {
+    use jupyter_protocol::{
+        CompleteRequest, IsCompleteReplyStatus, IsCompleteRequest, JupyterMessageContent,
+    };
+    let mut kernel = Kernel::start().await;
+    kernel.run_ok("let kept = 41;").await;
+    for code in deeply_nested() {
+        let cursor_pos = code.chars().count() / 2;
+        let reply = kernel
+            .request(CompleteRequest {
+                code: code.clone(),
+                cursor_pos,
+            })
+            .await;
+        assert!(
+            matches!(&reply.content, JupyterMessageContent::CompleteReply(r) if r.matches.is_empty()),
+            "{:?}",
+            reply.content
+        );
+        let hover = kernel.inspect(&code, cursor_pos).await;
+        assert!(!hover.found);
+        let reply = kernel
+            .request(IsCompleteRequest { code: code.clone() })
+            .await;
+        assert!(
+            matches!(&reply.content, JupyterMessageContent::IsCompleteReply(r) if r.status == IsCompleteReplyStatus::Invalid),
+            "{:?}",
+            reply.content
+        );
+        let run = kernel.execute(&code).await;
+        let (_, evalue, _) = run.error().expect("the cell is refused");
+        assert!(evalue.contains("levels deep"), "{evalue}");
+    }
+    let next = kernel.run_ok("kept + 1").await;
+    assert_eq!(next.result().as_deref(), Some("42"));
+}

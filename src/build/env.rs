@@ -23,6 +23,7 @@
 //! | `EVCXR_TMPDIR` | kernel | evcxr: the build directory |
 //! | `EVCXR_CONFIG_DIR` | kernel, unless set | evcxr: where its `evcxr.toml` is looked for |
 //! | `LD_LIBRARY_PATH` | kernel, for the evaluation process | the loader: libtorch, libstd |
+//! | `RUSTUP_TOOLCHAIN` | kernel, unless set | rustup, for every cargo and rustc the kernel starts |
 //! | `TCHBOOK_LINE_KEY` | kernel, a fresh one at each start | the evaluation process's protocol writers, and the kernel's readers |
 //!
 //! Variables the kernel only reads (`TCHBOOK_CACHE_DIR`, `TCHBOOK_PRELUDE_DIR`,
@@ -42,6 +43,8 @@ pub(crate) use tchbook_wire::env::{
 
 /// The evaluation process's loader path (libtorch, libstd).
 pub(crate) const LD_LIBRARY_PATH: &str = "LD_LIBRARY_PATH";
+/// rustup's toolchain for every tool the kernel starts ([`pin_toolchain`]).
+pub(crate) const RUSTUP_TOOLCHAIN: &str = "RUSTUP_TOOLCHAIN";
 /// cargo's rustc wrapper for workspace members: the cell crate only.
 pub(crate) const RUSTC_WORKSPACE_WRAPPER: &str = "RUSTC_WORKSPACE_WRAPPER";
 /// Lets a stable rustc take `-Z` flags (a type probe's full type paths).
@@ -106,6 +109,27 @@ pub(crate) fn tool(program: impl AsRef<OsStr>) -> Command {
         PathBuf::from("/")
     });
     command
+}
+
+/// Pins rustup's toolchain, for everything this process starts, to the one rustup picks in the
+/// build cache's root (`RUSTUP_TOOLCHAIN`, unless the user set it). Without it rustup obeys a
+/// `rust-toolchain.toml` in whatever directory a tool runs in, and evcxr and rust-analyzer run
+/// `rustc -vV` and `rustc --print target-libdir` in the kernel's own, the notebook's folder,
+/// whose toolchain file may name a `rustc` of the folder's own. Call from `main` before any
+/// thread starts. Does nothing without rustup (a toolchain not under `.../toolchains/`).
+pub fn pin_toolchain() {
+    if std::env::var_os(RUSTUP_TOOLCHAIN).is_some() {
+        return;
+    }
+    let Ok(output) = tool("rustc").args(["--print", "sysroot"]).output() else {
+        return;
+    };
+    let sysroot = PathBuf::from(String::from_utf8_lossy(&output.stdout).trim());
+    if sysroot.parent().and_then(Path::file_name) == Some(OsStr::new("toolchains")) {
+        if let Some(name) = sysroot.file_name() {
+            std::env::set_var(RUSTUP_TOOLCHAIN, name);
+        }
+    }
 }
 
 /// Makes this process's evcxr use the cargo front end. Call from `main` before any thread

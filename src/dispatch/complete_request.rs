@@ -10,6 +10,18 @@ impl<E: Evaluator> Shell<E> {
     pub(super) async fn complete_request(&mut self, request: &CompleteRequest) -> CompleteReply {
         let code = &request.code;
         let position = syntax::code_point_to_byte(code, request.cursor_pos);
+        if syntax::too_deeply_nested(code).is_some() {
+            // Nothing is offered for text the parsers are not given (`syntax::MAX_NESTING`).
+            let cursor = request.cursor_pos;
+            return CompleteReply {
+                matches: Vec::new(),
+                cursor_start: cursor,
+                cursor_end: cursor,
+                metadata: serde_json::Map::new(),
+                status: ReplyStatus::Ok,
+                error: None,
+            };
+        }
         let prepared = self.engine.prepare_completion(code.clone(), position).await;
         let found = self.completer.complete(code, position, prepared).await;
         let (start, end) = if found.matches.is_empty() {

@@ -21,7 +21,11 @@ impl<E: Evaluator> Shell<E> {
         let code = &request.code;
         let position = syntax::code_point_to_byte(code, request.cursor_pos);
         let end = syntax::end_of_identifier(code, position);
-        let source = self.engine.prepare_hover(code.clone(), end).await;
+        // Text the parsers are not given (`syntax::MAX_NESTING`) has no documentation to show.
+        let source = match syntax::too_deeply_nested(code) {
+            Some(_) => None,
+            None => self.engine.prepare_hover(code.clone(), end).await,
+        };
         let completer = self.completer.clone();
         let shared = self.shared.clone();
         let outgoing = self.shell.outgoing.clone();

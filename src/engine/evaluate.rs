@@ -96,6 +96,14 @@ impl State {
 
     pub(super) fn execute(&mut self, code: &str, allow_stdin: bool) -> Finished {
         self.cells += 1;
+        // evcxr parses the cell on this thread, recursively: text nested too deep for that is
+        // refused before it gets there (`syntax::MAX_NESTING`).
+        if let Some(why) = crate::syntax::too_deeply_nested(code) {
+            return Finished {
+                outcome: Err(CellError::Failed(why)),
+                source: None,
+            };
+        }
         let before = self.variables();
         let pump = self.pump.clone();
         // evcxr does not export its `InputRequest` type; the closure's parameter type comes

@@ -22,6 +22,9 @@ pub(super) fn split_cell(code: &str) -> Result<SplitCell> {
     if code.trim().is_empty() {
         return Ok(split);
     }
+    if let Some(why) = crate::syntax::too_deeply_nested(code) {
+        bail!("{why}");
+    }
     let wrapped = format!("{PREFIX}{code}\n}}");
     let parsed = SourceFile::parse(&wrapped, Edition::Edition2021);
     if let Some(error) = parsed.errors().first() {
