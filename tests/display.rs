@@ -200,3 +200,42 @@ async fn a_cell_that_ends_on_stderr_keeps_its_last_line() {
         assert_eq!(run.stderr(), format!("err {i}\nno newline"), "cell {i}");
     }
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_cell_ending_without_a_newline_keeps_its_text() {
+    let mut kernel = Kernel::start().await;
+    kernel.run_ok("1").await;
+    // Each cell's last text has no newline: it used to arrive with the next cell.
+    for i in 0..20 {
+        let cell = kernel.run_ok(&format!("print!(\"<{i}>\");")).await;
+        assert_eq!(cell.stdout(), format!("<{i}>"), "cell {i}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn progress_printed_without_newlines_shows_while_the_cell_runs() {
+    let mut kernel = Kernel::start().await;
+    kernel.run_ok("1").await;
+    // A dot every 20 ms for 2 s, no newline: it showed nothing until the cell ended.
+    let code = "for _ in 0..100 { print!(\".\"); std::thread::sleep(std::time::Duration::from_millis(20)); }";
+    let sent = kernel.send_shell(ExecuteRequest::new(code.into())).await;
+    let iopub = timed_iopub(&mut kernel, &sent.header.msg_id).await;
+    let _ = kernel.shell_reply(STARTUP).await;
+    let idle = iopub.last().unwrap().0;
+    let streams: Vec<_> = iopub
+        .iter()
+        .filter_map(|(at, m)| match &m.content {
+            JupyterMessageContent::StreamContent(s) => Some((*at, s.text.clone())),
+            _ => None,
+        })
+        .collect();
+    let text: String = streams.iter().map(|(_, t)| t.as_str()).collect();
+    assert_eq!(text, ".".repeat(100));
+    let first = streams.first().unwrap().0;
+    assert!(
+        idle - first > Duration::from_millis(1000),
+        "the dots came only at the end: first {:?} before idle",
+        idle - first
+    );
+    assert!(streams.len() >= 3, "{} stream messages", streams.len());
+}

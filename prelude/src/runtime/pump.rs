@@ -20,6 +20,11 @@ use std::time::{Duration, Instant};
 /// How long a partial line waits for more bytes before the pump flushes it as a `stream`
 /// message.
 const PARTIAL_LINE_IDLE: Duration = Duration::from_millis(50);
+/// How long a partial line waits at most while more bytes keep coming without a newline
+/// (progress dots): ipykernel's `OutStream` flushes every 200 ms too.
+const PARTIAL_LINE_MAX_WAIT: Duration = Duration::from_millis(200);
+/// How long a partial line may grow before it is sent anyway.
+const PARTIAL_LINE_MAX_BYTES: usize = 1 << 20;
 
 /// Serialises writes to the kernel's stdout pipe: both pump threads write message lines there,
 /// and a line longer than PIPE_BUF written by two threads at once could interleave.
@@ -101,6 +106,8 @@ struct Source {
     own_fd: libc::c_int,
     splitter: LineSplitter,
     last_byte: Instant,
+    /// Since when the pending partial line has been waiting, if there is one.
+    partial_since: Option<Instant>,
 }
 
 /// Reads the stdout and stderr pipes (in that order) until both are closed.
@@ -112,6 +119,7 @@ fn pump(fds: [(libc::c_int, libc::c_int); 2]) {
             own_fd,
             splitter: LineSplitter::new(name),
             last_byte: Instant::now(),
+            partial_since: None,
         });
     let mut chunk = vec![0u8; 64 * 1024];
     while sources.iter().any(|s| s.read_fd >= 0) {
@@ -138,6 +146,7 @@ fn pump(fds: [(libc::c_int, libc::c_int); 2]) {
                 }
                 deliver(out.name, piece, out.own_fd);
             }
+            flush_if_due(out);
         } else {
             flush_if_idle(out);
         }
@@ -145,9 +154,29 @@ fn pump(fds: [(libc::c_int, libc::c_int); 2]) {
             for piece in read_once(err, &mut chunk) {
                 deliver(err.name, piece, err.own_fd);
             }
+            flush_if_due(err);
         } else {
             flush_if_idle(err);
         }
+    }
+}
+
+/// A partial line that keeps growing (bytes without a newline, arriving faster than
+/// [`PARTIAL_LINE_IDLE`]), as a `stream` message once it waited [`PARTIAL_LINE_MAX_WAIT`] or
+/// reached [`PARTIAL_LINE_MAX_BYTES`]: the front end shows progress while it is made, and the
+/// pump's buffer stays bounded.
+fn flush_if_due(source: &mut Source) {
+    let waiting = source.splitter.partial_len();
+    if waiting == 0 {
+        source.partial_since = None;
+        return;
+    }
+    let since = *source.partial_since.get_or_insert_with(Instant::now);
+    if since.elapsed() >= PARTIAL_LINE_MAX_WAIT || waiting >= PARTIAL_LINE_MAX_BYTES {
+        if let Some(piece) = source.splitter.idle() {
+            deliver(source.name, piece, source.own_fd);
+        }
+        source.partial_since = None;
     }
 }
 

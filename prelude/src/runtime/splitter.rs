@@ -104,6 +104,14 @@ impl LineSplitter {
         out
     }
 
+    /// How many bytes of a partial line (not a protocol line) wait for their newline.
+    pub(crate) fn partial_len(&self) -> usize {
+        match self.pending().first() {
+            None | Some(&MARKER) => 0,
+            Some(_) => self.pending().len(),
+        }
+    }
+
     /// Called when no bytes arrived for a while: the pending partial line, as a `stream` op.
     pub(crate) fn idle(&mut self) -> Option<Chunk> {
         let pending = self.pending();

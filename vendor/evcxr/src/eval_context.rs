@@ -1803,6 +1803,10 @@ impl ContextState {
         } else {
             code = code.add_all(user_code);
         }
+        // tchbook patch: what the cell printed without a newline is still in its stdout's buffer
+        // (the cell's own libstd, not the evaluation process's, which ends the cell): flushed
+        // here, it reaches the kernel before the cell's end instead of with the next cell.
+        code = code.generated("{ use std::io::Write as _; let _ = std::io::stdout().flush(); }");
         if needs_variable_store {
             code = code.add_all(self.store_variable_statements(VariableMoveState::Available));
         }
