@@ -146,3 +146,24 @@ async fn an_interrupted_cell_that_used_the_old_value_names_the_variable_it_lost(
     assert!(stderr.contains("Lost: `data`"), "{stderr}");
     assert_eq!(kernel.run_ok("kept").await.result().as_deref(), Some("7"));
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_unusable_interrupt_grace_falls_back_to_the_default_with_a_warning() {
+    for value in ["-1", "NaN"] {
+        // Without libtorch the kernel starts without building the prelude: only its start
+        // matters here.
+        let env = [
+            (tchbook_wire::env::INTERRUPT_GRACE, value),
+            ("LIBTORCH", "/nonexistent/libtorch"),
+        ];
+        let mut kernel = Kernel::start_with_env(&env).await;
+        kernel.kernel_info().await;
+        let log = kernel.log();
+        assert!(
+            log.contains(&format!(
+                "TCHBOOK_INTERRUPT_GRACE=\"{value}\" is not a number"
+            )),
+            "{value}: {log}"
+        );
+    }
+}
