@@ -49,6 +49,7 @@ async fn sigint_to_the_kernel_process_group_interrupts_the_cell() {
     kernel.run_ok("let kept = 7;").await;
     let sent = start_long_cell(&mut kernel, COOPERATIVE_LOOP).await;
     // What jupyter_client does for interrupt_mode "signal".
+    // SAFETY: killpg(2) on the group of the kernel this test started (process_group(0)).
     unsafe { libc::killpg(kernel.pid(), libc::SIGINT) };
     let content = kernel.execute_reply_to(&sent, REPLY).await;
     assert_eq!(content.error.unwrap().ename, "KeyboardInterrupt");
