@@ -53,4 +53,6 @@ pub struct ExportOptions {
     pub out_dir: Option<PathBuf>,
     /// A prelude crate to depend on by path instead of a copy of the embedded one.
     pub prelude: Option<PathBuf>,
+    /// Write into `out_dir` even where it holds something other than an earlier export.
+    pub force: bool,
 }

@@ -74,6 +74,9 @@ fn session_id() -> String {
 /// the kernel also ends when the process that started it dies.
 pub fn run(connection_file: &Path, watch_parent: bool) -> Result<()> {
     let connection = read_connection_file(connection_file)?;
+    // Before the set-up, which may build the cache for minutes: a refused connection file says
+    // so at once.
+    transport::check_signing(&connection)?;
     // Everything that writes the environment happens here, before any thread starts.
     let setup = setup::setup();
     let engine = Engine::spawn(setup.options);

@@ -74,8 +74,12 @@ enum Command {
         prelude: Option<PathBuf>,
         /// Write the outputs recorded in FILE (by the exported binary's --record) into the
         /// notebook instead of exporting it.
-        #[arg(long, value_name = "FILE", conflicts_with_all = ["out_dir", "prelude"])]
+        #[arg(long, value_name = "FILE", conflicts_with_all = ["out_dir", "prelude", "force"])]
         merge: Option<PathBuf>,
+        /// Write into the project's directory even if it holds something other than an
+        /// earlier export (its Cargo.toml and src/main.rs are overwritten).
+        #[arg(long)]
+        force: bool,
     },
 }
 
@@ -181,10 +185,12 @@ fn run(command: Command) -> anyhow::Result<()> {
             out_dir,
             prelude,
             merge: None,
+            force,
         } => tchbook::export::export(&tchbook::export::ExportOptions {
             notebook,
             out_dir,
             prelude,
+            force,
         })
         .map(|dir| println!("{}", dir.display())),
         Command::Doctor => install::doctor(&tchbook::kernel::rustc_version().1),

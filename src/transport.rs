@@ -3,13 +3,20 @@
 //! Each socket gets tasks of its own and the rest of the kernel sees only channels: a reader per
 //! ROUTER socket (shell, control, stdin) that verifies signatures and parses messages, a writer
 //! per ROUTER socket, the one task that owns iopub, and the heartbeat echo. A message that fails
-//! to parse or whose HMAC does not verify is logged and dropped by its reader; nothing a client
-//! sends can end a reader.
+//! to parse, whose HMAC does not verify, or whose signature was seen before (a replay) is logged
+//! and dropped by its reader; nothing a client sends can end a reader.
+//!
+//! Signing is checked as jupyter_client's `Session` checks it: HMAC-SHA256 over the four JSON
+//! frames ([`check_signing`] refuses a connection file that asks for another scheme, or for no
+//! key where other machines can reach the ports), and one history of signatures for the three
+//! sockets together ([`DigestHistory`]), so a captured request cannot be sent again on any of
+//! them.
 
-use anyhow::{Context, Result};
+use anyhow::{bail, Context, Result};
 use bytes::Bytes;
 use jupyter_protocol::{
-    ConnectionInfo, Header, IoPubWelcome, JupyterMessage, JupyterMessageContent, UnknownMessage,
+    ConnectionInfo, Header, IoPubWelcome, JupyterMessage, JupyterMessageContent, Transport,
+    UnknownMessage,
 };
 use jupyter_zmq_client::{
     create_kernel_control_connection, create_kernel_heartbeat_connection,
@@ -17,6 +24,9 @@ use jupyter_zmq_client::{
     create_kernel_stdin_connection, Connection, RawMessage, RuntimeError, SubscriptionEvent,
 };
 use serde_json::Value;
+use std::collections::{HashSet, VecDeque};
+use std::net::IpAddr;
+use std::sync::{Arc, Mutex};
 use tokio::sync::mpsc::{unbounded_channel, UnboundedReceiver, UnboundedSender};
 use zeromq::{SocketRecv, SocketSend};
 
@@ -50,8 +60,93 @@ pub struct Sockets {
     pub stdin: Router,
 }
 
+/// The one signature scheme this kernel implements (jupyter-zmq-client signs and verifies
+/// with HMAC-SHA256 only). jupyter_client accepts any `hmac-<hashlib name>`, but writes this one
+/// unless told otherwise.
+pub(crate) const SIGNATURE_SCHEME: &str = "hmac-sha256";
+
+/// Set to `1` to serve a connection file with an empty key on an address other machines can
+/// reach (see [`check_signing`]).
+pub const ALLOW_UNSIGNED: &str = "TCHBOOK_ALLOW_UNSIGNED";
+
+/// Refuses, before anything binds, a connection this kernel cannot serve as the file asks or
+/// should not serve at all:
+/// - a `signature_scheme` other than [`SIGNATURE_SCHEME`]: the kernel would verify with
+///   another hash than the client signs with, and drop every message as forged;
+/// - an empty `key` (messages unsigned: whoever reaches a port can run code) on an `ip` that is
+///   not loopback, unless [`ALLOW_UNSIGNED`] is `1`. On loopback (or an `ipc` transport, whose
+///   sockets are files) only this machine's users reach the ports, which is what Jupyter's
+///   own `--Session.key=''` assumes.
+pub(crate) fn check_signing(info: &ConnectionInfo) -> Result<()> {
+    let allowed = std::env::var(ALLOW_UNSIGNED).is_ok_and(|value| value == "1");
+    signing_problem(info, allowed).map_or(Ok(()), |problem| bail!(problem))
+}
+
+fn signing_problem(info: &ConnectionInfo, allow_unsigned: bool) -> Option<String> {
+    if info.signature_scheme != SIGNATURE_SCHEME {
+        return Some(format!(
+            "the connection file asks for signature_scheme {:?}, which tchbook does not \
+             implement: it supports only {SIGNATURE_SCHEME:?}. Start the kernel with \
+             signature_scheme {SIGNATURE_SCHEME:?} (jupyter_client's default; e.g. \
+             --Session.signature_scheme={SIGNATURE_SCHEME})",
+            info.signature_scheme
+        ));
+    }
+    let local = match info.transport {
+        Transport::IPC => true,
+        Transport::TCP => {
+            info.ip == "localhost" || info.ip.parse::<IpAddr>().is_ok_and(|ip| ip.is_loopback())
+        }
+    };
+    if info.key.is_empty() && !local && !allow_unsigned {
+        return Some(format!(
+            "the connection file has an empty key, so messages would not be signed, and ip {:?} \
+             lets other machines reach the kernel's ports: anyone who can reach them could run \
+             code. Give the kernel a key (Jupyter writes one unless told not to), or bind it to \
+             127.0.0.1; to serve unsigned messages on {:?} anyway (a network only you can \
+             reach), set {ALLOW_UNSIGNED}=1",
+            info.ip, info.ip
+        ));
+    }
+    None
+}
+
+/// The signatures of the messages the kernel accepted, to drop a message sent again: what
+/// jupyter_client's `Session.digest_history` does. Its memory is bounded as jupyter_client
+/// bounds it, at 2^16 signatures (about 7 MiB at most); past that the oldest is forgotten (where
+/// jupyter_client forgets a random tenth), so only a message older than the last 65536 could be
+/// replayed. The messages carry their date and a fresh `msg_id`, so no client sends one
+/// signature twice in good faith.
+#[derive(Default)]
+pub(crate) struct DigestHistory {
+    seen: HashSet<Arc<[u8]>>,
+    order: VecDeque<Arc<[u8]>>,
+}
+
+impl DigestHistory {
+    /// How many signatures are remembered.
+    pub(crate) const CAPACITY: usize = 1 << 16;
+
+    /// Records `signature`; `false` if it was recorded before (a replay).
+    pub(crate) fn insert(&mut self, signature: &[u8]) -> bool {
+        if self.seen.contains(signature) {
+            return false;
+        }
+        let signature: Arc<[u8]> = signature.into();
+        self.seen.insert(Arc::clone(&signature));
+        self.order.push_back(signature);
+        if self.order.len() > Self::CAPACITY {
+            if let Some(oldest) = self.order.pop_front() {
+                self.seen.remove(&oldest);
+            }
+        }
+        true
+    }
+}
+
 /// Binds all sockets of `info` and starts their tasks.
 pub async fn bind(info: &ConnectionInfo, session_id: &str) -> Result<Sockets> {
+    check_signing(info)?;
     let iopub = create_kernel_iopub_xpub_connection(info, session_id)
         .await
         .context("binding iopub")?;
@@ -87,33 +182,60 @@ pub async fn bind(info: &ConnectionInfo, session_id: &str) -> Result<Sockets> {
             }
         }
     });
+    // One history for the three sockets, as jupyter_client has one per session.
+    let history = Arc::new(Mutex::new(DigestHistory::default()));
     Ok(Sockets {
         iopub: IoPub {
             tx: iopub_tx,
             topic_prefix: format!("kernel.{session_id}"),
         },
-        shell: router("shell", shell),
-        control: router("control", control),
-        stdin: router("stdin", stdin),
+        shell: router("shell", shell, &history),
+        control: router("control", control, &history),
+        stdin: router("stdin", stdin, &history),
     })
 }
 
-fn router(name: &'static str, connection: Connection<zeromq::RouterSocket>) -> Router {
+fn router(
+    name: &'static str,
+    connection: Connection<zeromq::RouterSocket>,
+    history: &Arc<Mutex<DigestHistory>>,
+) -> Router {
     let (mut send, mut recv) = connection.split();
     let (in_tx, in_rx) = unbounded_channel();
     let (out_tx, mut out_rx) = unbounded_channel::<JupyterMessage>();
+    let history = Arc::clone(history);
     tokio::spawn(async move {
         loop {
             let parsed = match recv.socket.recv().await {
-                Ok(frames) => RawMessage::from_multipart(frames, &recv.mac).and_then(parse),
+                Ok(frames) => {
+                    let signature = signature(&frames);
+                    RawMessage::from_multipart(frames, &recv.mac).and_then(|raw| {
+                        // Only a verified signature is remembered, so forged messages cannot
+                        // crowd real ones out; an unsigned connection has none to remember.
+                        let replayed = recv.mac.is_some()
+                            && !history
+                                .lock()
+                                .unwrap()
+                                .insert(signature.as_deref().unwrap_or(&[]));
+                        if replayed {
+                            return Ok(None);
+                        }
+                        parse(raw).map(Some)
+                    })
+                }
                 Err(error) => Err(RuntimeError::ZmqError(error)),
             };
             match parsed {
-                Ok(message) => {
+                Ok(Some(message)) => {
                     tracing::debug!("{name} <- {}", message.header.msg_type);
                     if in_tx.send(message).is_err() {
                         break;
                     }
+                }
+                Ok(None) => {
+                    tracing::warn!(
+                        "{name}: dropped a replayed message (its signature was seen before)"
+                    );
                 }
                 Err(RuntimeError::VerifyError(_)) => {
                     tracing::warn!("{name}: dropped a message with a wrong HMAC signature");
@@ -141,6 +263,13 @@ fn router(name: &'static str, connection: Connection<zeromq::RouterSocket>) -> R
         incoming: in_rx,
         outgoing: out_tx,
     }
+}
+
+/// The signature frame of a message's `frames` (the one after `<IDS|MSG>`), as
+/// jupyter-zmq-client reads it; `None` where the frames have none (which it then refuses).
+fn signature(frames: &zeromq::ZmqMessage) -> Option<Bytes> {
+    let delimiter = frames.iter().position(|frame| &frame[..] == b"<IDS|MSG>")?;
+    frames.get(delimiter + 1).cloned()
 }
 
 /// A verified message's frames as a typed message. Unlike jupyter-zmq-client's own `read`,
@@ -236,5 +365,53 @@ async fn run_iopub(
                 }
             },
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_digest_history_forgets_only_its_oldest_signature_when_full() {
+        let mut history = DigestHistory::default();
+        let signature = |n: usize| format!("{n:064x}").into_bytes();
+        for n in 0..DigestHistory::CAPACITY {
+            assert!(history.insert(&signature(n)));
+        }
+        assert!(!history.insert(&signature(0)), "a replay of the first");
+        assert!(history.insert(&signature(DigestHistory::CAPACITY)));
+        assert!(history.insert(&signature(0)), "the oldest was forgotten");
+        assert!(!history.insert(&signature(2)), "the others are remembered");
+        assert_eq!(history.order.len(), DigestHistory::CAPACITY);
+        assert_eq!(history.seen.len(), DigestHistory::CAPACITY);
+    }
+
+    #[test]
+    fn an_unsigned_connection_is_refused_only_where_other_machines_reach_it() {
+        let info = |ip: &str, key: &str| ConnectionInfo {
+            ip: ip.into(),
+            transport: Transport::TCP,
+            shell_port: 1,
+            iopub_port: 2,
+            stdin_port: 3,
+            control_port: 4,
+            hb_port: 5,
+            key: key.into(),
+            signature_scheme: SIGNATURE_SCHEME.into(),
+            kernel_name: None,
+        };
+        for ip in ["127.0.0.1", "127.0.0.2", "::1", "localhost"] {
+            assert_eq!(signing_problem(&info(ip, ""), false), None, "{ip}");
+        }
+        for ip in ["0.0.0.0", "10.0.0.5", "::", "kernel.example"] {
+            let problem = signing_problem(&info(ip, ""), false).expect(ip);
+            assert!(problem.contains(ALLOW_UNSIGNED), "{problem}");
+            assert_eq!(signing_problem(&info(ip, ""), true), None, "{ip}");
+            assert_eq!(signing_problem(&info(ip, "key"), false), None, "{ip}");
+        }
+        let mut ipc = info("/tmp/kernel", "");
+        ipc.transport = Transport::IPC;
+        assert_eq!(signing_problem(&ipc, false), None);
     }
 }

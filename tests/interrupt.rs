@@ -49,6 +49,7 @@ async fn sigint_to_the_kernel_process_group_interrupts_the_cell() {
     kernel.run_ok("let kept = 7;").await;
     let sent = start_long_cell(&mut kernel, COOPERATIVE_LOOP).await;
     // What jupyter_client does for interrupt_mode "signal".
+    // SAFETY: killpg(2) on the group of the kernel this test started (process_group(0)).
     unsafe { libc::killpg(kernel.pid(), libc::SIGINT) };
     let content = kernel.execute_reply_to(&sent, REPLY).await;
     assert_eq!(content.error.unwrap().ename, "KeyboardInterrupt");
@@ -145,4 +146,25 @@ async fn an_interrupted_cell_that_used_the_old_value_names_the_variable_it_lost(
         .collect();
     assert!(stderr.contains("Lost: `data`"), "{stderr}");
     assert_eq!(kernel.run_ok("kept").await.result().as_deref(), Some("7"));
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_unusable_interrupt_grace_falls_back_to_the_default_with_a_warning() {
+    for value in ["-1", "NaN"] {
+        // Without libtorch the kernel starts without building the prelude: only its start
+        // matters here.
+        let env = [
+            (tchbook_wire::env::INTERRUPT_GRACE, value),
+            ("LIBTORCH", "/nonexistent/libtorch"),
+        ];
+        let mut kernel = Kernel::start_with_env(&env).await;
+        kernel.kernel_info().await;
+        let log = kernel.log();
+        assert!(
+            log.contains(&format!(
+                "TCHBOOK_INTERRUPT_GRACE=\"{value}\" is not a number"
+            )),
+            "{value}: {log}"
+        );
+    }
 }

@@ -1,7 +1,7 @@
-//! Start-up (what kernel_info reports of the real machine) and shutdown (with restart) on
-//! control and shell.
+//! Start-up (what kernel_info reports of the real machine, what it refuses to start on) and
+//! shutdown (with restart) on control and shell.
 
-use crate::support::{children, is_gone, Kernel, REPLY};
+use crate::support::{children, is_gone, loopback_connection, refused_start, Kernel, REPLY};
 use jupyter_protocol::{JupyterMessageContent, ShutdownRequest};
 use std::time::{Duration, Instant};
 
@@ -91,4 +91,36 @@ async fn kernel_info_describes_rust_and_names_kernel_rustc_torch_and_device() {
     let iopub = kernel.iopub_until_idle(&sent.header.msg_id, REPLY).await;
     let types: Vec<_> = iopub.iter().map(|m| m.header.msg_type.as_str()).collect();
     assert_eq!(types, ["status", "status"]);
+}
+
+/// A refused connection file is refused before the set-up: at once.
+const REFUSAL: Duration = Duration::from_secs(30);
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_connection_file_asking_for_hmac_md5_is_refused_at_start_naming_what_is_supported() {
+    let mut info = loopback_connection().await;
+    info.signature_scheme = "hmac-md5".into();
+    let stderr = refused_start(&info, &[], REFUSAL).await;
+    assert!(
+        stderr.contains("signature_scheme \"hmac-md5\", which tchbook does not implement"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("supports only \"hmac-sha256\""), "{stderr}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_unsigned_kernel_on_every_interface_starts_only_when_allowed() {
+    let mut info = loopback_connection().await;
+    info.ip = "0.0.0.0".into();
+    info.key = String::new();
+    let stderr = refused_start(&info, &[], REFUSAL).await;
+    assert!(stderr.contains("empty key"), "{stderr}");
+    assert!(stderr.contains("set TCHBOOK_ALLOW_UNSIGNED=1"), "{stderr}");
+    // Without libtorch the kernel starts without building the prelude: only its start matters.
+    let allowed = [
+        (tchbook::transport::ALLOW_UNSIGNED, "1"),
+        ("LIBTORCH", "/nonexistent/libtorch"),
+    ];
+    let mut kernel = Kernel::start_on(info, &allowed, false, None).await;
+    kernel.kernel_info().await;
 }

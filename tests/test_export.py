@@ -288,3 +288,21 @@ def test_exported_program_keeps_the_kernels_contract_and_merges_back(tmp_path):
     refused = subprocess.run([str(BIN), "export", "--merge", str(record_path), str(merged)],
                              capture_output=True, text=True)
     assert refused.returncode != 0 and "changed since it was exported" in refused.stderr
+
+
+def test_export_overwrites_only_its_own_projects_unless_forced(tmp_path):
+    notebook = tmp_path / "nb.ipynb"
+    contract_notebook(notebook)
+    mine = tmp_path / "mine"
+    (mine / "src").mkdir(parents=True)
+    (mine / "Cargo.toml").write_text('[package]\nname = "mine"\nversion = "1.0.0"\n')
+    (mine / "src" / "main.rs").write_text("fn main() {}\n")
+    refused = subprocess.run([str(BIN), "export", str(notebook), "-o", str(mine)],
+                             capture_output=True, text=True)
+    assert refused.returncode != 0 and "--force" in refused.stderr, refused.stderr
+    assert (mine / "src" / "main.rs").read_text() == "fn main() {}\n"
+    # Its own export is written again, and --force writes anywhere.
+    assert Path(tchbook("export", str(notebook)).strip()) == tmp_path / "nb"
+    tchbook("export", str(notebook))
+    tchbook("export", str(notebook), "-o", str(mine), "--force")
+    assert "fn cells()" in (mine / "src" / "main.rs").read_text()

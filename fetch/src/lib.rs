@@ -14,6 +14,8 @@
 //! assert_eq!(set.dir("data".as_ref()), std::path::Path::new("data/FashionMNIST/raw"));
 //! ```
 
+#![forbid(unsafe_code)]
+
 #[cfg(feature = "download")]
 mod download;
 

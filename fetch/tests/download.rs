@@ -116,11 +116,13 @@ fn fetch_fails_with_a_clear_message_when_offline_or_when_the_checksum_is_wrong()
     );
 
     let mirror = serve(b"not the real Fashion-MNIST", 4);
+    // SAFETY: only tests holding MIRROR touch the variable, and this one holds it.
     unsafe { std::env::set_var(tchbook_wire::env::DATA_MIRROR, &mirror) };
     let root = scratch("mismatch");
     let text = fetch(KnownDataset::FashionMnist, &root, &mut ())
         .unwrap_err()
         .to_string();
+    // SAFETY: only tests holding MIRROR touch the variable, and this one holds it.
     unsafe { std::env::remove_var(tchbook_wire::env::DATA_MIRROR) };
     assert!(
         text.contains("checksum mismatch") && text.contains("8d4fb7e6c68d591d4c3dfef9ec88bf0d"),
@@ -140,10 +142,12 @@ fn real_files_already_there_are_not_downloaded_again_but_stand_ins_are_replaced(
     }
     // No mirror is reachable (the lock keeps other tests' mirrors away): a download would fail.
     let _one = MIRROR.lock().unwrap_or_else(|e| e.into_inner());
+    // SAFETY: only tests holding MIRROR touch the variable, and this one holds it.
     unsafe { std::env::set_var(tchbook_wire::env::DATA_MIRROR, "http://127.0.0.1:9/") };
     assert_eq!(fetch(KnownDataset::Mnist, &root, &mut ()).unwrap(), dir);
     std::fs::write(dir.join(STANDIN_MARKER), "stand-in").unwrap();
     let e = fetch(KnownDataset::Mnist, &root, &mut ());
+    // SAFETY: only tests holding MIRROR touch the variable, and this one holds it.
     unsafe { std::env::remove_var(tchbook_wire::env::DATA_MIRROR) };
     assert!(
         e.is_err(),

@@ -64,6 +64,7 @@ fn dlerror() -> Option<String> {
     // SAFETY: dlerror returns null or a NUL-terminated message owned by libc, read at once.
     let message = unsafe { libc::dlerror() };
     (!message.is_null()).then(|| {
+        // SAFETY: as above: non-null, NUL-terminated, valid until the next dlerror call.
         unsafe { std::ffi::CStr::from_ptr(message) }
             .to_string_lossy()
             .into_owned()

@@ -421,6 +421,7 @@ fn fetch_fails_with_a_clear_message_when_offline() {
     // SAFETY: no other test reads or writes this variable.
     unsafe { std::env::set_var("TCHBOOK_DATA_MIRROR", "http://127.0.0.1:9/") };
     let e = tchbook_prelude::data::f_fetch(KnownDataset::Mnist, scratch("fetch")).unwrap_err();
+    // SAFETY: as above.
     unsafe { std::env::remove_var("TCHBOOK_DATA_MIRROR") };
     let text = e.to_string();
     assert!(matches!(e, DataError::Download(_)));

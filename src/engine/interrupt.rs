@@ -44,7 +44,7 @@ impl Interrupter {
             return false;
         }
         self.inner.interrupted.store(true, Ordering::SeqCst);
-        self.signal(libc::SIGINT);
+        self.signal_unreaped(libc::SIGINT, Target::Process);
         let inner = Arc::clone(&self.inner);
         let this = self.clone();
         std::thread::spawn(move || {
@@ -66,9 +66,7 @@ impl Interrupter {
 
     /// Kills the evaluation process and every process a cell started (kernel shutdown).
     pub fn kill(&self) {
-        if let Some(pid) = self.child_pid() {
-            kill_process_group(pid);
-        }
+        self.signal_unreaped(libc::SIGKILL, Target::Group);
     }
 
     /// The evaluation process whose cells this interrupts (a new one after each restart).
@@ -76,17 +74,33 @@ impl Interrupter {
         *self.inner.child.lock().unwrap() = Some(child);
     }
 
-    fn signal(&self, signal: i32) {
-        if let Some(pid) = self.child_pid() {
-            // SAFETY: kill(2) with a pid we spawned; at worst the process is already gone.
-            unsafe { libc::kill(pid as libc::pid_t, signal) };
+    /// Sends `signal` to the evaluation process (or its group), but only while that process
+    /// has not been waited for: once reaped, its pid is free and may already name another
+    /// process (or group). evcxr waits for the process only through the `Child` under this
+    /// lock (its restart, its termination error, its drop), so holding the lock while looking
+    /// and signalling leaves no moment for the pid to be reaped and reused in between. The
+    /// look (`waitid` with `WNOWAIT`) reaps nothing: an exited process not yet waited for
+    /// keeps its pid, and its group id, reserved, and its group may still hold processes a cell
+    /// started. Returns whether the signal was sent.
+    fn signal_unreaped(&self, signal: i32, target: Target) -> bool {
+        let Some(child) = self.inner.child.lock().unwrap().clone() else {
+            return false;
+        };
+        let child = child.lock().unwrap();
+        let pid = child.id() as libc::pid_t;
+        if reaped(pid) {
+            tracing::debug!("the evaluation process {pid} was reaped; no signal {signal}");
+            return false;
         }
-    }
-
-    fn child_pid(&self) -> Option<u32> {
-        let child = self.inner.child.lock().unwrap().clone()?;
-        let pid = child.lock().unwrap().id();
-        Some(pid)
+        match target {
+            // SAFETY: kill(2) on our unreaped child, whose pid cannot be reused while we hold
+            // the lock through which alone it is waited for.
+            Target::Process => unsafe { libc::kill(pid, signal) },
+            // SAFETY: killpg(2) on the group our unreaped child leads (spawned with
+            // `process_group(0)`); the group id is reserved while the leader is unreaped.
+            Target::Group => unsafe { libc::killpg(pid, signal) },
+        };
+        true
     }
 
     pub(super) fn begin(&self, cell: u64) {
@@ -99,6 +113,23 @@ impl Interrupter {
         self.inner.running.store(0, Ordering::SeqCst);
         self.inner.interrupted.load(Ordering::SeqCst) || self.inner.killed.load(Ordering::SeqCst)
     }
+}
+
+/// Who a signal goes to: the evaluation process, or its whole process group.
+enum Target {
+    Process,
+    Group,
+}
+
+/// Whether our child `pid` has been waited for (it is then no child of ours any more). Looks
+/// without reaping.
+fn reaped(pid: libc::pid_t) -> bool {
+    // SAFETY: siginfo_t is a plain C struct, for which all zeroes is a valid value.
+    let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
+    let flags = libc::WEXITED | libc::WNOHANG | libc::WNOWAIT;
+    // SAFETY: waitid(2) with a valid out-pointer; with WNOWAIT it leaves the child's state as
+    // it is, and with WNOHANG it does not block. ECHILD: no such child, i.e. reaped.
+    unsafe { libc::waitid(libc::P_PID, pid as libc::id_t, &mut info, flags) != 0 }
 }
 
 impl Interrupts for Interrupter {
@@ -153,5 +184,82 @@ pub fn exit_with_parent(interrupter: Interrupter) {
         });
     if let Err(error) = spawned {
         tracing::error!("cannot watch the kernel's parent: {error}");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::BufRead;
+    use std::os::unix::process::CommandExt;
+    use std::process::{Command, Stdio};
+
+    /// A process in a group of its own that starts a `sleep` in that group, and the sleep's pid.
+    fn leader_with_member(script: &str) -> (Child, libc::pid_t) {
+        let mut leader = Command::new("sh")
+            .args(["-c", script])
+            .process_group(0)
+            .stdout(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut line = String::new();
+        std::io::BufReader::new(leader.stdout.take().unwrap())
+            .read_line(&mut line)
+            .unwrap();
+        (leader, line.trim().parse().unwrap())
+    }
+
+    fn alive(pid: libc::pid_t) -> bool {
+        std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
+            !stat
+                .rsplit(')')
+                .next()
+                .is_some_and(|rest| rest.trim_start().starts_with('Z'))
+        })
+    }
+
+    fn gone_within(pid: libc::pid_t, limit: Duration) -> bool {
+        let deadline = std::time::Instant::now() + limit;
+        while alive(pid) {
+            if std::time::Instant::now() >= deadline {
+                return false;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        true
+    }
+
+    #[test]
+    fn an_unreaped_evaluation_process_and_its_group_are_killed() {
+        let (leader, member) = leader_with_member("sleep 30 & echo $!; wait");
+        let child = Arc::new(Mutex::new(leader));
+        let interrupter = Interrupter::new(Duration::from_secs(60));
+        interrupter.attach(Arc::clone(&child));
+        interrupter.kill();
+        assert!(
+            gone_within(member, Duration::from_secs(10)),
+            "the group's sleep lives"
+        );
+        let status = child.lock().unwrap().wait().unwrap();
+        assert!(!status.success());
+    }
+
+    #[test]
+    fn a_reaped_evaluation_process_is_not_signalled() {
+        // The leader exits and is waited for; the sleep it started keeps the group's id alive,
+        // so a signal to that id would still land somewhere, which is what must not happen
+        // once the pid has been given back.
+        let (mut leader, member) = leader_with_member("sleep 30 & echo $!");
+        leader.wait().unwrap();
+        let interrupter = Interrupter::new(Duration::from_secs(60));
+        interrupter.attach(Arc::new(Mutex::new(leader)));
+        interrupter.begin(1);
+        assert!(interrupter.interrupt(), "a cell is running");
+        interrupter.kill();
+        std::thread::sleep(Duration::from_millis(300));
+        let survived = alive(member);
+        // SAFETY: kill(2) on the sleep this test started.
+        unsafe { libc::kill(member, libc::SIGKILL) };
+        assert!(survived, "the reaped leader's group was signalled");
     }
 }

@@ -39,6 +39,11 @@ pub(super) fn manifest(
          edition = \"2021\"\n\
          publish = false\n\
          \n\
+         # Marks a project `tchbook export` wrote: it exports into this directory again, and\n\
+         # into no other that is not empty without --force.\n\
+         [package.metadata.tchbook]\n\
+         exported = true\n\
+         \n\
          [dependencies]\n\
          tchbook-prelude = {{ path = {prelude:?} }}\n\
          tchbook-wire = {{ path = {wire:?} }}\n\

@@ -5,6 +5,7 @@ use super::notebook::{joined, read_notebook, source_hash};
 use anyhow::{bail, Context, Result};
 use serde_json::Value;
 use std::collections::BTreeMap;
+use std::io::Write;
 use std::path::Path;
 
 /// Writes the outputs in `record` (from an exported program's `--record`) into `notebook`.
@@ -42,7 +43,27 @@ pub fn merge(record: &Path, notebook: &Path) -> Result<()> {
     let mut serializer = serde_json::Serializer::with_formatter(&mut bytes, formatter);
     serde::Serialize::serialize(&nb, &mut serializer)?;
     bytes.push(b'\n');
-    std::fs::write(notebook, bytes).with_context(|| format!("writing {}", notebook.display()))
+    write_atomically(notebook, &bytes).with_context(|| format!("writing {}", notebook.display()))
+}
+
+/// Replaces the file at `path` (a symlink's target, the link kept) with `bytes` so that no one
+/// ever finds half a notebook: not a front end reading it meanwhile, not the user after a crash
+/// or a full disk. The bytes go to a temporary file in the same directory (a rename is atomic
+/// only within one file system), are flushed to the disk, and the file is renamed over the
+/// notebook, with the notebook's permissions; then the directory's entry is flushed too.
+fn write_atomically(path: &Path, bytes: &[u8]) -> Result<()> {
+    let path = std::fs::canonicalize(path)?;
+    let dir = path.parent().context("the notebook has no directory")?;
+    let mut file = tempfile::Builder::new()
+        .prefix(".tchbook-merge-")
+        .tempfile_in(dir)?;
+    file.write_all(bytes)?;
+    file.as_file()
+        .set_permissions(std::fs::metadata(&path)?.permissions())?;
+    file.as_file().sync_all()?;
+    file.persist(&path).map_err(|error| error.error)?;
+    std::fs::File::open(dir)?.sync_all()?;
+    Ok(())
 }
 
 fn read_record(path: &Path) -> Result<Value> {
@@ -127,6 +148,52 @@ fn split_lines(text: &str) -> Value {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::io::Read;
+    use std::os::unix::fs::PermissionsExt;
+
+    #[test]
+    fn a_merge_replaces_the_notebook_whole_and_keeps_its_permissions() {
+        let dir = std::env::temp_dir().join(format!("tchbook-merge-test-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let notebook = dir.join("n.ipynb");
+        let before = serde_json::json!({
+            "cells": [{"cell_type": "code", "source": "1 + 1", "metadata": {}, "outputs": []}],
+            "metadata": {}, "nbformat": 4, "nbformat_minor": 5,
+        })
+        .to_string();
+        std::fs::write(&notebook, &before).unwrap();
+        std::fs::set_permissions(&notebook, std::fs::Permissions::from_mode(0o640)).unwrap();
+        let record = dir.join("record.json");
+        let entry = serde_json::json!({
+            "cell": 0, "source_hash": source_hash("1 + 1"), "execution_count": 1,
+            "outputs": [{"output_type": "stream", "name": "stdout", "text": "two\n"}],
+        });
+        let record_json =
+            serde_json::json!({"tchbook_record": 1, "notebook": "n.ipynb", "cells": [entry]});
+        std::fs::write(&record, record_json.to_string()).unwrap();
+        // A reader that opened the notebook before the merge (a front end loading it).
+        let mut reader = std::fs::File::open(&notebook).unwrap();
+
+        merge(&record, &notebook).unwrap();
+
+        let mut seen = String::new();
+        reader.read_to_string(&mut seen).unwrap();
+        assert_eq!(seen, before, "the reader saw the notebook change under it");
+        let after: Value =
+            serde_json::from_str(&std::fs::read_to_string(&notebook).unwrap()).unwrap();
+        assert_eq!(
+            after["cells"][0]["outputs"][0]["text"],
+            serde_json::json!(["two\n"])
+        );
+        let mode = std::fs::metadata(&notebook).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o640);
+        let names: Vec<_> = std::fs::read_dir(&dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        assert_eq!(names.len(), 2, "no temporary file is left: {names:?}");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
 
     #[test]
     fn merged_text_is_split_into_lines_as_nbformat_writes_it() {

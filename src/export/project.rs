@@ -39,11 +39,22 @@ pub fn export(options: &ExportOptions) -> Result<PathBuf> {
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_else(|| "notebook.ipynb".to_owned());
-    let stem = name.trim_end_matches(".ipynb").to_owned();
+    let stem = name.strip_suffix(".ipynb").unwrap_or(&name).to_owned();
+    // The stem names the project's directory beside the notebook: an empty one (`.ipynb`) or
+    // a dot one (`..ipynb`) would name the notebook's own directory or its parent.
+    if stem.is_empty() || stem.chars().all(|c| c == '.') {
+        bail!(
+            "the notebook's name {name:?} has no stem to name its project by; rename the \
+             notebook (e.g. notebook.ipynb)"
+        );
+    }
     let out_dir = match &options.out_dir {
         Some(dir) => dir.clone(),
         None => notebook.with_file_name(&stem),
     };
+    if !options.force {
+        refuse_foreign_dir(&out_dir)?;
+    }
     let translation = translate(&cells)?;
     let package = package_name(&stem);
 
@@ -71,6 +82,47 @@ pub fn export(options: &ExportOptions) -> Result<PathBuf> {
     )?;
     write_files(&out_dir.join("src"), RUNNER)?;
     Ok(out_dir)
+}
+
+/// Refuses `dir` unless it is missing, empty, or a project `tchbook export` wrote (its
+/// Cargo.toml has the `[package.metadata.tchbook]` mark, or, from before the mark, the header
+/// comment every export's manifest starts with): exporting overwrites `Cargo.toml` and
+/// `src/main.rs`, which in someone's own project would be lost.
+fn refuse_foreign_dir(dir: &Path) -> Result<()> {
+    let mut entries = match std::fs::read_dir(dir) {
+        Ok(entries) => entries,
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+        Err(error) => return Err(error).with_context(|| format!("reading {}", dir.display())),
+    };
+    if entries.next().is_none() || is_export(&dir.join("Cargo.toml")) {
+        return Ok(());
+    }
+    bail!(
+        "{} is not empty and is not a project `tchbook export` wrote (no Cargo.toml with \
+         [package.metadata.tchbook] exported = true): exporting there would overwrite its \
+         Cargo.toml and src/main.rs. Name a new or empty directory with --out, or pass --force \
+         to write into this one anyway",
+        dir.display()
+    )
+}
+
+/// Whether `manifest` is the Cargo.toml of an exported project.
+fn is_export(manifest: &Path) -> bool {
+    let Ok(text) = std::fs::read_to_string(manifest) else {
+        return false;
+    };
+    if text.starts_with("# Written by `tchbook export`") {
+        return true;
+    }
+    let marked = |table: toml::Table| {
+        table
+            .get("package")?
+            .get("metadata")?
+            .get("tchbook")?
+            .get("exported")?
+            .as_bool()
+    };
+    toml::from_str(&text).ok().and_then(marked) == Some(true)
 }
 
 /// The prelude's path as the manifest names it: the `--prelude` checkout, or a copy of the
@@ -167,6 +219,7 @@ mod tests {
             notebook,
             out_dir: None,
             prelude: None,
+            force: false,
         };
         let project = export(&options).unwrap();
         let stale = project.join("tchbook-prelude/src/runtime_old/mod.rs");
@@ -181,6 +234,94 @@ mod tests {
         let manifest = std::fs::read_to_string(project.join("Cargo.toml")).unwrap();
         assert!(manifest.contains("tchbook-wire = { path = \"tchbook-prelude/wire\" }"));
         std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// A one-cell notebook named `name` in a fresh directory of its own.
+    fn notebook(test: &str, name: &str) -> PathBuf {
+        let dir =
+            std::env::temp_dir().join(format!("tchbook-export-{test}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let notebook = dir.join(name);
+        let cells = r#"{"cells": [{"cell_type": "code", "source": "1 + 1", "metadata": {}}]}"#;
+        std::fs::write(&notebook, cells).unwrap();
+        notebook
+    }
+
+    fn options(notebook: &Path, out_dir: Option<&Path>, force: bool) -> ExportOptions {
+        ExportOptions {
+            notebook: notebook.to_owned(),
+            out_dir: out_dir.map(Path::to_owned),
+            prelude: None,
+            force,
+        }
+    }
+
+    #[test]
+    fn a_directory_that_is_not_an_export_is_refused_unless_forced() {
+        let notebook = notebook("foreign", "n.ipynb");
+        let project = notebook.with_file_name("mine");
+        std::fs::create_dir_all(project.join("src")).unwrap();
+        let manifest = "[package]\nname = \"mine\"\nversion = \"1.0.0\"\n";
+        std::fs::write(project.join("Cargo.toml"), manifest).unwrap();
+        std::fs::write(project.join("src/main.rs"), "fn main() {}\n").unwrap();
+
+        let refused = export(&options(&notebook, Some(&project), false)).unwrap_err();
+        let message = format!("{refused:#}");
+        assert!(
+            message.contains("is not a project `tchbook export` wrote"),
+            "{message}"
+        );
+        assert!(message.contains("--force"), "{message}");
+        assert_eq!(
+            std::fs::read_to_string(project.join("Cargo.toml")).unwrap(),
+            manifest
+        );
+        assert_eq!(
+            std::fs::read_to_string(project.join("src/main.rs")).unwrap(),
+            "fn main() {}\n"
+        );
+        // Any file at all makes a directory someone's: nothing is known to be safe to overwrite.
+        let other = notebook.with_file_name("notes");
+        std::fs::create_dir_all(&other).unwrap();
+        std::fs::write(other.join("todo.txt"), "").unwrap();
+        assert!(export(&options(&notebook, Some(&other), false)).is_err());
+
+        export(&options(&notebook, Some(&project), true)).unwrap();
+        assert!(is_export(&project.join("Cargo.toml")));
+        std::fs::remove_dir_all(notebook.parent().unwrap()).unwrap();
+    }
+
+    #[test]
+    fn an_earlier_export_or_an_empty_directory_is_exported_into() {
+        let notebook = notebook("again", "n.ipynb");
+        let empty = notebook.with_file_name("empty");
+        std::fs::create_dir_all(&empty).unwrap();
+        export(&options(&notebook, Some(&empty), false)).unwrap();
+        let manifest = std::fs::read_to_string(empty.join("Cargo.toml")).unwrap();
+        assert!(
+            manifest.contains("[package.metadata.tchbook]\nexported = true\n"),
+            "{manifest}"
+        );
+        export(&options(&notebook, Some(&empty), false)).unwrap();
+        // An export written before the mark existed is known by its manifest's first line.
+        let older = manifest.replace("[package.metadata.tchbook]\nexported = true\n", "");
+        std::fs::write(empty.join("Cargo.toml"), older).unwrap();
+        export(&options(&notebook, Some(&empty), false)).unwrap();
+        std::fs::remove_dir_all(notebook.parent().unwrap()).unwrap();
+    }
+
+    #[test]
+    fn a_notebook_without_a_stem_is_refused_before_anything_is_written() {
+        for name in [".ipynb", "..ipynb", "...ipynb"] {
+            let notebook = notebook("stem", name);
+            let dir = notebook.parent().unwrap();
+            let refused = format!("{:#}", export(&options(&notebook, None, true)).unwrap_err());
+            assert!(refused.contains("has no stem"), "{name}: {refused}");
+            let entries: Vec<_> = std::fs::read_dir(dir).unwrap().collect();
+            assert_eq!(entries.len(), 1, "{name}: only the notebook is there");
+            std::fs::remove_dir_all(dir).unwrap();
+        }
     }
 
     #[test]

@@ -63,12 +63,15 @@ pub(super) fn setup() -> Setup {
     }
 }
 
-/// `TCHBOOK_INTERRUPT_GRACE` seconds, 3 by default.
+/// `TCHBOOK_INTERRUPT_GRACE` seconds, 3 by default, and by default with a warning where the
+/// value is unusable.
 fn interrupt_grace() -> Duration {
-    std::env::var(tchbook_wire::env::INTERRUPT_GRACE)
-        .ok()
-        .and_then(|s| s.parse::<f64>().ok())
-        .map_or(Duration::from_secs(3), Duration::from_secs_f64)
+    use tchbook_wire::env::{interrupt_grace, DEFAULT_INTERRUPT_GRACE, INTERRUPT_GRACE};
+    let value = std::env::var(INTERRUPT_GRACE).ok();
+    interrupt_grace(value.as_deref()).unwrap_or_else(|why| {
+        tracing::warn!("{why}");
+        DEFAULT_INTERRUPT_GRACE
+    })
 }
 
 /// `("1.95.0", "rustc 1.95.0 (59807616e 2026-04-14)")`.

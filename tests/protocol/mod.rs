@@ -144,6 +144,30 @@ async fn wrong_signature_is_dropped_and_logged_and_the_kernel_serves_on() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
+async fn a_replayed_execute_request_is_dropped_and_its_cell_runs_once() {
+    let mut kernel = FakeKernel::start().await;
+    let first = run(&mut kernel, "print once").await;
+    assert_eq!(first.execution_count(), 1);
+    // The same message again: the same bytes, so the same valid signature, as someone who
+    // captured it on the network would send it.
+    kernel.shell.send(first.request.clone()).await.unwrap();
+    assert!(
+        tokio::time::timeout(Duration::from_millis(500), kernel.shell.read())
+            .await
+            .is_err(),
+        "the kernel answered a replayed request"
+    );
+    assert_eq!(kernel.record.cells(), ["print once"]);
+    assert!(
+        fake_engine::log().contains("shell: dropped a replayed message"),
+        "{}",
+        fake_engine::log()
+    );
+    // A new request is served, and counted as the second execution.
+    assert_eq!(run(&mut kernel, "print twice").await.execution_count(), 2);
+}
+
+#[tokio::test(flavor = "multi_thread")]
 async fn garbage_frames_are_survived() {
     let mut kernel = FakeKernel::start().await;
     let mut raw = raw_shell(&kernel).await;

@@ -21,7 +21,7 @@ use std::time::{Duration, Instant};
 
 mod process;
 
-pub use process::{binary, children, is_gone, wait_until_gone, Kernel};
+pub use process::{binary, children, is_gone, refused_start, wait_until_gone, Kernel};
 
 /// How long a kernel may take to get ready. The very first start on a machine builds tch and
 /// the prelude (minutes); every later one reuses the build cache.

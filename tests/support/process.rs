@@ -2,6 +2,7 @@
 //! kernels), and what tests ask of processes.
 
 use super::{loopback_connection, Client};
+use jupyter_protocol::ConnectionInfo;
 use std::path::PathBuf;
 use std::process::{Child, Stdio};
 use std::time::{Duration, Instant};
@@ -55,15 +56,18 @@ impl Kernel {
         under_shell: bool,
         folder: Option<&std::path::Path>,
     ) -> Kernel {
-        let info = loopback_connection().await;
-        let dir = std::env::temp_dir().join(format!(
-            "tchbook-test-{}-{}",
-            std::process::id(),
-            info.shell_port
-        ));
-        std::fs::create_dir_all(&dir).unwrap();
-        let connection_file = dir.join("connection.json");
-        std::fs::write(&connection_file, serde_json::to_string(&info).unwrap()).unwrap();
+        Self::start_on(loopback_connection().await, env, under_shell, folder).await
+    }
+
+    /// A kernel on the connection `info` (its address and key), as Jupyter would start it
+    /// with that connection file (in `folder`, if given).
+    pub async fn start_on(
+        info: ConnectionInfo,
+        env: &[(&str, &str)],
+        under_shell: bool,
+        folder: Option<&std::path::Path>,
+    ) -> Kernel {
+        let (dir, connection_file) = connection_file(&info);
         let log = std::fs::File::create(dir.join("kernel.log")).unwrap();
         let mut command = if under_shell {
             let mut shell = std::process::Command::new("sh");
@@ -105,6 +109,58 @@ impl Drop for Kernel {
         let _ = self.child.wait();
         let _ = std::fs::remove_dir_all(&self.dir);
     }
+}
+
+/// A directory of its own for a kernel on `info`, and the connection file in it.
+fn connection_file(info: &ConnectionInfo) -> (PathBuf, PathBuf) {
+    let dir = std::env::temp_dir().join(format!(
+        "tchbook-test-{}-{}",
+        std::process::id(),
+        info.shell_port
+    ));
+    std::fs::create_dir_all(&dir).unwrap();
+    let connection_file = dir.join("connection.json");
+    std::fs::write(&connection_file, serde_json::to_string(info).unwrap()).unwrap();
+    (dir, connection_file)
+}
+
+/// Starts the kernel on the connection `info` and expects it to refuse: it must exit with a
+/// failure before `limit`. Returns what it wrote to stderr.
+pub async fn refused_start(info: &ConnectionInfo, env: &[(&str, &str)], limit: Duration) -> String {
+    let (dir, connection_file) = connection_file(info);
+    let stderr_file = dir.join("stderr");
+    let mut child = std::process::Command::new(binary())
+        .arg("kernel")
+        .arg("--connection-file")
+        .arg(&connection_file)
+        .envs(env.iter().copied())
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(&stderr_file).unwrap())
+        .spawn()
+        .expect("starting the tchbook binary");
+    let deadline = Instant::now() + limit;
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break Some(status);
+        }
+        if Instant::now() >= deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            break None;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    let stderr = std::fs::read_to_string(&stderr_file).unwrap_or_default();
+    let _ = std::fs::remove_dir_all(&dir);
+    match status {
+        Some(status) => assert!(
+            !status.success(),
+            "the kernel exited with {status}: {stderr}"
+        ),
+        None => panic!("the kernel started (still running after {limit:?}): {stderr}"),
+    }
+    stderr
 }
 
 /// Children of every thread of `pid` (the evaluation process is spawned by the engine thread).

@@ -8,6 +8,8 @@
 //! assert_eq!(tchbook_wire::env::IS_RUNTIME, "EVCXR_IS_RUNTIME");
 //! ```
 
+use std::time::Duration;
+
 // ---------------------------------------------------------------------------------------------
 // evcxr's own names
 
@@ -83,5 +85,58 @@ pub const VENV: &str = "TCHBOOK_VENV";
 /// The kernel's log filter (tracing's `EnvFilter` syntax).
 pub const LOG: &str = "TCHBOOK_LOG";
 /// Seconds an interrupted cell has to stop before its process is ended (default 3); read by
-/// the kernel and by exported notebooks.
+/// the kernel and by exported notebooks, both through [`interrupt_grace`].
 pub const INTERRUPT_GRACE: &str = "TCHBOOK_INTERRUPT_GRACE";
+
+/// The grace period when [`INTERRUPT_GRACE`] is unset or unusable.
+pub const DEFAULT_INTERRUPT_GRACE: Duration = Duration::from_secs(3);
+
+/// The grace period a value of [`INTERRUPT_GRACE`] asks for ([`DEFAULT_INTERRUPT_GRACE`] for
+/// none). A value that is not a number of seconds a `Duration` can hold (negative, NaN,
+/// infinite, too large, not a number) is an `Err` that says so for the user: the caller warns
+/// and uses the default, because a typo in a variable must not keep a kernel from starting
+/// (`Duration::from_secs_f64` panics on all of them).
+///
+/// ```
+/// use std::time::Duration;
+/// use tchbook_wire::env::interrupt_grace;
+///
+/// assert_eq!(interrupt_grace(None), Ok(Duration::from_secs(3)));
+/// assert_eq!(interrupt_grace(Some(" 0.5 ")), Ok(Duration::from_millis(500)));
+/// assert!(interrupt_grace(Some("-1")).unwrap_err().contains("\"-1\""));
+/// ```
+pub fn interrupt_grace(value: Option<&str>) -> Result<Duration, String> {
+    let Some(value) = value else {
+        return Ok(DEFAULT_INTERRUPT_GRACE);
+    };
+    value
+        .trim()
+        .parse::<f64>()
+        .ok()
+        .and_then(|seconds| Duration::try_from_secs_f64(seconds).ok())
+        .ok_or_else(|| {
+            format!(
+                "{INTERRUPT_GRACE}={value:?} is not a number of seconds (0 or more); using the \
+                 default, {} s",
+                DEFAULT_INTERRUPT_GRACE.as_secs()
+            )
+        })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_unusable_interrupt_grace_is_an_error_not_a_panic() {
+        for value in ["-1", "NaN", "nan", "inf", "-inf", "1e300", "three", ""] {
+            let why = interrupt_grace(Some(value)).unwrap_err();
+            assert!(
+                why.contains(INTERRUPT_GRACE) && why.contains("default, 3 s"),
+                "{why}"
+            );
+        }
+        assert_eq!(interrupt_grace(Some("0")), Ok(Duration::ZERO));
+        assert_eq!(interrupt_grace(Some("10")), Ok(Duration::from_secs(10)));
+    }
+}

@@ -30,6 +30,8 @@
 //! This crate is compiled into every notebook's dependency build (through the prelude), so it
 //! depends on serde and serde_json only, which tch brings there anyway.
 
+#![forbid(unsafe_code)]
+
 pub mod env;
 pub mod key;
 mod panic;

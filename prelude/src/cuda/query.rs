@@ -79,13 +79,20 @@ pub fn unavailable_reason() -> Option<String> {
     }
     type GetDeviceCount = unsafe extern "C" fn(*mut c_int) -> c_int;
     type GetErrorString = unsafe extern "C" fn(c_int) -> *const c_char;
-    let runtime = match lookup::<GetDeviceCount>(c"cudaGetDeviceCount") {
+    // SAFETY: the CUDA runtime API's signatures of these symbols (cuda_runtime_api.h).
+    let (count, error_string) = unsafe {
+        (
+            lookup::<GetDeviceCount>(c"cudaGetDeviceCount"),
+            lookup::<GetErrorString>(c"cudaGetErrorString"),
+        )
+    };
+    let runtime = match count {
         Some(count) => {
             let mut n: c_int = 0;
             // SAFETY: cudaGetDeviceCount(int*) from libcudart.
             match unsafe { count(&mut n) } {
                 0 => format!("the CUDA runtime sees {n} device(s)"),
-                code => match lookup::<GetErrorString>(c"cudaGetErrorString") {
+                code => match error_string {
                     // SAFETY: cudaGetErrorString returns a static NUL-terminated string.
                     Some(text) => unsafe { CStr::from_ptr(text(code)) }
                         .to_string_lossy()
@@ -126,7 +133,8 @@ pub fn current_device() -> usize {
     }
     // libcudart is in the process once libtorch_cuda is; its cudaGetDevice is the truth.
     type GetDevice = unsafe extern "C" fn(*mut c_int) -> c_int;
-    match lookup::<GetDevice>(c"cudaGetDevice") {
+    // SAFETY: cudaGetDevice's signature in the CUDA runtime API (cuda_runtime_api.h).
+    match unsafe { lookup::<GetDevice>(c"cudaGetDevice") } {
         Some(f) => {
             let mut d: c_int = 0;
             // SAFETY: cudaGetDevice(int*) from libcudart.
@@ -140,15 +148,29 @@ pub fn current_device() -> usize {
     }
 }
 
-fn lookup<F: Copy>(name: &CStr) -> Option<F> {
-    // SAFETY: dlsym on the global namespace; the caller gives the right signature.
-    let sym = unsafe { libc::dlsym(libc::RTLD_DEFAULT, name.as_ptr()) };
-    if sym.is_null() {
-        None
-    } else {
-        // SAFETY: F is a function pointer type of the same size as *mut c_void.
-        Some(unsafe { std::mem::transmute_copy::<*mut c_void, F>(&sym) })
-    }
+/// The function named `name` in the process's global namespace (libcudart's, once libtorch_cuda
+/// is loaded) as the function-pointer type `F`; `None` where no such symbol is loaded.
+///
+/// # Safety
+/// `F` must be an `unsafe extern "C" fn` type with the symbol's own signature: the result is
+/// called through `F`, and a symbol's signature cannot be checked at run time.
+unsafe fn lookup<F: Copy>(name: &CStr) -> Option<F> {
+    // SAFETY: dlsym(3) only reads the NUL-terminated name and the loaded objects' tables.
+    let symbol = unsafe { libc::dlsym(libc::RTLD_DEFAULT, name.as_ptr()) };
+    // SAFETY: a non-null symbol, and the caller's promise that F is its type.
+    (!symbol.is_null()).then(|| unsafe { as_function::<F>(symbol) })
+}
+
+/// The address `symbol` as the function-pointer type `F`.
+///
+/// # Safety
+/// `symbol` must be the address of a function whose signature is `F`'s, and `F` a function
+/// pointer type (its size is checked when this compiles; what it is cannot be).
+unsafe fn as_function<F: Copy>(symbol: *mut c_void) -> F {
+    const { assert!(size_of::<F>() == size_of::<*mut c_void>()) };
+    // SAFETY: F has a pointer's size (checked above) and, by the caller's promise, is the
+    // type of the function at `symbol`.
+    unsafe { std::mem::transmute_copy::<*mut c_void, F>(&symbol) }
 }
 
 /// `torch.cuda.synchronize(i)`: waits for all queued work on the device (for honest timings).
@@ -212,22 +234,20 @@ fn driver() -> Option<&'static Driver> {
                     let p = libc::dlsym(h, n.as_ptr());
                     (!p.is_null()).then_some(p)
                 };
-                fn cast<F: Copy>(p: *mut c_void) -> F {
-                    // SAFETY (caller): F is the symbol's function-pointer type.
-                    unsafe { std::mem::transmute_copy::<*mut c_void, F>(&p) }
-                }
+                // Each type is the CUDA driver API's signature of the symbol it is read from
+                // (cuda.h): as_function's contract.
                 type Init = unsafe extern "C" fn(u32) -> c_int;
-                let init: Init = std::mem::transmute::<*mut c_void, Init>(sym(c"cuInit")?);
+                let init: Init = as_function(sym(c"cuInit")?);
                 if init(0) != 0 {
                     return None;
                 }
                 Some(Driver {
-                    get_name: cast(sym(c"cuDeviceGetName")?),
-                    total_mem: cast(sym(c"cuDeviceTotalMem_v2")?),
-                    attribute: cast(sym(c"cuDeviceGetAttribute")?),
-                    get: cast(sym(c"cuDeviceGet")?),
-                    count: cast(sym(c"cuDeviceGetCount")?),
-                    version: cast(sym(c"cuDriverGetVersion")?),
+                    get_name: as_function(sym(c"cuDeviceGetName")?),
+                    total_mem: as_function(sym(c"cuDeviceTotalMem_v2")?),
+                    attribute: as_function(sym(c"cuDeviceGetAttribute")?),
+                    get: as_function(sym(c"cuDeviceGet")?),
+                    count: as_function(sym(c"cuDeviceGetCount")?),
+                    version: as_function(sym(c"cuDriverGetVersion")?),
                 })
             }
         })

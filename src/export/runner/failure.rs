@@ -42,10 +42,12 @@ pub(super) fn thread_panic_text(panic: &Panic) -> String {
 /// ever, so, as the kernel does, the flag gets a grace period (`TCHBOOK_INTERRUPT_GRACE`, default
 /// 3 s): still pending after it, the cell is recorded as interrupted and the program exits (130).
 pub(super) fn watch_interrupts(pending: fn() -> bool) {
-    let grace = std::env::var("TCHBOOK_INTERRUPT_GRACE")
-        .ok()
-        .and_then(|s| s.parse::<f64>().ok())
-        .map_or(Duration::from_secs(3), Duration::from_secs_f64);
+    use tchbook_wire::env::{interrupt_grace, DEFAULT_INTERRUPT_GRACE, INTERRUPT_GRACE};
+    let value = std::env::var(INTERRUPT_GRACE).ok();
+    let grace = interrupt_grace(value.as_deref()).unwrap_or_else(|why| {
+        eprintln!("tchbook: {why}");
+        DEFAULT_INTERRUPT_GRACE
+    });
     let watch = move || {
         let mut since: Option<Instant> = None;
         loop {
