@@ -5,20 +5,27 @@
 //! per ROUTER socket, the one task that owns iopub, and the heartbeat echo. A message that fails
 //! to parse or whose HMAC does not verify is logged and dropped by its reader; nothing a client
 //! sends can end a reader.
+//!
+//! Nor can a client end or stall the kernel below that: every socket refuses a message longer
+//! than [`max_message_size`] as soon as its length is announced, before anything is allocated
+//! for it (a 9-byte frame header declaring 2^60 bytes once made the allocator abort the
+//! kernel, with no key needed: signatures are checked only on whole messages).
 
 use anyhow::{Context, Result};
 use bytes::Bytes;
 use jupyter_protocol::{
     ConnectionInfo, Header, IoPubWelcome, JupyterMessage, JupyterMessageContent, UnknownMessage,
 };
-use jupyter_zmq_client::{
-    create_kernel_control_connection, create_kernel_heartbeat_connection,
-    create_kernel_iopub_xpub_connection, create_kernel_shell_connection,
-    create_kernel_stdin_connection, Connection, RawMessage, RuntimeError, SubscriptionEvent,
-};
+use jupyter_zmq_client::{Connection, RawMessage, RuntimeError, SubscriptionEvent};
 use serde_json::Value;
 use tokio::sync::mpsc::{unbounded_channel, UnboundedReceiver, UnboundedSender};
-use zeromq::{SocketRecv, SocketSend};
+use zeromq::{Socket, SocketOptions, SocketRecv, SocketSend};
+
+/// The largest message, all frames together, that any socket takes from a client, unless
+/// `TCHBOOK_MAX_MESSAGE_SIZE` gives another number of bytes. Far above anything a front end
+/// sends (code, comm messages, widget buffers); what it stops is a length announced in a frame
+/// header, which the socket would otherwise reserve memory for before reading a byte of it.
+const DEFAULT_MAX_MESSAGE_SIZE: usize = 1 << 30;
 
 /// Sends messages to the one task that owns the iopub socket.
 #[derive(Clone)]
@@ -50,28 +57,62 @@ pub struct Sockets {
     pub stdin: Router,
 }
 
+/// The limit on a client's messages: `TCHBOOK_MAX_MESSAGE_SIZE` bytes, else 1 GiB. A value
+/// that is not a positive number of bytes gets the default and a warning: a typo in a variable
+/// must not keep the kernel from starting.
+fn max_message_size() -> usize {
+    let name = tchbook_wire::env::MAX_MESSAGE_SIZE;
+    let Ok(value) = std::env::var(name) else {
+        return DEFAULT_MAX_MESSAGE_SIZE;
+    };
+    match value.trim().parse() {
+        Ok(size) if size > 0 => size,
+        _ => {
+            tracing::warn!(
+                "{name}={value:?} is not a positive number of bytes; using the default, \
+                 {DEFAULT_MAX_MESSAGE_SIZE}"
+            );
+            DEFAULT_MAX_MESSAGE_SIZE
+        }
+    }
+}
+
+/// A socket of type `S` bound to `endpoint`, taking messages of at most `max_message_size`.
+/// jupyter-zmq-client's `create_kernel_*_connection` make theirs with zeromq's default options,
+/// which accept any length.
+async fn bind_socket<S: Socket>(
+    name: &str,
+    endpoint: &str,
+    max_message_size: usize,
+    configure: impl FnOnce(&mut SocketOptions),
+) -> Result<S> {
+    let mut options = SocketOptions::default();
+    options.max_message_size(Some(max_message_size));
+    configure(&mut options);
+    let mut socket = S::with_options(options);
+    socket
+        .bind(endpoint)
+        .await
+        .with_context(|| format!("binding {name} ({endpoint})"))?;
+    Ok(socket)
+}
+
 /// Binds all sockets of `info` and starts their tasks.
 pub async fn bind(info: &ConnectionInfo, session_id: &str) -> Result<Sockets> {
-    let iopub = create_kernel_iopub_xpub_connection(info, session_id)
-        .await
-        .context("binding iopub")?;
-    let shell = create_kernel_shell_connection(info, session_id)
-        .await
-        .context("binding shell")?;
-    let control = create_kernel_control_connection(info, session_id)
-        .await
-        .context("binding control")?;
-    let stdin = create_kernel_stdin_connection(info, session_id)
-        .await
-        .context("binding stdin")?;
-    let heartbeat = create_kernel_heartbeat_connection(info)
-        .await
-        .context("binding heartbeat")?;
+    let max = max_message_size();
+    let iopub = bind_socket("iopub", &info.iopub_url(), max, |_| {}).await?;
+    let iopub = Connection::new(iopub, &info.key, session_id);
+    let signed = |socket| Connection::new(socket, &info.key, session_id);
+    let shell = signed(bind_socket("shell", &info.shell_url(), max, |_| {}).await?);
+    let control = signed(bind_socket("control", &info.control_url(), max, |_| {}).await?);
+    let stdin = signed(bind_socket("stdin", &info.stdin_url(), max, |_| {}).await?);
+    let heartbeat: zeromq::RepSocket =
+        bind_socket("heartbeat", &info.hb_url(), max, |_| {}).await?;
 
     let (iopub_tx, iopub_rx) = unbounded_channel();
     tokio::spawn(run_iopub(iopub, iopub_rx));
     tokio::spawn(async move {
-        let mut socket = heartbeat.socket;
+        let mut socket = heartbeat;
         loop {
             // Echo each ping back unchanged, which is all the heartbeat protocol asks.
             match socket.recv().await {

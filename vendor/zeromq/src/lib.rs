@@ -353,6 +353,7 @@ pub struct SocketOptions {
     // Shared by read preparation and decoder reservation.
     pub(crate) read_buffer_max_size: usize,
     pub(crate) read_buffer_short_reads: usize,
+    pub(crate) max_message_size: Option<usize>,
 }
 
 impl Default for SocketOptions {
@@ -363,6 +364,7 @@ impl Default for SocketOptions {
             read_buffer_initial_size: 128,
             read_buffer_max_size: 64 * 1024,
             read_buffer_short_reads: 2,
+            max_message_size: None,
         }
     }
 }
@@ -416,6 +418,24 @@ impl SocketOptions {
         self.read_buffer_initial_size = initial_size;
         self.read_buffer_max_size = max_size;
         self.read_buffer_short_reads = short_reads;
+        self
+    }
+
+    /// The largest message accepted from a peer, as libzmq's `ZMQ_MAXMSGSIZE`: the lengths of
+    /// a multipart message's frames count together. A peer that announces a longer frame, or
+    /// one that takes its message past the limit, is disconnected as soon as the frame's
+    /// header is read, before anything is allocated for it. `None` (the default) accepts any
+    /// size. Command frames are limited to 8 KiB whatever this is.
+    ///
+    /// ```
+    /// use zeromq::{RouterSocket, Socket, SocketOptions};
+    ///
+    /// let mut options = SocketOptions::default();
+    /// options.max_message_size(Some(1 << 30));
+    /// let socket = RouterSocket::with_options(options);
+    /// ```
+    pub fn max_message_size(&mut self, size: Option<usize>) -> &mut Self {
+        self.max_message_size = size;
         self
     }
 

@@ -105,6 +105,8 @@ impl MultiPeerBackend for RepSocketBackend {
             let _ = monitor.try_send(SocketEvent::Disconnected(peer_id.clone()));
         }
         self.peers.remove_sync(peer_id);
+        // Its read half too, or the connection stays open (and its failed decoder is polled on).
+        self.fair_queue_inner.lock().remove(peer_id);
     }
 }
 

@@ -9,6 +9,11 @@ use bytes::{Buf, Bytes, BytesMut};
 
 use std::convert::TryFrom;
 
+/// The longest command frame a peer may announce. Commands are handshake steps (READY with the
+/// socket type, an identity of at most 255 bytes and a few metadata properties: a few hundred
+/// bytes), never data, so this limit holds whatever the socket's `max_message_size` is.
+pub(crate) const MAX_COMMAND_SIZE: usize = 8 * 1024;
+
 #[derive(Debug, Clone, Copy)]
 struct Frame {
     command: bool,
@@ -32,6 +37,9 @@ pub struct ZmqCodec {
     // This allows to encapsulate its processing inside codec and not expose
     // internal details to higher levels
     buffered_message: Option<ZmqMessage>,
+    // The length of the frames in `buffered_message`: a multipart message counts as a whole.
+    buffered_len: usize,
+    max_message_size: usize,
     max_read_chunk_size: usize,
 }
 
@@ -45,6 +53,8 @@ impl ZmqCodec {
             state: DecoderState::Greeting,
             waiting_for: 64, // len of the greeting frame
             buffered_message: None,
+            buffered_len: 0,
+            max_message_size: options.max_message_size.unwrap_or(usize::MAX),
             max_read_chunk_size: options.read_buffer_max_size,
         }
     }
@@ -123,6 +133,23 @@ impl Decoder for ZmqCodec {
                     } else {
                         usize::from(src.get_u8())
                     };
+                    // The length is the peer's claim, read before any handshake or
+                    // authentication: refuse it before the next pass reserves that much.
+                    if frame.command && frame_len > MAX_COMMAND_SIZE {
+                        log::warn!("Refused a {frame_len}-byte command frame from a peer");
+                        return Err(CodecError::Decode("Command frame exceeds maximum size"));
+                    }
+                    if !frame.command
+                        && frame_len > self.max_message_size.saturating_sub(self.buffered_len)
+                    {
+                        log::warn!(
+                            "Refused a {frame_len}-byte frame from a peer after {} bytes of its \
+                             message: the maximum message size is {}",
+                            self.buffered_len,
+                            self.max_message_size
+                        );
+                        return Err(CodecError::Decode("Message exceeds maximum size"));
+                    }
                     self.state = DecoderState::Frame(frame);
                     self.waiting_for = frame_len;
                 }
@@ -135,12 +162,14 @@ impl Decoder for ZmqCodec {
                     }
 
                     // process incoming message frame
+                    self.buffered_len += data.len();
                     match &mut self.buffered_message {
                         Some(v) => v.push_back(data.freeze()),
                         None => self.buffered_message = Some(ZmqMessage::from(data.freeze())),
                     }
 
                     if !frame.more {
+                        self.buffered_len = 0;
                         // Quoth the Raven “Nevermore.”
                         return Ok(Some(Message::Message(
                             self.buffered_message
