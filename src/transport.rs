@@ -9,7 +9,9 @@
 //! Nor can a client end or stall the kernel below that: every socket refuses a message longer
 //! than [`max_message_size`] as soon as its length is announced, before anything is allocated
 //! for it (a 9-byte frame header declaring 2^60 bytes once made the allocator abort the
-//! kernel, with no key needed: signatures are checked only on whole messages).
+//! kernel, with no key needed: signatures are checked only on whole messages), and iopub
+//! queues at most [`SUBSCRIBER_QUEUE`] messages for each subscriber, dropping beyond that for
+//! it alone, so one client that stops reading does not hold up everyone's output.
 
 use anyhow::{Context, Result};
 use bytes::Bytes;
@@ -18,7 +20,10 @@ use jupyter_protocol::{
 };
 use jupyter_zmq_client::{Connection, RawMessage, RuntimeError, SubscriptionEvent};
 use serde_json::Value;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
 use tokio::sync::mpsc::{unbounded_channel, UnboundedReceiver, UnboundedSender};
+use tokio::sync::Notify;
 use zeromq::{Socket, SocketOptions, SocketRecv, SocketSend};
 
 /// The largest message, all frames together, that any socket takes from a client, unless
@@ -27,20 +32,61 @@ use zeromq::{Socket, SocketOptions, SocketRecv, SocketSend};
 /// header, which the socket would otherwise reserve memory for before reading a byte of it.
 const DEFAULT_MAX_MESSAGE_SIZE: usize = 1 << 30;
 
+/// Messages iopub queues for one subscriber before it drops that subscriber's messages:
+/// libzmq's default send high-water mark, which ipykernel's iopub has. The queues share each
+/// message's bytes, so subscribers that stopped reading together hold one set of messages.
+const SUBSCRIBER_QUEUE: usize = 1000;
+
+/// Messages that may wait for the iopub task before a running cell's output waits for them.
+/// See [`IoPub::room_for_output`].
+const IOPUB_BACKLOG: usize = 64;
+
 /// Sends messages to the one task that owns the iopub socket.
 #[derive(Clone)]
 pub struct IoPub {
     tx: UnboundedSender<JupyterMessage>,
+    backlog: Arc<Backlog>,
     topic_prefix: String,
+}
+
+/// How many published messages the iopub task has not yet handed to the socket.
+#[derive(Default)]
+struct Backlog {
+    queued: AtomicUsize,
+    below_limit: Notify,
 }
 
 impl IoPub {
     /// Publishes `message`; the topic is `kernel.<session>.<msg_type>`, as ipykernel does.
+    /// Never waits: `status` from the control loop must get through while a cell floods iopub.
     pub fn publish(&self, mut message: JupyterMessage) {
         let topic = format!("{}.{}", self.topic_prefix, message.header.msg_type);
         message.zmq_identities = vec![Bytes::from(topic)];
+        self.backlog.queued.fetch_add(1, Ordering::AcqRel);
         // The receiver lives as long as the runtime; a send error means we are shutting down.
         let _ = self.tx.send(message);
+    }
+
+    /// Waits until fewer than [`IOPUB_BACKLOG`] messages wait for the iopub task. The channel
+    /// to that task is unbounded so that [`IoPub::publish`] never waits, and this is its bound:
+    /// the one source of unbounded output, a running cell, calls it before taking each event,
+    /// so the backlog exceeds the limit by at most one event's messages (plus each request's
+    /// few status and result messages). Without it, a socket that could not keep up (as when
+    /// one stalled subscriber stopped zeromq's XPUB) made the channel hold a cell's whole
+    /// output. A cell that prints faster than iopub sends keeps its lines in the engine's queue
+    /// meanwhile, where the shell loop joins them into fewer, larger `stream` messages: no
+    /// output is dropped on the kernel's side, and only the running cell's output loop waits
+    /// (control, status and replies go out as before). The socket below never waits for a
+    /// client: each subscriber has a queue of its own ([`SUBSCRIBER_QUEUE`]).
+    pub async fn room_for_output(&self) {
+        loop {
+            // Created before the check, so a wake-up between the two is not lost.
+            let below_limit = self.backlog.below_limit.notified();
+            if self.backlog.queued.load(Ordering::Acquire) < IOPUB_BACKLOG {
+                return;
+            }
+            below_limit.await;
+        }
     }
 }
 
@@ -100,7 +146,10 @@ async fn bind_socket<S: Socket>(
 /// Binds all sockets of `info` and starts their tasks.
 pub async fn bind(info: &ConnectionInfo, session_id: &str) -> Result<Sockets> {
     let max = max_message_size();
-    let iopub = bind_socket("iopub", &info.iopub_url(), max, |_| {}).await?;
+    let iopub = bind_socket("iopub", &info.iopub_url(), max, |options| {
+        options.send_high_water_mark(SUBSCRIBER_QUEUE);
+    })
+    .await?;
     let iopub = Connection::new(iopub, &info.key, session_id);
     let signed = |socket| Connection::new(socket, &info.key, session_id);
     let shell = signed(bind_socket("shell", &info.shell_url(), max, |_| {}).await?);
@@ -110,7 +159,8 @@ pub async fn bind(info: &ConnectionInfo, session_id: &str) -> Result<Sockets> {
         bind_socket("heartbeat", &info.hb_url(), max, |_| {}).await?;
 
     let (iopub_tx, iopub_rx) = unbounded_channel();
-    tokio::spawn(run_iopub(iopub, iopub_rx));
+    let backlog = Arc::new(Backlog::default());
+    tokio::spawn(run_iopub(iopub, iopub_rx, backlog.clone()));
     tokio::spawn(async move {
         let mut socket = heartbeat;
         loop {
@@ -131,6 +181,7 @@ pub async fn bind(info: &ConnectionInfo, session_id: &str) -> Result<Sockets> {
     Ok(Sockets {
         iopub: IoPub {
             tx: iopub_tx,
+            backlog,
             topic_prefix: format!("kernel.{session_id}"),
         },
         shell: router("shell", shell),
@@ -249,6 +300,7 @@ fn parse(raw: RawMessage) -> Result<JupyterMessage, RuntimeError> {
 async fn run_iopub(
     mut socket: Connection<zeromq::XPubSocket>,
     mut outgoing: UnboundedReceiver<JupyterMessage>,
+    backlog: Arc<Backlog>,
 ) {
     loop {
         tokio::select! {
@@ -259,6 +311,9 @@ async fn run_iopub(
                 tracing::debug!("iopub -> {}", message.header.msg_type);
                 if let Err(error) = socket.send(message).await {
                     tracing::warn!("iopub: sending failed: {error}");
+                }
+                if backlog.queued.fetch_sub(1, Ordering::AcqRel) == IOPUB_BACKLOG {
+                    backlog.below_limit.notify_waiters();
                 }
             }
             event = socket.recv_subscription() => match event {

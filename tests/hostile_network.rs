@@ -1,4 +1,4 @@
-//! Peers that lie: raw TCP connections that speak just enough ZMTP to reach the code
+//! Peers that lie or stall: raw TCP connections that speak just enough ZMTP to reach the code
 //! that trusts them. None of them needs the connection's key, so anyone who can reach a port
 //! can do what they do; the kernel must drop such a peer and serve everyone else as before.
 
@@ -160,4 +160,76 @@ async fn a_message_whose_frames_together_exceed_the_limit_drops_only_its_peer() 
     .await
     .unwrap();
     assert_still_serving(&mut kernel).await;
+}
+
+/// Reads ZMTP frames from `stream` until a data frame's header has arrived: the kernel's first
+/// message to a subscriber (its `iopub_welcome`), which it sends only once it knows of the
+/// subscription.
+fn wait_for_first_message(stream: &mut TcpStream) {
+    stream.set_read_timeout(Some(REPLY)).unwrap();
+    let mut greeting = [0u8; 64];
+    stream.read_exact(&mut greeting).unwrap();
+    loop {
+        let mut flags = [0u8; 1];
+        stream.read_exact(&mut flags).unwrap();
+        let length = if flags[0] & 0x02 != 0 {
+            let mut length = [0u8; 8];
+            stream.read_exact(&mut length).unwrap();
+            u64::from_be_bytes(length)
+        } else {
+            let mut length = [0u8; 1];
+            stream.read_exact(&mut length).unwrap();
+            u64::from(length[0])
+        };
+        if flags[0] & 0x04 == 0 {
+            return;
+        }
+        std::io::copy(&mut (&*stream).take(length), &mut std::io::sink()).unwrap();
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_subscriber_that_stops_reading_holds_up_no_other_clients_output() {
+    let mut kernel = Kernel::start().await;
+    let iopub = kernel.info.iopub_port;
+    // A subscriber to everything that stops reading once subscribed, as a suspended
+    // `jupyter console --existing` does.
+    let stalled = tokio::task::spawn_blocking(move || {
+        let mut handshake = greeting().to_vec();
+        handshake.extend(ready("SUB"));
+        handshake.extend([0x00, 0x01, 0x01]);
+        let mut stream = connect_and_send(iopub, &handshake);
+        wait_for_first_message(&mut stream);
+        stream
+    })
+    .await
+    .unwrap();
+
+    // 200 MiB in 1 KiB lines: far more than the stalled connection's socket buffers hold, so a
+    // publisher that waits for that subscriber stops here for good.
+    const LINES: usize = 200 << 10;
+    let started = Instant::now();
+    let run = kernel
+        .execute_with(
+            jupyter_protocol::ExecuteRequest::new(format!(
+                "let line = \"y\".repeat(1023);\nfor _ in 0..{LINES} {{ println!(\"{{line}}\"); }}"
+            )),
+            Duration::from_secs(300),
+        )
+        .await;
+    eprintln!(
+        "200 MiB of output beside a stalled subscriber: {:.1?}, {} stream messages",
+        started.elapsed(),
+        run.types().iter().filter(|t| *t == "stream").count()
+    );
+    assert_eq!(run.reply_status(), jupyter_protocol::ReplyStatus::Ok);
+    assert_eq!(run.types().last().map(String::as_str), Some("status"));
+    let stdout = run.stdout();
+    assert_eq!(stdout.len(), LINES * 1024, "output was lost");
+    assert!(stdout.lines().all(|line| line.len() == 1023));
+
+    // The stalled subscriber, still connected with its queue full, holds up no later cell.
+    let run = kernel.run_ok("let x = 41;\nprintln!(\"{}\", x + 1);").await;
+    assert_eq!(run.stdout(), "42\n");
+    drop(stalled);
 }

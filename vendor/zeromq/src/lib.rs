@@ -354,6 +354,7 @@ pub struct SocketOptions {
     pub(crate) read_buffer_max_size: usize,
     pub(crate) read_buffer_short_reads: usize,
     pub(crate) max_message_size: Option<usize>,
+    pub(crate) send_high_water_mark: usize,
 }
 
 impl Default for SocketOptions {
@@ -365,6 +366,7 @@ impl Default for SocketOptions {
             read_buffer_max_size: 64 * 1024,
             read_buffer_short_reads: 2,
             max_message_size: None,
+            send_high_water_mark: 1000,
         }
     }
 }
@@ -436,6 +438,18 @@ impl SocketOptions {
     /// ```
     pub fn max_message_size(&mut self, size: Option<usize>) -> &mut Self {
         self.max_message_size = size;
+        self
+    }
+
+    /// How many messages an XPUB socket queues for one subscriber, as libzmq's `ZMQ_SNDHWM`
+    /// (default 1000). A message published while a subscriber's queue is full is dropped
+    /// for that subscriber, so a subscriber that does not read never holds up the others.
+    ///
+    /// # Panics
+    /// Panics if `messages` is zero.
+    pub fn send_high_water_mark(&mut self, messages: usize) -> &mut Self {
+        assert!(messages > 0, "send high-water mark must be positive");
+        self.send_high_water_mark = messages;
         self
     }
 

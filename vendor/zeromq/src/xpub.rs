@@ -5,26 +5,29 @@ use crate::fair_queue::{FairQueue, QueueInner};
 use crate::message::*;
 use crate::transport::AcceptStopHandle;
 use crate::util::PeerIdentity;
-use crate::{CaptureSocket, SocketOptions};
+use crate::write_queue::write_message_queue;
+use crate::{async_rt, CaptureSocket, SocketOptions};
 use crate::{
     MultiPeerBackend, Socket, SocketBackend, SocketEvent, SocketRecv, SocketSend, SocketType,
     ZmqError,
 };
 
 use async_trait::async_trait;
-use futures::channel::mpsc;
-use futures::lock::Mutex as AsyncMutex;
-use futures::{SinkExt, StreamExt};
+use futures::channel::{mpsc, oneshot};
+use futures::future::{select, Either};
+use futures::StreamExt;
 use parking_lot::Mutex;
 
 use std::collections::HashMap;
-use std::io::ErrorKind;
-use std::pin::Pin;
 use std::sync::Arc;
 
 pub(crate) struct XPubSubscriber {
     pub(crate) subscriptions: Vec<Vec<u8>>,
-    pub(crate) send_queue: Arc<AsyncMutex<Pin<Box<ZmqFramedWrite>>>>,
+    // Written to the peer by a task of its own, so that `send` never waits for one
+    // subscriber's socket: it holds at most `send_high_water_mark` messages.
+    pub(crate) send_queue: mpsc::Sender<Message>,
+    // Dropped with the subscriber, which ends its writer task even where it waits in a write.
+    pub(crate) _writer_stop: oneshot::Sender<()>,
 }
 
 pub(crate) struct XPubSocketBackend {
@@ -93,16 +96,35 @@ impl SocketBackend for XPubSocketBackend {
 impl MultiPeerBackend for XPubSocketBackend {
     async fn peer_connected(self: Arc<Self>, peer_id: &PeerIdentity, io: FramedIo) {
         let (recv_queue, send_queue) = io.into_parts();
+        // A futures channel holds its buffer plus one message per sender: this one has one.
+        let (queue_sender, queue_receiver) =
+            mpsc::channel(self.socket_options.send_high_water_mark - 1);
+        let (writer_stop, writer_stopped) = oneshot::channel();
 
         self.subscribers
             .upsert_async(
                 peer_id.clone(),
                 XPubSubscriber {
                     subscriptions: vec![],
-                    send_queue: Arc::new(AsyncMutex::new(Box::pin(send_queue))),
+                    send_queue: queue_sender,
+                    _writer_stop: writer_stop,
                 },
             )
             .await;
+
+        let backend = self.clone();
+        let writer_peer_id = peer_id.clone();
+        async_rt::task::spawn(async move {
+            let writing = Box::pin(write_message_queue(queue_receiver, send_queue));
+            if let Either::Left((Err(error), _)) = select(writing, writer_stopped).await {
+                log::debug!(
+                    "Error sending to subscriber {:?}: {:?}",
+                    writer_peer_id,
+                    error
+                );
+                backend.peer_disconnected(&writer_peer_id);
+            }
+        });
 
         self.fair_queue_inner
             .lock()
@@ -135,43 +157,20 @@ impl SocketSend for XPubSocket {
             Some(frame) => frame,
             None => return Ok(()), // Empty message, nothing to publish
         };
-        let mut targets = Vec::new();
         let mut iter = self.backend.subscribers.begin_async().await;
-        while let Some(subscriber) = iter {
+        while let Some(mut subscriber) = iter {
             if subscriber.subscriptions.iter().any(|sub_filter| {
                 sub_filter.len() <= first_frame.len()
                     && sub_filter.as_slice() == &first_frame[0..sub_filter.len()]
             }) {
-                targets.push((subscriber.key().clone(), subscriber.send_queue.clone()));
+                // A full queue drops the message for this subscriber alone, as libzmq's XPUB
+                // and PUB do at the send high-water mark; a closed one belongs to a writer task
+                // that has ended, which disconnects the peer itself.
+                let _ = subscriber
+                    .send_queue
+                    .try_send(Message::Message(message.clone()));
             }
             iter = subscriber.next_async().await;
-        }
-
-        let mut dead_peers = Vec::new();
-        for (peer_id, send_queue) in targets {
-            let res = send_queue
-                .lock()
-                .await
-                .as_mut()
-                .send(Message::Message(message.clone()))
-                .await;
-            match res {
-                Ok(()) => {}
-                Err(CodecError::Io(e)) => {
-                    if e.kind() == ErrorKind::BrokenPipe {
-                        dead_peers.push(peer_id);
-                    } else {
-                        log::error!("Error sending message: {:?}", e);
-                    }
-                }
-                Err(e) => {
-                    log::error!("Error sending message: {:?}", e);
-                    return Err(e.into());
-                }
-            }
-        }
-        for peer in dead_peers {
-            self.backend.peer_disconnected(&peer);
         }
         Ok(())
     }
