@@ -11,6 +11,13 @@
 //! key where other machines can reach the ports), and one history of signatures for the three
 //! sockets together ([`DigestHistory`]), so a captured request cannot be sent again on any of
 //! them.
+//!
+//! Nor can a client end or stall the kernel below that: every socket refuses a message longer
+//! than [`max_message_size`] as soon as its length is announced, before anything is allocated
+//! for it (a 9-byte frame header declaring 2^60 bytes once made the allocator abort the
+//! kernel, with no key needed: signatures are checked only on whole messages), and iopub
+//! queues at most [`SUBSCRIBER_QUEUE`] messages for each subscriber, dropping beyond that for
+//! it alone, so one client that stops reading does not hold up everyone's output.
 
 use anyhow::{bail, Context, Result};
 use bytes::Bytes;
@@ -18,32 +25,77 @@ use jupyter_protocol::{
     ConnectionInfo, Header, IoPubWelcome, JupyterMessage, JupyterMessageContent, Transport,
     UnknownMessage,
 };
-use jupyter_zmq_client::{
-    create_kernel_control_connection, create_kernel_heartbeat_connection,
-    create_kernel_iopub_xpub_connection, create_kernel_shell_connection,
-    create_kernel_stdin_connection, Connection, RawMessage, RuntimeError, SubscriptionEvent,
-};
+use jupyter_zmq_client::{Connection, RawMessage, RuntimeError, SubscriptionEvent};
 use serde_json::Value;
 use std::collections::{HashSet, VecDeque};
 use std::net::IpAddr;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use tokio::sync::mpsc::{unbounded_channel, UnboundedReceiver, UnboundedSender};
-use zeromq::{SocketRecv, SocketSend};
+use tokio::sync::Notify;
+use zeromq::{Socket, SocketOptions, SocketRecv, SocketSend};
+
+/// The largest message, all frames together, that any socket takes from a client, unless
+/// `TCHBOOK_MAX_MESSAGE_SIZE` gives another number of bytes. Far above anything a front end
+/// sends (code, comm messages, widget buffers); what it stops is a length announced in a frame
+/// header, which the socket would otherwise reserve memory for before reading a byte of it.
+const DEFAULT_MAX_MESSAGE_SIZE: usize = 1 << 30;
+
+/// Messages iopub queues for one subscriber before it drops that subscriber's messages:
+/// libzmq's default send high-water mark, which ipykernel's iopub has. The queues share each
+/// message's bytes, so subscribers that stopped reading together hold one set of messages.
+const SUBSCRIBER_QUEUE: usize = 1000;
+
+/// Messages that may wait for the iopub task before a running cell's output waits for them.
+/// See [`IoPub::room_for_output`].
+const IOPUB_BACKLOG: usize = 64;
 
 /// Sends messages to the one task that owns the iopub socket.
 #[derive(Clone)]
 pub struct IoPub {
     tx: UnboundedSender<JupyterMessage>,
+    backlog: Arc<Backlog>,
     topic_prefix: String,
+}
+
+/// How many published messages the iopub task has not yet handed to the socket.
+#[derive(Default)]
+struct Backlog {
+    queued: AtomicUsize,
+    below_limit: Notify,
 }
 
 impl IoPub {
     /// Publishes `message`; the topic is `kernel.<session>.<msg_type>`, as ipykernel does.
+    /// Never waits: `status` from the control loop must get through while a cell floods iopub.
     pub fn publish(&self, mut message: JupyterMessage) {
         let topic = format!("{}.{}", self.topic_prefix, message.header.msg_type);
         message.zmq_identities = vec![Bytes::from(topic)];
+        self.backlog.queued.fetch_add(1, Ordering::AcqRel);
         // The receiver lives as long as the runtime; a send error means we are shutting down.
         let _ = self.tx.send(message);
+    }
+
+    /// Waits until fewer than [`IOPUB_BACKLOG`] messages wait for the iopub task. The channel
+    /// to that task is unbounded so that [`IoPub::publish`] never waits, and this is its bound:
+    /// the one source of unbounded output, a running cell, calls it before taking each event,
+    /// so the backlog exceeds the limit by at most one event's messages (plus each request's
+    /// few status and result messages). Without it, a socket that could not keep up (as when
+    /// one stalled subscriber stopped zeromq's XPUB) made the channel hold a cell's whole
+    /// output. A cell that prints faster than iopub sends keeps its lines in the engine's queue
+    /// meanwhile, where the shell loop joins them into fewer, larger `stream` messages: no
+    /// output is dropped on the kernel's side, and only the running cell's output loop waits
+    /// (control, status and replies go out as before). The socket below never waits for a
+    /// client: each subscriber has a queue of its own ([`SUBSCRIBER_QUEUE`]).
+    pub async fn room_for_output(&self) {
+        loop {
+            // Created before the check, so a wake-up between the two is not lost.
+            let below_limit = self.backlog.below_limit.notified();
+            if self.backlog.queued.load(Ordering::Acquire) < IOPUB_BACKLOG {
+                return;
+            }
+            below_limit.await;
+        }
     }
 }
 
@@ -144,29 +196,67 @@ impl DigestHistory {
     }
 }
 
+/// The limit on a client's messages: `TCHBOOK_MAX_MESSAGE_SIZE` bytes, else 1 GiB. A value
+/// that is not a positive number of bytes gets the default and a warning: a typo in a variable
+/// must not keep the kernel from starting.
+fn max_message_size() -> usize {
+    let name = tchbook_wire::env::MAX_MESSAGE_SIZE;
+    let Ok(value) = std::env::var(name) else {
+        return DEFAULT_MAX_MESSAGE_SIZE;
+    };
+    match value.trim().parse() {
+        Ok(size) if size > 0 => size,
+        _ => {
+            tracing::warn!(
+                "{name}={value:?} is not a positive number of bytes; using the default, \
+                 {DEFAULT_MAX_MESSAGE_SIZE}"
+            );
+            DEFAULT_MAX_MESSAGE_SIZE
+        }
+    }
+}
+
+/// A socket of type `S` bound to `endpoint`, taking messages of at most `max_message_size`.
+/// jupyter-zmq-client's `create_kernel_*_connection` make theirs with zeromq's default options,
+/// which accept any length.
+async fn bind_socket<S: Socket>(
+    name: &str,
+    endpoint: &str,
+    max_message_size: usize,
+    configure: impl FnOnce(&mut SocketOptions),
+) -> Result<S> {
+    let mut options = SocketOptions::default();
+    options.max_message_size(Some(max_message_size));
+    configure(&mut options);
+    let mut socket = S::with_options(options);
+    socket
+        .bind(endpoint)
+        .await
+        .with_context(|| format!("binding {name} ({endpoint})"))?;
+    Ok(socket)
+}
+
 /// Binds all sockets of `info` and starts their tasks.
 pub async fn bind(info: &ConnectionInfo, session_id: &str) -> Result<Sockets> {
     check_signing(info)?;
-    let iopub = create_kernel_iopub_xpub_connection(info, session_id)
-        .await
-        .context("binding iopub")?;
-    let shell = create_kernel_shell_connection(info, session_id)
-        .await
-        .context("binding shell")?;
-    let control = create_kernel_control_connection(info, session_id)
-        .await
-        .context("binding control")?;
-    let stdin = create_kernel_stdin_connection(info, session_id)
-        .await
-        .context("binding stdin")?;
-    let heartbeat = create_kernel_heartbeat_connection(info)
-        .await
-        .context("binding heartbeat")?;
+    let max = max_message_size();
+    let iopub = bind_socket("iopub", &info.iopub_url(), max, |options| {
+        options.send_high_water_mark(SUBSCRIBER_QUEUE);
+    })
+    .await?;
+    let iopub = Connection::new(iopub, &info.key, session_id);
+    let signed = |socket| Connection::new(socket, &info.key, session_id);
+    let shell = signed(bind_socket("shell", &info.shell_url(), max, |_| {}).await?);
+    let control = signed(bind_socket("control", &info.control_url(), max, |_| {}).await?);
+    let stdin = signed(bind_socket("stdin", &info.stdin_url(), max, |_| {}).await?);
+    let heartbeat: zeromq::RepSocket =
+        bind_socket("heartbeat", &info.hb_url(), max, |_| {}).await?;
 
     let (iopub_tx, iopub_rx) = unbounded_channel();
-    tokio::spawn(run_iopub(iopub, iopub_rx));
+    let backlog = Arc::new(Backlog::default());
+    tokio::spawn(run_iopub(iopub, iopub_rx, backlog.clone()));
     tokio::spawn(async move {
-        let mut socket = heartbeat.socket;
+        let mut socket = heartbeat;
         loop {
             // Echo each ping back unchanged, which is all the heartbeat protocol asks.
             match socket.recv().await {
@@ -187,6 +277,7 @@ pub async fn bind(info: &ConnectionInfo, session_id: &str) -> Result<Sockets> {
     Ok(Sockets {
         iopub: IoPub {
             tx: iopub_tx,
+            backlog,
             topic_prefix: format!("kernel.{session_id}"),
         },
         shell: router("shell", shell, &history),
@@ -337,6 +428,7 @@ fn parse(raw: RawMessage) -> Result<JupyterMessage, RuntimeError> {
 async fn run_iopub(
     mut socket: Connection<zeromq::XPubSocket>,
     mut outgoing: UnboundedReceiver<JupyterMessage>,
+    backlog: Arc<Backlog>,
 ) {
     loop {
         tokio::select! {
@@ -347,6 +439,9 @@ async fn run_iopub(
                 tracing::debug!("iopub -> {}", message.header.msg_type);
                 if let Err(error) = socket.send(message).await {
                     tracing::warn!("iopub: sending failed: {error}");
+                }
+                if backlog.queued.fetch_sub(1, Ordering::AcqRel) == IOPUB_BACKLOG {
+                    backlog.below_limit.notify_waiters();
                 }
             }
             event = socket.recv_subscription() => match event {

@@ -16,6 +16,7 @@ mod download;
 mod execute;
 mod fuzz;
 mod hostile_folder;
+mod hostile_network;
 mod hostile_output;
 mod install;
 mod interrupt;

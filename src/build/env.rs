@@ -27,8 +27,8 @@
 //! | `TCHBOOK_LINE_KEY` | kernel, a fresh one at each start | the evaluation process's protocol writers, and the kernel's readers |
 //!
 //! Variables the kernel only reads (`TCHBOOK_CACHE_DIR`, `TCHBOOK_PRELUDE_DIR`,
-//! `TCHBOOK_OPT_LEVEL`, `TCHBOOK_VENV`, `TCHBOOK_LOG`, `TCHBOOK_INTERRUPT_GRACE`) are the
-//! user's, and DEVELOPERS.md lists them.
+//! `TCHBOOK_OPT_LEVEL`, `TCHBOOK_VENV`, `TCHBOOK_LOG`, `TCHBOOK_INTERRUPT_GRACE`,
+//! `TCHBOOK_MAX_MESSAGE_SIZE`) are the user's, and DEVELOPERS.md lists them.
 
 use super::libtorch::Libtorch;
 use std::ffi::{OsStr, OsString};

@@ -289,14 +289,18 @@ impl Client {
         mine
     }
 
+    /// Runs `request`, reading iopub while the cell runs, as a front end does: the kernel's
+    /// iopub keeps a bounded queue for each subscriber (libzmq's high-water mark) and drops
+    /// beyond it, and this client reads only when asked. The reply, sent before `idle`, waits
+    /// on shell meanwhile.
     pub async fn execute_with(&mut self, request: ExecuteRequest, timeout: Duration) -> Execution {
         let sent = self.send_shell(request).await;
+        let iopub = self.iopub_until_idle(&sent.header.msg_id, timeout).await;
         let reply = self.shell_reply(timeout).await;
         assert_eq!(
             reply.parent_header.as_ref().unwrap().msg_id,
             sent.header.msg_id
         );
-        let iopub = self.iopub_until_idle(&sent.header.msg_id, timeout).await;
         Execution {
             request: sent,
             reply,

@@ -80,6 +80,9 @@ pub const CACHE_DIR: &str = "TCHBOOK_CACHE_DIR";
 pub const PRELUDE_DIR: &str = "TCHBOOK_PRELUDE_DIR";
 /// The optimisation level of cells (default 1); read by the kernel.
 pub const OPT_LEVEL: &str = "TCHBOOK_OPT_LEVEL";
+/// The largest message, in bytes, the kernel's sockets take from a client (default 1 GiB);
+/// read by the kernel.
+pub const MAX_MESSAGE_SIZE: &str = "TCHBOOK_MAX_MESSAGE_SIZE";
 /// The Python environment whose `torch` package gives libtorch; read by the kernel.
 pub const VENV: &str = "TCHBOOK_VENV";
 /// The kernel's log filter (tracing's `EnvFilter` syntax).

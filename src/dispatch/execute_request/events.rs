@@ -19,6 +19,8 @@ impl<E: Evaluator> Shell<E> {
     pub(super) async fn run_cell(&mut self, message: &JupyterMessage, allow_stdin: bool) -> Ran {
         let mut output = CellOutput::new(self.shared.iopub.clone(), message);
         let finished = loop {
+            // The bound on iopub's backlog (`IoPub::room_for_output` says why here).
+            self.shared.iopub.room_for_output().await;
             let event = match self.engine.queued_event() {
                 Some(event) => event,
                 None => {
