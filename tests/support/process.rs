@@ -36,16 +36,21 @@ impl Kernel {
     }
 
     pub async fn start_with_env(env: &[(&str, &str)]) -> Kernel {
-        Self::start_with(env, false).await
+        Self::start_with(env, &[], false).await
+    }
+
+    /// A kernel started without these variables of the tests' own environment.
+    pub async fn start_without_env(names: &[&str]) -> Kernel {
+        Self::start_with(&[], names, false).await
     }
 
     /// A kernel whose parent is a shell of its own (`child` is that shell), as when a front
     /// end starts it: the test can then kill the parent.
     pub async fn start_under_shell(env: &[(&str, &str)]) -> Kernel {
-        Self::start_with(env, true).await
+        Self::start_with(env, &[], true).await
     }
 
-    async fn start_with(env: &[(&str, &str)], under_shell: bool) -> Kernel {
+    async fn start_with(env: &[(&str, &str)], remove: &[&str], under_shell: bool) -> Kernel {
         let info = loopback_connection().await;
         let dir = std::env::temp_dir().join(format!(
             "tchbook-test-{}-{}",
@@ -70,6 +75,9 @@ impl Kernel {
             .stdin(Stdio::null())
             .stdout(log.try_clone().unwrap())
             .stderr(log);
+        for key in remove {
+            command.env_remove(key);
+        }
         for (key, value) in env {
             command.env(key, value);
         }
