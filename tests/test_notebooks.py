@@ -321,6 +321,13 @@ def images_without_alt_text(nb: nbformat.NotebookNode) -> list:
 NO_ALT = "No description has been provided for this image"
 
 
+@pytest.mark.parametrize("name", ALL)
+def test_committed_images_carry_alt_text_into_the_html(name):
+    nb = nbformat.read(NOTEBOOKS / name, as_version=4)
+    assert not images_without_alt_text(nb)
+    assert NO_ALT not in runner.html(nb)
+
+
 # Each tutorial's sections (../shared/tutorials), as the notebook's headings name them, in order.
 SECTIONS = {
     TOUR: ["The device card", "Memory", "Live plots and progress", "Interrupting a cell",
