@@ -116,13 +116,7 @@ fn main() -> ExitCode {
     // Before any thread starts, and before this process starts any other: nothing it starts
     // may load libraries from the folder it runs in.
     env::drop_relative_library_path();
-    tracing_subscriber::fmt()
-        .with_writer(std::io::stderr)
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_env(tchbook_wire::env::LOG)
-                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn,tchbook=info")),
-        )
-        .init();
+    init_logging();
     let Some(command) = Cli::parse().into_command() else {
         eprintln!("tchbook: give a command (install, uninstall, kernel) or --connection-file");
         return ExitCode::from(2);
@@ -142,6 +136,22 @@ fn main() -> ExitCode {
             ExitCode::FAILURE
         }
     }
+}
+
+/// The log goes to stderr, which Jupyter front ends and nbconvert leave on the terminal they were
+/// started from (ipykernel writes nothing there): warnings and errors only, unless `TCHBOOK_LOG`
+/// asks for more in `EnvFilter` syntax (`info`, `tchbook=debug`). Colours only on a terminal, so
+/// a log file or a captured pipe holds no escape codes.
+fn init_logging() {
+    use std::io::IsTerminal;
+    tracing_subscriber::fmt()
+        .with_writer(std::io::stderr)
+        .with_ansi(std::io::stderr().is_terminal())
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_env(tchbook_wire::env::LOG)
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
+        )
+        .init();
 }
 
 impl Cli {

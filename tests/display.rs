@@ -239,3 +239,55 @@ async fn progress_printed_without_newlines_shows_while_the_cell_runs() {
     );
     assert!(streams.len() >= 3, "{} stream messages", streams.len());
 }
+
+/// Every image a plot shows carries its alt text in the output's metadata, where nbconvert's
+/// HTML (`<img alt>`) and screen readers look: the live frames (`display_data`,
+/// `update_display_data`) and a cell's final value (`execute_result`) alike.
+#[tokio::test(flavor = "multi_thread")]
+async fn every_image_of_a_plot_carries_alt_text_live_and_as_the_final_value() {
+    let mut kernel = Kernel::start().await;
+    let run = kernel
+        .run_ok(
+            "let mut plot = LossPlot::new(\"alt check\");\n\
+             for step in 1..=3 { plot.push(step as f64, 1.0 / step as f64); }\n\
+             plot.finish();\n\
+             plot",
+        )
+        .await;
+    let mut kinds = Vec::new();
+    for message in &run.iopub {
+        let (data, metadata) = match &message.content {
+            JupyterMessageContent::DisplayData(d) => (&d.data, &d.metadata),
+            JupyterMessageContent::UpdateDisplayData(d) => (&d.data, &d.metadata),
+            JupyterMessageContent::ExecuteResult(r) => (&r.data, &r.metadata),
+            _ => continue,
+        };
+        let data = serde_json::to_value(data).unwrap();
+        let images: Vec<&String> = (data.as_object().unwrap().keys())
+            .filter(|mime| mime.starts_with("image/"))
+            .collect();
+        assert_eq!(images, ["image/png"], "{}", message.header.msg_type);
+        // Each frame says what it shows: a live one the points pushed so far.
+        let alt = metadata["image/png"]["alt"].as_str().unwrap_or_default();
+        let start = "Line plot \"alt check\" of loss against epoch: loss over epoch 1 to ";
+        assert!(alt.starts_with(start), "{}: {alt}", message.header.msg_type);
+        if message.header.msg_type == "execute_result" {
+            assert_eq!(
+                alt,
+                format!("{start}3 (3 points) goes from 1.0000 to 0.3333, lowest 0.3333.")
+            );
+        }
+        // The metadata block is the kernel's to take out, never a MIME type of the output.
+        assert!(!data
+            .as_object()
+            .unwrap()
+            .contains_key(tchbook_wire::METADATA_BLOCK));
+        kinds.push(message.header.msg_type.clone());
+    }
+    assert!(
+        ["display_data", "update_display_data", "execute_result"]
+            .iter()
+            .all(|kind| kinds.iter().any(|k| k == kind)),
+        "{kinds:?}"
+    );
+}

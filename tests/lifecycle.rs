@@ -121,6 +121,31 @@ async fn an_unsigned_kernel_on_every_interface_starts_only_when_allowed() {
         (tchbook::transport::ALLOW_UNSIGNED, "1"),
         ("LIBTORCH", "/nonexistent/libtorch"),
     ];
-    let mut kernel = Kernel::start_on(info, &allowed, false, None).await;
+    let mut kernel = Kernel::start_on(info, &allowed, &[], false, None).await;
     kernel.kernel_info().await;
+}
+
+/// The kernel's stderr is the terminal a front end or nbconvert was started from (ipykernel
+/// writes nothing there): by default only warnings and errors reach it, and never colour codes
+/// where it is not a terminal; `TCHBOOK_LOG` asks for more.
+#[tokio::test(flavor = "multi_thread")]
+async fn the_log_holds_no_info_lines_unless_tchbook_log_asks_for_them() {
+    let log = tchbook_wire::env::LOG;
+    let mut quiet = Kernel::start_without_env(&[log]).await;
+    quiet.run_ok("1 + 1").await;
+    let written = quiet.log();
+    assert!(!written.contains("INFO"), "{written}");
+    assert!(!written.contains('\x1b'), "{written:?}");
+
+    let mut asked = Kernel::start_with_env(&[(log, "info")]).await;
+    asked.run_ok("1 + 1").await;
+    let written = asked.log();
+    assert!(
+        written.contains(" INFO ") && written.contains("engine started"),
+        "{written}"
+    );
+    assert!(
+        !written.contains('\x1b'),
+        "a log file with colour codes: {written:?}"
+    );
 }

@@ -474,6 +474,7 @@ def test_colab_setup_runs_the_first_tutorial_through_rust_cells(hosted):
     train = run.outputs("train")
     plots = [o for o in train if o.output_type == "display_data" and "image/png" in o.data]
     assert len(plots) == 1, f"one loss plot, updated in place: {[o.output_type for o in train]}"
+    assert plots[0].metadata["image/png"]["alt"].startswith("Line plot"), plots[0].metadata
     accuracy = float(re.search(r"test accuracy: ([0-9.]+)", run.text("test-accuracy")).group(1))
     assert accuracy > 0.6, f"the model did not learn: test accuracy {accuracy}"
 

@@ -1,12 +1,15 @@
 """The shipped notebooks, executed headless with the tchbook kernel, and the outputs a reader relies on.
 
-Each notebook in notebooks/ is executed once per test session (a module-scoped fixture) with
-nbclient and kernel_name="tchbook", from notebooks/ as working directory (where its `data/` is),
-failing on any cell error except in cells tagged `raises-exception`. The checks then read this
-run's outputs, found by the cell tags the notebook sources carry (notebooks/src/*.md), and prefer
-the machine-readable `application/vnd.tchbook.<kind>+json` parts the prelude puts beside its HTML and
-images over the printed prose. Static checks read the committed .ipynb files: metadata, and that they were committed
-with the outputs of a real run.
+Each notebook in notebooks/ is executed once per test session by notebooks/run.py, the code
+`scripts/run-notebooks` (the README's main command) runs: on the kernel its metadata names, from
+notebooks/ as working directory (where its `data/` is), failing on any cell error except in cells
+tagged `raises-exception`. scripts/test runs scripts/run-notebooks itself with `--out DIR` and
+names DIR in TCHBOOK_EXECUTED_NOTEBOOKS; the checks then read the notebooks that run wrote,
+instead of executing them a second time (by hand, without that variable, this module runs them
+itself). The checks read this run's outputs, found by the cell tags the notebook sources carry
+(notebooks/src/*.md), and prefer the machine-readable `application/vnd.tchbook.<kind>+json` parts
+the prelude puts beside its HTML and images over the printed prose. Static checks read the
+committed .ipynb files: metadata, and that they were committed with the outputs of a real run.
 
 Needs the `tchbook` kernelspec installed (scripts/test installs it first; by hand:
 `cargo build --release -p tchbook && target/release/tchbook install --sys-prefix`).
@@ -15,7 +18,9 @@ from __future__ import annotations
 
 import copy
 import functools
+import importlib.util
 import json
+import os
 import re
 import struct
 import xml.etree.ElementTree as ET
@@ -29,9 +34,19 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOKS = ROOT / "notebooks"
 KERNEL = "tchbook"
-# A cell may compile for a while on a cold build cache (the first cell builds the prelude's
-# dependents) and CIFAR-10 on real data trains for minutes on a small CPU.
-CELL_TIMEOUT_S = 1800
+# Where scripts/run-notebooks --out wrote the notebooks it executed (scripts/test sets it).
+EXECUTED = os.environ.get("TCHBOOK_EXECUTED_NOTEBOOKS")
+
+
+def load_runner():
+    """notebooks/run.py, the runner scripts/run-notebooks uses."""
+    spec = importlib.util.spec_from_file_location("run_notebooks", NOTEBOOKS / "run.py")
+    runner = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(runner)
+    return runner
+
+
+runner = load_runner()
 
 TOUR = "00-tour.ipynb"
 USING_GPU = "01-using-the-gpu.ipynb"
@@ -105,15 +120,6 @@ def output_text(outputs: list) -> str:
     return text
 
 
-def remove_stale_stand_ins() -> None:
-    """Stand-in data sets left by an earlier run may come from an older generator: the notebooks
-    must be checked against what the prelude writes today. Real data (no marker) is kept."""
-    import shutil
-
-    for folder in sorted({marker.parent for marker in (NOTEBOOKS / "data").glob("**/STANDIN.txt")}):
-        shutil.rmtree(folder, ignore_errors=True)
-
-
 @pytest.fixture(scope="session")
 def fresh_stand_ins():
     _remove_stale_stand_ins_once()
@@ -122,32 +128,31 @@ def fresh_stand_ins():
 # Once per session even though tests/test_export.py imports the fixture (pytest then holds two
 # session fixtures of that name): a second removal would delete the stand-ins the cached
 # notebook runs wrote, and the data checks would read the folders differently from the run.
+# Notebooks executed by scripts/run-notebooks ran on stand-ins it made fresh, which stay.
 @functools.lru_cache(maxsize=None)
 def _remove_stale_stand_ins_once() -> None:
-    remove_stale_stand_ins()
+    if not EXECUTED:
+        runner.remove_stale_stand_ins()
 
 
 # Once per session: tests/test_export.py compares its exported programs with these same runs.
 @functools.lru_cache(maxsize=None)
 def execute(name: str) -> Run:
+    if EXECUTED:
+        path = Path(EXECUTED) / name
+        if not path.is_file():
+            pytest.fail(f"scripts/run-notebooks wrote no executed {name} into {EXECUTED}: it failed there "
+                        "(its output says why)")
+        return Run(name, nbformat.read(path, as_version=4))
     from jupyter_client.kernelspec import KernelSpecManager, NoSuchKernel
-    from nbclient import NotebookClient
 
     try:
         KernelSpecManager().get_kernel_spec(KERNEL)
     except NoSuchKernel:
         pytest.fail(f"the {KERNEL!r} kernelspec is not installed: run `cargo build --release -p tchbook "
                     f"&& target/release/tchbook install --sys-prefix` (scripts/test does this)")
-    nb = nbformat.read(NOTEBOOKS / name, as_version=4)
-    # The checks must see this run's outputs, never the committed ones.
-    for c in nb.cells:
-        if c.cell_type == "code":
-            c.outputs = []
-            c.execution_count = None
-    client = NotebookClient(nb, kernel_name=KERNEL, timeout=CELL_TIMEOUT_S, allow_errors=False,
-                            resources={"metadata": {"path": str(NOTEBOOKS)}})
-    client.execute()
-    return Run(name, nb)
+    # The checks must see this run's outputs, never the committed ones: the runner clears them.
+    return Run(name, runner.execute(NOTEBOOKS / name))
 
 
 def _executed(name: str):
@@ -299,6 +304,30 @@ def test_first_cell_names_the_device_the_committed_outputs_show(name):
             "the first cell names a different device than the committed device card shows"
 
 
+def images_without_alt_text(nb: nbformat.NotebookNode) -> list:
+    """(cell tags, MIME type) of every image output whose metadata gives no alt text under its
+    MIME type: the `<img alt>` nbconvert's HTML writes and a screen reader reads."""
+    missing = []
+    for c in nb.cells:
+        for o in c.get("outputs", []):
+            for mime in o.get("data", {}):
+                alt = (o.get("metadata", {}).get(mime) or {}).get("alt")
+                if mime.startswith("image/") and not (isinstance(alt, str) and alt.strip()):
+                    missing.append((c.metadata.get("tags"), mime))
+    return missing
+
+
+# nbconvert's stand-in for an image without alt text (it also warns "Alternative text is missing").
+NO_ALT = "No description has been provided for this image"
+
+
+@pytest.mark.parametrize("name", ALL)
+def test_committed_images_carry_alt_text_into_the_html(name):
+    nb = nbformat.read(NOTEBOOKS / name, as_version=4)
+    assert not images_without_alt_text(nb)
+    assert NO_ALT not in runner.html(nb)
+
+
 # Each tutorial's sections (../shared/tutorials), as the notebook's headings name them, in order.
 SECTIONS = {
     TOUR: ["The device card", "Memory", "Live plots and progress", "Interrupting a cell",
@@ -378,6 +407,30 @@ def test_rich_outputs_offer_front_ends_only_human_views(name, request):
             assert "application/json" not in data, (c.metadata.get("tags"), sorted(data))
             if any(is_data_mime(m) for m in data):
                 assert human & set(data), (c.metadata.get("tags"), sorted(data))
+
+
+@pytest.mark.parametrize("name", ALL)
+def test_every_image_has_alt_text_that_describes_it_in_the_html_too(name, request):
+    """Each image output's alt text (its metadata) says what the plot shows, from the numbers
+    behind it (title, last loss), and the HTML scripts/run-notebooks writes carries it on every
+    `<img>`."""
+    run = request.getfixturevalue(FIXTURES[name])
+    assert not images_without_alt_text(run.nb)
+    for c in run.nb.cells:
+        for o in c.get("outputs", []):
+            data = o.get("data", {})
+            plot = data.get("application/vnd.tchbook.loss-plot+json")
+            if plot is None or "image/png" not in data:
+                continue
+            plot = plot if isinstance(plot, dict) else json.loads(plot)
+            alt = o["metadata"]["image/png"]["alt"]
+            assert alt.startswith(f'Line plot "{plot["title"]}"'), alt
+            for series in plot["series"]:
+                assert f'{series["name"]} over' in alt and f'{series["y"][-1]:.4f}' in alt, (alt, series["name"])
+    html = runner.html(run.nb)
+    images = re.findall(r"<img\b[^>]*>", html)
+    assert NO_ALT not in html, [img[:120] for img in images if NO_ALT in img]
+    assert all(re.search(r"\balt=", img) for img in images)
 
 
 # --- 00 tour -----------------------------------------------------------------------------------

@@ -1,5 +1,5 @@
 //! Loss curves drawn with plotters, as SVG and PNG, with a bundled font (DejaVu Sans) so they
-//! render on a headless machine. A [`LossPlot`] redraws itself in place while a loop pushes
+//! render on a headless machine, and described in words for their alt text. A [`LossPlot`] redraws itself in place while a loop pushes
 //! points (at most twice a second), and renders fully when a cell ends with it.
 
 use crate::display::{Bundle, Live, Render, rich};
@@ -151,7 +151,7 @@ impl LossPlot {
 
     fn redraw(&mut self, force: bool) {
         if self.live.due(force) {
-            let frame = LiveFrame(self).bundle();
+            let frame = self.bundle();
             self.live.draw(&frame);
         }
     }
@@ -298,6 +298,56 @@ impl LossPlot {
         })
     }
 
+    /// The plot in words, for the image's alt text: what is drawn against what, and for each
+    /// line where it starts, where it ends and its lowest point.
+    ///
+    /// ```
+    /// use tchbook_prelude::prelude::*;
+    /// let mut plot = LossPlot::new("training loss");
+    /// for step in 1..=120 {
+    ///     plot.push(step as f64, 2.0 / step as f64);
+    /// }
+    /// assert_eq!(
+    ///     plot.alt(),
+    ///     "Line plot \"training loss\" of loss against epoch: loss over epoch 1 to 120 \
+    ///      (120 points) goes from 2.0000 to 0.0167, lowest 0.0167."
+    /// );
+    /// ```
+    pub fn alt(&self) -> String {
+        let mut alt = format!(
+            "Line plot \"{}\" of {} against {}",
+            self.title, self.y_label, self.x_label
+        );
+        if self.series.is_empty() {
+            alt.push_str(", no points yet");
+        }
+        for (i, s) in self.series.iter().enumerate() {
+            alt.push_str(if i == 0 { ": " } else { "; " });
+            let finite: Vec<(f64, f64)> = (s.points.iter().copied())
+                .filter(|(x, y)| x.is_finite() && y.is_finite())
+                .collect();
+            let (Some(first), Some(last)) = (finite.first(), finite.last()) else {
+                alt.push_str(&format!("{} has no finite points", s.name));
+                continue;
+            };
+            let lowest = finite.iter().map(|p| p.1).fold(f64::INFINITY, f64::min);
+            alt.push_str(&format!(
+                "{} over {} {} to {} ({} point{}) goes from {:.4} to {:.4}, lowest {:.4}",
+                s.name,
+                self.x_label,
+                tick_label(first.0),
+                tick_label(last.0),
+                s.points.len(),
+                if s.points.len() == 1 { "" } else { "s" },
+                first.1,
+                last.1,
+                lowest
+            ));
+        }
+        alt.push('.');
+        alt
+    }
+
     fn text(&self) -> String {
         let mut t = format!("{}:", self.title);
         for s in &self.series {
@@ -343,22 +393,15 @@ fn encode_png(rgb: &[u8], w: u32, h: u32) -> Vec<u8> {
     out
 }
 
-/// What a live update sends: PNG only (SVG every half second would double the traffic).
-struct LiveFrame<'a>(&'a LossPlot);
-
-impl Render for LiveFrame<'_> {
-    fn bundle(&self) -> Bundle {
-        let mut b = Bundle::text(self.0.text()).with_data("loss-plot", self.0.json());
-        b.png = Some(self.0.png());
-        b
-    }
-}
-
+/// PNG only, live or final: front ends prefer an SVG when a bundle has both and show it as an
+/// `<img>` no template gives alt text (nbconvert's reads none for SVG), while a PNG's alt text is
+/// read from the output's metadata. `svg()` and `save("….svg")` still give the vector form.
 impl Render for LossPlot {
     fn bundle(&self) -> Bundle {
-        let mut b = Bundle::text(self.text()).with_data("loss-plot", self.json());
+        let mut b = Bundle::text(self.text())
+            .with_data("loss-plot", self.json())
+            .with_alt(self.alt());
         b.png = Some(self.png());
-        b.svg = Some(self.svg());
         b
     }
 }

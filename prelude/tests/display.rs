@@ -72,7 +72,7 @@ fn decode_png(bytes: &[u8]) -> (u32, u32) {
 }
 
 #[test]
-fn loss_plots_render_as_a_decodable_png_and_a_parsable_svg() {
+fn loss_plots_render_as_a_decodable_png_with_alt_text_and_a_parsable_svg() {
     let mut plot = LossPlot::new("training loss");
     for epoch in 1..=20 {
         plot.push(epoch as f64, 2.0 / epoch as f64);
@@ -85,11 +85,19 @@ fn loss_plots_render_as_a_decodable_png_and_a_parsable_svg() {
     assert_eq!(doc.root_element().tag_name().name(), "svg");
     assert!(svg.contains("training loss") && svg.contains("epoch"));
     let b = plot.bundle();
-    let json = b.data.unwrap().1;
+    let json = b.data.clone().unwrap().1;
     assert_eq!(json["series"][0]["name"], "loss");
     let y = json["series"][0]["y"].as_array().unwrap();
     assert!(y.last().unwrap().as_f64() < y.first().unwrap().as_f64());
-    assert!(b.png.is_some() && b.svg.is_some());
+    // PNG only: a front end would show an SVG beside it as an image without alt text.
+    assert!(b.png.is_some() && b.svg.is_none());
+    let alt = &b.metadata()["image/png"]["alt"];
+    assert_eq!(
+        alt,
+        "Line plot \"training loss\" of loss against epoch: loss over epoch 1 to 20 (20 points) \
+         goes from 2.0000 to 0.1000, lowest 0.1000; test over epoch 1 to 20 (20 points) goes \
+         from 2.5000 to 0.1250, lowest 0.1250."
+    );
     let dir = crate::scratch("plot");
     plot.save(dir.join("loss.svg")).unwrap();
     plot.save(dir.join("loss.png")).unwrap();

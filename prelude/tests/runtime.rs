@@ -1,4 +1,5 @@
 use crate::{is_child, run_child, run_child_with};
+use serde_json::json;
 use tchbook_prelude::display::{Bundle, show};
 use tchbook_prelude::interrupt;
 use tchbook_prelude::runtime;
@@ -135,8 +136,12 @@ fn sigint_sets_the_flag_and_check_panics_with_keyboard_interrupt() {
 fn protocol_messages_are_one_line_that_reads_back_as_the_same_message() {
     let id = runtime::new_display_id();
     for m in [
-        runtime::display_message(Bundle::text("a\nb").to_json(), Some(&id)),
-        runtime::update_message(Bundle::text("c").with_html("<b>c</b>").to_json(), &id),
+        runtime::display_message(Bundle::text("a\nb").to_json(), json!({}), Some(&id)),
+        runtime::update_message(
+            Bundle::text("c").with_html("<b>c</b>").to_json(),
+            json!({"image/png": {"alt": "a line"}}),
+            &id,
+        ),
         runtime::clear_message(true),
         runtime::stream_message("stderr", "50%\r"),
     ] {

@@ -99,18 +99,11 @@ pub fn media(data: Map<String, Value>) -> Media {
     serde_json::from_value(Value::Object(data)).unwrap_or_default()
 }
 
-/// A cell's final value (evcxr gives one string per MIME type; JSON types must become values).
-pub fn value_media(mime: &[(String, String)]) -> Media {
-    let mut data = Map::new();
-    for (kind, text) in mime {
-        let value = if kind == "application/json" || kind.ends_with("+json") {
-            serde_json::from_str(text).unwrap_or_else(|_| Value::String(text.clone()))
-        } else {
-            Value::String(text.clone())
-        };
-        data.insert(kind.clone(), value);
-    }
-    media(data)
+/// A cell's final value and its output metadata (evcxr gives one string per MIME type, and the
+/// prelude the metadata in a block of its own: `tchbook_wire::final_value`).
+pub fn value_media(mime: &[(String, String)]) -> (Media, Map<String, Value>) {
+    let (data, metadata) = tchbook_wire::final_value(mime);
+    (media(data), metadata)
 }
 
 /// A cell whose final expression is `()` (a `for`, an `if` that prints): evcxr sends its Debug

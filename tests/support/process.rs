@@ -37,33 +37,48 @@ impl Kernel {
     }
 
     pub async fn start_with_env(env: &[(&str, &str)]) -> Kernel {
-        Self::start_with(env, false, None).await
+        Self::start_with(env, &[], false, None).await
     }
 
     /// A kernel started in `folder`, as Jupyter starts one in its notebook's folder.
     pub async fn start_in(folder: &std::path::Path, env: &[(&str, &str)]) -> Kernel {
-        Self::start_with(env, false, Some(folder)).await
+        Self::start_with(env, &[], false, Some(folder)).await
+    }
+
+    /// A kernel started without these variables of the tests' own environment.
+    pub async fn start_without_env(names: &[&str]) -> Kernel {
+        Self::start_with(&[], names, false, None).await
     }
 
     /// A kernel whose parent is a shell of its own (`child` is that shell), as when a front
     /// end starts it: the test can then kill the parent.
     pub async fn start_under_shell(env: &[(&str, &str)]) -> Kernel {
-        Self::start_with(env, true, None).await
+        Self::start_with(env, &[], true, None).await
     }
 
     async fn start_with(
         env: &[(&str, &str)],
+        remove: &[&str],
         under_shell: bool,
         folder: Option<&std::path::Path>,
     ) -> Kernel {
-        Self::start_on(loopback_connection().await, env, under_shell, folder).await
+        Self::start_on(
+            loopback_connection().await,
+            env,
+            remove,
+            under_shell,
+            folder,
+        )
+        .await
     }
 
     /// A kernel on the connection `info` (its address and key), as Jupyter would start it
-    /// with that connection file (in `folder`, if given).
+    /// with that connection file (in `folder`, if given), with `env` set and the variables
+    /// named in `remove` taken out of the tests' own environment.
     pub async fn start_on(
         info: ConnectionInfo,
         env: &[(&str, &str)],
+        remove: &[&str],
         under_shell: bool,
         folder: Option<&std::path::Path>,
     ) -> Kernel {
@@ -83,6 +98,9 @@ impl Kernel {
             .stdin(Stdio::null())
             .stdout(log.try_clone().unwrap())
             .stderr(log);
+        for key in remove {
+            command.env_remove(key);
+        }
         for (key, value) in env {
             command.env(key, value);
         }

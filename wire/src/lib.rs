@@ -15,7 +15,13 @@
 //! TCHBOOK_DISPLAY {"op":"panic","message":..,"location":"file:line:col","thread":..,"main":true}
 //! ```
 //!
-//! and asks for input with evcxr's own lines, which evcxr answers with one line on stdin
+//! A display's `metadata` is Jupyter's output metadata: the prelude puts each image's alt text
+//! there (`{"image/png":{"alt":"Line plot …"}}`), the key nbconvert's classic HTML template
+//! reads. A cell's final value travels as evcxr's content blocks ([`BEGIN_CONTENT`]), one per
+//! MIME type, and its metadata as one more block, [`METADATA_BLOCK`], which readers take out of
+//! the bundle with [`final_value`].
+//!
+//! The prelude asks for input with evcxr's own lines, which evcxr answers with one line on stdin
 //! ([`InputRequest`]). Writers: the prelude (`prelude/src/runtime/`) and the panic hook
 //! ([`install_panic_hook`]). Readers: the kernel (`src/display/`) and the runner of exported
 //! notebooks (`src/export/runner.rs`). Both sides use these types, so they cannot disagree; the
@@ -75,8 +81,46 @@ pub fn content_block(mime: &str, text: &str) -> String {
     )
 }
 
+/// The content block that carries a final value's output metadata (one JSON object) beside
+/// evcxr's blocks of its MIME types. Never part of the MIME bundle: [`final_value`] takes it out.
+pub const METADATA_BLOCK: &str = "application/vnd.tchbook.output-metadata+json";
+
 /// A MIME bundle: MIME type to content (a string, or a JSON value for `*json` types).
 pub type Bundle = Map<String, Value>;
+
+/// A cell's final value as Jupyter content, from evcxr's content blocks (`(MIME type, text)`):
+/// its MIME bundle, with JSON types read as values (text that does not read stays text), and its
+/// output metadata, from the [`METADATA_BLOCK`] when there is one.
+///
+/// ```
+/// use tchbook_wire::{final_value, METADATA_BLOCK};
+/// let blocks = [
+///     ("text/plain".to_owned(), "a plot".to_owned()),
+///     ("image/png".to_owned(), "iVBORw0KGgo=".to_owned()),
+///     (METADATA_BLOCK.to_owned(), r#"{"image/png":{"alt":"a falling line"}}"#.to_owned()),
+/// ];
+/// let (data, metadata) = final_value(&blocks);
+/// assert!(data.contains_key("image/png") && !data.contains_key(METADATA_BLOCK));
+/// assert_eq!(metadata["image/png"]["alt"], "a falling line");
+/// ```
+pub fn final_value(blocks: &[(String, String)]) -> (Bundle, Bundle) {
+    let (mut data, mut metadata) = (Bundle::new(), Bundle::new());
+    for (mime, text) in blocks {
+        if mime == METADATA_BLOCK {
+            if let Ok(Value::Object(map)) = serde_json::from_str(text) {
+                metadata = map;
+            }
+            continue;
+        }
+        let value = if mime == "application/json" || mime.ends_with("+json") {
+            serde_json::from_str(text).unwrap_or_else(|_| Value::String(text.clone()))
+        } else {
+            Value::String(text.clone())
+        };
+        data.insert(mime.clone(), value);
+    }
+    (data, metadata)
+}
 
 /// One message from the prelude to the kernel.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -382,6 +426,30 @@ mod tests {
                 "{unreadable}"
             );
         }
+    }
+
+    #[test]
+    fn a_final_values_metadata_block_becomes_its_metadata_and_leaves_the_bundle() {
+        let blocks = |metadata: &str| {
+            [
+                ("text/plain", "plot"),
+                ("application/vnd.tchbook.loss-plot+json", r#"{"y":[1]}"#),
+                (METADATA_BLOCK, metadata),
+            ]
+            .map(|(mime, text)| (mime.to_owned(), text.to_owned()))
+        };
+        let (data, metadata) = final_value(&blocks(r#"{"image/png":{"alt":"a line"}}"#));
+        assert_eq!(
+            Value::Object(data),
+            json!({"text/plain": "plot", "application/vnd.tchbook.loss-plot+json": {"y": [1]}})
+        );
+        assert_eq!(
+            Value::Object(metadata),
+            json!({"image/png": {"alt": "a line"}})
+        );
+        // A block that does not read is no metadata, and still not data.
+        let (data, metadata) = final_value(&blocks("{not json"));
+        assert!(!data.contains_key(METADATA_BLOCK) && metadata.is_empty());
     }
 
     #[test]

@@ -25,6 +25,10 @@ pub struct Bundle {
     /// The numbers behind the rendering, for tests and tools: `(kind, value)`, sent as
     /// [`data_mime`]`(kind)`.
     pub data: Option<(&'static str, Value)>,
+    /// What the image shows, in words: the alt text a screen reader reads and nbconvert's HTML
+    /// puts on the `<img>` (sent in [`metadata`](Self::metadata)). An image without one is
+    /// described by [`text`](Self::text).
+    pub alt: Option<String>,
 }
 
 /// The MIME type that carries a bundle's machine-readable numbers:
@@ -80,6 +84,42 @@ impl Bundle {
         self
     }
 
+    /// Adds the alt text of the bundle's image (what it shows, in words).
+    ///
+    /// ```
+    /// let b = tchbook_prelude::display::Bundle::text("x").with_alt("a rising line");
+    /// assert_eq!(b.alt.as_deref(), Some("a rising line"));
+    /// ```
+    pub fn with_alt(mut self, alt: impl Into<String>) -> Self {
+        self.alt = Some(alt.into());
+        self
+    }
+
+    /// The output's metadata: every image rendering's alt text under its MIME type
+    /// (`{"image/png": {"alt": …}}`), where nbconvert reads it for the `<img alt>` of its HTML.
+    /// Empty for a bundle without images.
+    ///
+    /// ```
+    /// use tchbook_prelude::display::Bundle;
+    /// let mut b = Bundle::text("loss: 3 points").with_alt("a falling line");
+    /// assert!(b.metadata().as_object().unwrap().is_empty());
+    /// b.png = Some(vec![0x89]);
+    /// assert_eq!(b.metadata()["image/png"]["alt"], "a falling line");
+    /// ```
+    pub fn metadata(&self) -> Value {
+        let alt = self.alt.as_ref().unwrap_or(&self.text);
+        let mut map = Map::new();
+        for (mime, present) in [
+            ("image/svg+xml", self.svg.is_some()),
+            ("image/png", self.png.is_some()),
+        ] {
+            if present {
+                map.insert(mime.into(), serde_json::json!({ "alt": alt }));
+            }
+        }
+        Value::Object(map)
+    }
+
     /// The Jupyter MIME bundle (`image/png` base64-encoded).
     ///
     /// ```
@@ -106,8 +146,10 @@ impl Bundle {
     }
 
     /// evcxr's content blocks for this bundle (what `evcxr_display()` prints), keyed as the
-    /// kernel reads them (`tchbook_wire::content_block`): the way for a type of your own to
-    /// show rich output as a cell's value, since a block printed by hand is text.
+    /// kernel reads them (`tchbook_wire::content_block`), and its [`metadata`](Self::metadata)
+    /// in a block of its own (`tchbook_wire::METADATA_BLOCK`) when it has images: the way for a
+    /// type of your own to show rich output as a cell's value, since a block printed by hand is
+    /// text.
     ///
     /// ```
     /// let s = tchbook_prelude::display::Bundle::text("x").evcxr_blocks();
@@ -128,6 +170,13 @@ impl Bundle {
                 None => continue,
             };
             out.push_str(&tchbook_wire::content_block(mime, &text));
+        }
+        let metadata = self.metadata();
+        if metadata.as_object().is_some_and(|m| !m.is_empty()) {
+            out.push_str(&tchbook_wire::content_block(
+                tchbook_wire::METADATA_BLOCK,
+                &metadata.to_string(),
+            ));
         }
         out
     }

@@ -27,7 +27,11 @@ impl DisplayHandle {
     pub fn update<T: Render + ?Sized>(&self, value: &T) {
         let bundle = value.bundle();
         match &self.id {
-            Some(id) => runtime::emit(&runtime::update_message(bundle.to_json(), id)),
+            Some(id) => runtime::emit(&runtime::update_message(
+                bundle.to_json(),
+                bundle.metadata(),
+                id,
+            )),
             None => println!("{}", bundle.text),
         }
     }
@@ -42,7 +46,12 @@ impl DisplayHandle {
     /// ```
     pub fn update_quiet<T: Render + ?Sized>(&self, value: &T) {
         if let Some(id) = &self.id {
-            runtime::emit(&runtime::update_message(value.bundle().to_json(), id));
+            let bundle = value.bundle();
+            runtime::emit(&runtime::update_message(
+                bundle.to_json(),
+                bundle.metadata(),
+                id,
+            ));
         }
     }
 
@@ -69,7 +78,11 @@ pub fn show<T: Render + ?Sized>(value: &T) -> DisplayHandle {
     let bundle = value.bundle();
     if runtime::in_kernel() {
         let id = runtime::new_display_id();
-        runtime::emit(&runtime::display_message(bundle.to_json(), Some(&id)));
+        runtime::emit(&runtime::display_message(
+            bundle.to_json(),
+            bundle.metadata(),
+            Some(&id),
+        ));
         DisplayHandle { id: Some(id) }
     } else {
         println!("{}", bundle.text);
@@ -81,8 +94,10 @@ pub fn show<T: Render + ?Sized>(value: &T) -> DisplayHandle {
 pub(crate) fn show_quiet<T: Render + ?Sized>(value: &T) -> DisplayHandle {
     if runtime::in_kernel() {
         let id = runtime::new_display_id();
+        let bundle = value.bundle();
         runtime::emit(&runtime::display_message(
-            value.bundle().to_json(),
+            bundle.to_json(),
+            bundle.metadata(),
             Some(&id),
         ));
         DisplayHandle { id: Some(id) }

@@ -50,28 +50,46 @@ fn bundle(data: Value) -> Bundle {
     }
 }
 
-/// The `display` message for a MIME bundle, optionally with a display id for later updates.
+/// The output metadata from its JSON object; any other value is none.
+fn metadata(metadata: Value) -> Bundle {
+    match metadata {
+        Value::Object(map) => map,
+        _ => Bundle::new(),
+    }
+}
+
+/// The `display` message for a MIME bundle and its output metadata (an image's alt text),
+/// optionally with a display id for later updates.
 ///
 /// ```
 /// use serde_json::json;
 /// use tchbook_prelude::runtime::{Message, display_message};
-/// let m = display_message(json!({"text/plain": "hi"}), Some("d1"));
+/// let m = display_message(json!({"text/plain": "hi"}), json!({}), Some("d1"));
 /// assert!(matches!(m, Message::Display { display_id: Some(id), .. } if id == "d1"));
 /// ```
-pub fn display_message(data: Value, display_id: Option<&str>) -> Message {
-    Message::display(bundle(data), display_id.map(str::to_owned))
+pub fn display_message(data: Value, meta: Value, display_id: Option<&str>) -> Message {
+    Message::Display {
+        data: bundle(data),
+        metadata: metadata(meta),
+        display_id: display_id.map(str::to_owned),
+    }
 }
 
-/// The `update` message: replaces what an earlier `display` with this id shows.
+/// The `update` message: replaces what an earlier `display` with this id shows, metadata
+/// included.
 ///
 /// ```
 /// use serde_json::json;
 /// use tchbook_prelude::runtime::{Message, update_message};
-/// let m = update_message(json!({"text/plain": "2"}), "d1");
+/// let m = update_message(json!({"text/plain": "2"}), json!({}), "d1");
 /// assert!(matches!(m, Message::Update { .. }));
 /// ```
-pub fn update_message(data: Value, display_id: &str) -> Message {
-    Message::update(bundle(data), display_id.to_owned())
+pub fn update_message(data: Value, meta: Value, display_id: &str) -> Message {
+    Message::Update {
+        data: bundle(data),
+        metadata: metadata(meta),
+        display_id: display_id.to_owned(),
+    }
 }
 
 /// The `clear` message (Jupyter's `clear_output(wait)`).

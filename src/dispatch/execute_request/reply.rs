@@ -49,13 +49,14 @@ impl<E: Evaluator> Shell<E> {
         if let Some((_, text)) = value.mime.iter().find(|(k, _)| k == "text/plain") {
             self.history.record_output(self.execution_count, text);
         }
-        let data = match &value.table {
-            Some(table) => display::table_media(table),
+        let (data, metadata) = match &value.table {
+            Some(table) => (display::table_media(table), Default::default()),
             None => display::value_media(&value.mime),
         };
         // `transient` must be an object when present (the message schema); jupyter-protocol
         // would write `null` for None.
         let result = ExecuteResult {
+            metadata,
             transient: Some(Transient::default()),
             ..ExecuteResult::new(count, data)
         };

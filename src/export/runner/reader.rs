@@ -208,7 +208,9 @@ mod tests {
         lines(
             &mut r,
             "EVCXR_BEGIN_CONTENT text/plain\nline 1\nline 2\nEVCXR_END_CONTENT\n\
-             EVCXR_BEGIN_CONTENT application/vnd.tchbook.x+json\n{\"n\":1}\nEVCXR_END_CONTENT\n",
+             EVCXR_BEGIN_CONTENT application/vnd.tchbook.x+json\n{\"n\":1}\nEVCXR_END_CONTENT\n\
+             EVCXR_BEGIN_CONTENT application/vnd.tchbook.output-metadata+json\n\
+             {\"image/png\":{\"alt\":\"a line\"}}\nEVCXR_END_CONTENT\n",
         );
         r.end(Some(Duration::from_millis(12)));
         let outputs = &r.cells[0].outputs;
@@ -217,6 +219,9 @@ mod tests {
         assert_eq!(outputs[1]["execution_count"], 1);
         assert_eq!(outputs[1]["data"]["text/plain"], "line 1\nline 2");
         assert_eq!(outputs[1]["data"]["application/vnd.tchbook.x+json"]["n"], 1);
+        // The prelude's metadata block is the output's metadata, not one of its MIME types.
+        assert_eq!(outputs[1]["metadata"]["image/png"]["alt"], "a line");
+        assert_eq!(outputs[1]["data"].as_object().unwrap().len(), 2);
     }
 
     #[test]

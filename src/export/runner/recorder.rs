@@ -1,7 +1,7 @@
 //! A cell's outputs as nbformat outputs (streams coalesced, displays updated in place, clears
 //! applied as nbclient applies them), and the text printed for them on the real stdout/stderr.
 
-use serde_json::{json, Map, Value};
+use serde_json::{json, Value};
 use std::collections::HashMap;
 use std::io::Write;
 use std::time::{Duration, Instant};
@@ -140,14 +140,15 @@ impl Recorder {
         if value.is_empty() || unit {
             return;
         }
-        let data = value_bundle(value);
+        let (data, metadata) = tchbook_wire::final_value(&value);
+        let data = Value::Object(data);
         self.print(StreamName::Stdout, &format!("{}\n", plain_text(&data)));
         let count = self.current().map_or(0, |c| c.execution_count);
         self.push_output(json!({
             "output_type": "execute_result",
             "execution_count": count,
             "data": data,
-            "metadata": {},
+            "metadata": metadata,
         }));
     }
 
@@ -181,19 +182,6 @@ impl Recorder {
 
 /// A final value (one string per MIME type, as evcxr gives it) as a Jupyter bundle: JSON types
 /// parsed, the rest as text.
-fn value_bundle(value: Vec<(String, String)>) -> Value {
-    let mut data = Map::new();
-    for (mime, text) in value {
-        let parsed = if mime == "application/json" || mime.ends_with("+json") {
-            serde_json::from_str(&text).unwrap_or(Value::String(text))
-        } else {
-            Value::String(text)
-        };
-        data.insert(mime, parsed);
-    }
-    Value::Object(data)
-}
-
 /// The text printed for a bundle: its `text/plain`.
 pub(super) fn plain_text(data: &Value) -> String {
     match data.get("text/plain") {
