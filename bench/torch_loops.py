@@ -1,7 +1,7 @@
 """The PyTorch eager side of the training-loop benchmark.
 
-Each workload is written the way its tutorial writes it (see ../../shared/tutorials and the
-notebooks): the same module shapes, loss, optimizer, batch size, DataLoader and per-step readouts
+Each workload is written the way its tutorial writes it (see the
+notebooks, each of which names its tutorial): the same module shapes, loss, optimizer, batch size, DataLoader and per-step readouts
 (`loss.item()` where the tutorial has one). The data is synthetic but of the real shapes, made
 before the clock starts. `src/main.rs` is the Rust side and must stay step-for-step equal.
 

@@ -17,7 +17,7 @@
 # Environment: TCHBOOK_PYTHON (default /opt/torch/.venv/bin/python, else python3) is the Python
 # whose torch supplies libtorch and runs the PyTorch side; GPU_CHECK_BENCH_RUNS (default 2) runs
 # per side in the benchmark; GPU_CHECK_DEADLINE_S (default 560) is the whole run's time: each step's
-# limit is cut to what is left of it, so that the summary is written before the device tool's
+# limit is cut to what is left of it, so that the summary is written before the GPU runner's
 # 600-second limit ends the command, and a step with no time left is reported as not run.
 set -uo pipefail
 bundle=$(cd "$(dirname "$0")" && pwd)

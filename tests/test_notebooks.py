@@ -328,7 +328,7 @@ def test_committed_images_carry_alt_text_into_the_html(name):
     assert NO_ALT not in runner.html(nb)
 
 
-# Each tutorial's sections (../shared/tutorials), as the notebook's headings name them, in order.
+# Each tutorial's sections, as the notebook's headings name them, in order.
 SECTIONS = {
     TOUR: ["The device card", "Memory", "Live plots and progress", "Interrupting a cell",
            "`:` commands", "Completion"],
@@ -859,7 +859,7 @@ def pytorch_bootcamp_losses() -> list[float]:
 
 
 def test_bootcamp_prints_pytorchs_losses(bootcamp):
-    """Issue 13: with PyTorch's initialisation the notebook prints what PyTorch prints here."""
+    """With PyTorch's initialisation the notebook prints what PyTorch prints here."""
     printed = {int(e): float(l) for e, l in re.findall(r"epoch:\s*(\d+)\s+loss:\s+([0-9.]+)", bootcamp.text("train"))}
     torch_losses = pytorch_bootcamp_losses()
     for epoch, loss in printed.items():

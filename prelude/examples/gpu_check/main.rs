@@ -1,4 +1,4 @@
-//! The prelude on a GPU machine (issue 14's checks): CUDA is the best device with no flags; the
+//! The prelude on a GPU machine: CUDA is the best device with no flags; the
 //! device card and `memory_summary` show the GPU's real numbers; allocated / reserved / peak move
 //! as tensors are made and freed and `empty_cache` returns memory; the cross-device error reads as
 //! PyTorch's; an out-of-memory allocation is a clear error and the process lives on; pinned,
