@@ -1,10 +1,16 @@
 //! Downloading a catalog entry: each file from the first base URL that serves it (or from
-//! `$TCHBOOK_DATA_MIRROR`, a base URL holding the same file names), checked against its MD5
-//! while it streams to a `.part` file that is renamed only when the sum matches, so a loader
-//! never finds half a download; CIFAR-10's archive is then unpacked in place.
+//! `$TCHBOOK_DATA_MIRROR`, a base URL holding the same file names), checked against its size,
+//! SHA-256 and MD5 while it streams to a `.part` file that is renamed only when all three match,
+//! so a loader never finds half a download or a file of someone else's; a server that sends more
+//! than the file's size is cut off there. CIFAR-10's archive is then unpacked in place.
+//!
+//! HTTPS trusts the platform's root certificates (`rustls-platform-verifier`: on Linux the
+//! system's CA bundle, where a corporate proxy's certificate is installed), and the usual proxy
+//! variables (`HTTPS_PROXY`, `ALL_PROXY`, `NO_PROXY`) are followed.
 
-use crate::{KnownDataset, STANDIN_MARKER, is_standin_dir};
-use md5::{Digest, Md5};
+use crate::{Expected, KnownDataset, STANDIN_MARKER, is_standin_dir};
+use md5::Md5;
+use sha2::{Digest, Sha256};
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 
@@ -93,16 +99,39 @@ fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
-/// Downloads `url` to `dest`, checking that its MD5 is `md5` (lowercase hex). The bytes go to
-/// `dest` with the extension `.part` first; on a mismatch that file is removed and nothing is
-/// left at `dest`. The error is one line: the HTTP or I/O problem, or both sums.
+/// The HTTP agent every download uses: the platform's root certificates, the environment's
+/// proxy.
+fn agent() -> ureq::Agent {
+    use ureq::tls::{RootCerts, TlsConfig};
+    ureq::Agent::config_builder()
+        .tls_config(
+            TlsConfig::builder()
+                .root_certs(RootCerts::PlatformVerifier)
+                .build(),
+        )
+        .build()
+        .new_agent()
+}
+
+/// Downloads `url` to `dest`, checking that it is exactly `expected.size` bytes with
+/// `expected`'s SHA-256 and MD5. The bytes go to `dest` with the extension `.part` first; on
+/// any mismatch that file is removed and nothing is left at `dest`. A server announcing a
+/// larger file is refused before its body is read, and one sending more than announced is cut
+/// off at `expected.size + 1` bytes. The error is one line: the HTTP or I/O problem, the sizes,
+/// or the sums.
 ///
 /// ```no_run
+/// use tchbook_fetch::{Expected, download};
 /// let dest = std::path::Path::new("data/t10k-labels-idx1-ubyte.gz");
-/// tchbook_fetch::download(
+/// let expected = Expected {
+///     size: 4_542,
+///     sha256: "f7ae60f92e00ec6debd23a6088c31dbd2371eca3ffa0defaefb259924204aec6",
+///     md5: "ec29112dd5afa0611ce80d1b7f02629c",
+/// };
+/// download(
 ///     "https://ossci-datasets.s3.amazonaws.com/mnist/t10k-labels-idx1-ubyte.gz",
 ///     dest,
-///     "ec29112dd5afa0611ce80d1b7f02629c",
+///     &expected,
 ///     &mut (),
 /// )
 /// .unwrap();
@@ -110,19 +139,31 @@ fn hex(bytes: &[u8]) -> String {
 pub fn download(
     url: &str,
     dest: &Path,
-    md5: &str,
+    expected: &Expected<'_>,
     observer: &mut dyn Observer,
 ) -> Result<(), String> {
-    let mut response = ureq::get(url).call().map_err(|e| e.to_string())?;
+    let mut response = agent().get(url).call().map_err(|e| e.to_string())?;
     let total = response
         .headers()
         .get("content-length")
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.parse::<u64>().ok());
+    if let Some(announced) = total.filter(|&n| n > expected.size) {
+        return Err(format!(
+            "the server announced {announced} bytes; the file is {} bytes (a different file?)",
+            expected.size
+        ));
+    }
     let tmp = dest.with_extension("part");
     let mut file = std::fs::File::create(&tmp).map_err(|e| format!("{}: {e}", tmp.display()))?;
-    let mut reader = response.body_mut().as_reader();
-    let mut hasher = Md5::new();
+    // One byte past the size is enough to know the file is not the one expected.
+    let mut reader = response
+        .body_mut()
+        .as_reader()
+        .take(expected.size.saturating_add(1));
+    let mut sha256 = Sha256::new();
+    let mut md5 = Md5::new();
+    let mut received = 0u64;
     let mut buf = vec![0u8; 1 << 16];
     let name = dest
         .file_name()
@@ -134,29 +175,48 @@ pub fn download(
         if n == 0 {
             return Ok(());
         }
-        hasher.update(&buf[..n]);
+        received += n as u64;
+        sha256.update(&buf[..n]);
+        md5.update(&buf[..n]);
         file.write_all(&buf[..n])
             .map_err(|e| format!("{}: {e}", tmp.display()))?;
         observer.bytes(n);
     })();
     observer.finish();
-    if let Err(e) = streamed {
+    let problem = match streamed {
+        Err(e) => Some(e),
+        Ok(()) if received != expected.size => Some(format!(
+            "{} bytes arrived{}; the file is {} bytes (cut off, or a different file)",
+            received,
+            if received > expected.size {
+                " before the download was stopped"
+            } else {
+                ""
+            },
+            expected.size
+        )),
+        Ok(()) => mismatch("SHA-256", &hex(&sha256.finalize()), expected.sha256)
+            .or_else(|| mismatch("MD5", &hex(&md5.finalize()), expected.md5)),
+    };
+    if let Some(problem) = problem {
         let _ = std::fs::remove_file(&tmp);
-        return Err(e);
-    }
-    let got = hex(&hasher.finalize());
-    if got != md5 {
-        let _ = std::fs::remove_file(&tmp);
-        return Err(format!(
-            "checksum mismatch: MD5 {got}, expected {md5} (corrupt or changed download)"
-        ));
+        return Err(problem);
     }
     std::fs::rename(&tmp, dest).map_err(|e| format!("{}: {e}", dest.display()))
 }
 
+/// The sentence for a sum that is not the expected one.
+fn mismatch(kind: &str, got: &str, expected: &str) -> Option<String> {
+    (got != expected).then(|| {
+        format!(
+            "checksum mismatch: {kind} {got}, expected {expected} (corrupt or changed download)"
+        )
+    })
+}
+
 /// Downloads `set` into `root` (torchvision's layout) and returns its directory. Does nothing
 /// when the real files are there; replaces stand-ins. Each file comes from the first of the
-/// catalog's base URLs that serves it with the right MD5, or only from `$TCHBOOK_DATA_MIRROR`
+/// catalog's base URLs that serves it whole (size, SHA-256, MD5), or only from `$TCHBOOK_DATA_MIRROR`
 /// when that is set (a local mirror or proxy holding the same file names).
 ///
 /// ```no_run
@@ -190,7 +250,7 @@ pub fn fetch(
         let mut errors = Vec::new();
         let ok = mirrors.iter().any(|mirror| {
             let url = format!("{mirror}{}", remote.file);
-            match download(&url, &dest, remote.md5, observer) {
+            match download(&url, &dest, &remote.expected, observer) {
                 Ok(()) => true,
                 Err(e) => {
                     errors.push(format!("{url}: {e}"));

@@ -75,16 +75,30 @@ pub const FASHION_MNIST_CLASSES: [&str; 10] = [
     "Ankle boot",
 ];
 
-/// One file to download: its name, its MD5 (as torchvision lists it) and the base URLs that
-/// serve it, tried in order.
+/// One file to download: its name, what it must be (its size, SHA-256 and MD5) and the base URLs
+/// that serve it, tried in order. The sizes and SHA-256 sums are those the data sets' publishers'
+/// files have had since their release (the same that other data loaders pin); the MD5 sums are
+/// torchvision's, kept so that a file checked by torchvision is recognised here.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Remote {
     /// The file name, appended to a base URL.
     pub file: &'static str,
-    /// The expected MD5, lowercase hex.
-    pub md5: &'static str,
+    /// What the file must be.
+    pub expected: Expected<'static>,
     /// Base URLs (ending in `/`).
     pub mirrors: &'static [&'static str],
+}
+
+/// What a downloaded file must be: exactly `size` bytes with these sums (lowercase hex). A
+/// download stops as soon as it passes `size`, so a server cannot fill the disk.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Expected<'a> {
+    /// The file's length in bytes.
+    pub size: u64,
+    /// Its SHA-256, lowercase hex.
+    pub sha256: &'a str,
+    /// Its MD5, lowercase hex (as torchvision lists it).
+    pub md5: &'a str,
 }
 
 const MNIST_MIRRORS: &[&str] = &[
@@ -101,7 +115,11 @@ const IDX_FILES: [&str; 4] = [
     "t10k-labels-idx1-ubyte",
 ];
 
-const fn idx_remotes(md5: [&'static str; 4], mirrors: &'static [&'static str]) -> [Remote; 4] {
+/// The four gzipped IDX files of an MNIST-like set, in [`IDX_FILES`]' order.
+const fn idx_remotes(
+    expected: [Expected<'static>; 4],
+    mirrors: &'static [&'static str],
+) -> [Remote; 4] {
     const GZ: [&str; 4] = [
         "train-images-idx3-ubyte.gz",
         "train-labels-idx1-ubyte.gz",
@@ -110,13 +128,13 @@ const fn idx_remotes(md5: [&'static str; 4], mirrors: &'static [&'static str]) -
     ];
     let mut remotes = [Remote {
         file: "",
-        md5: "",
+        expected: expected[0],
         mirrors,
     }; 4];
     let mut i = 0;
     while i < 4 {
         remotes[i].file = GZ[i];
-        remotes[i].md5 = md5[i];
+        remotes[i].expected = expected[i];
         i += 1;
     }
     remotes
@@ -124,25 +142,61 @@ const fn idx_remotes(md5: [&'static str; 4], mirrors: &'static [&'static str]) -
 
 const MNIST_REMOTES: [Remote; 4] = idx_remotes(
     [
-        "f68b3c2dcbeaaa9fbdd348bbdeb94873",
-        "d53e105ee54ea40749a09fcbcd1e9432",
-        "9fb629c4189551a2d022fa330f9573f3",
-        "ec29112dd5afa0611ce80d1b7f02629c",
+        Expected {
+            size: 9_912_422,
+            sha256: "440fcabf73cc546fa21475e81ea370265605f56be210a4024d2ca8f203523609",
+            md5: "f68b3c2dcbeaaa9fbdd348bbdeb94873",
+        },
+        Expected {
+            size: 28_881,
+            sha256: "3552534a0a558bbed6aed32b30c495cca23d567ec52cac8be1a0730e8010255c",
+            md5: "d53e105ee54ea40749a09fcbcd1e9432",
+        },
+        Expected {
+            size: 1_648_877,
+            sha256: "8d422c7b0a1c1c79245a5bcf07fe86e33eeafee792b84584aec276f5a2dbc4e6",
+            md5: "9fb629c4189551a2d022fa330f9573f3",
+        },
+        Expected {
+            size: 4_542,
+            sha256: "f7ae60f92e00ec6debd23a6088c31dbd2371eca3ffa0defaefb259924204aec6",
+            md5: "ec29112dd5afa0611ce80d1b7f02629c",
+        },
     ],
     MNIST_MIRRORS,
 );
 const FASHION_REMOTES: [Remote; 4] = idx_remotes(
     [
-        "8d4fb7e6c68d591d4c3dfef9ec88bf0d",
-        "25c81989df183df01b3e8a0aad5dffbe",
-        "bef4ecab320f06d8554ea6380940ec79",
-        "bb300cfdad3c16e7a12a480ee83cd310",
+        Expected {
+            size: 26_421_880,
+            sha256: "3aede38d61863908ad78613f6a32ed271626dd12800ba2636569512369268a84",
+            md5: "8d4fb7e6c68d591d4c3dfef9ec88bf0d",
+        },
+        Expected {
+            size: 29_515,
+            sha256: "a04f17134ac03560a47e3764e11b92fc97de4d1bfaf8ba1a3aa29af54cc90845",
+            md5: "25c81989df183df01b3e8a0aad5dffbe",
+        },
+        Expected {
+            size: 4_422_102,
+            sha256: "346e55b948d973a97e58d2351dde16a484bd415d4595297633bb08f03db6a073",
+            md5: "bef4ecab320f06d8554ea6380940ec79",
+        },
+        Expected {
+            size: 5_148,
+            sha256: "67da17c76eaffca5446c3361aaab5c3cd6d1c2608764d35dfb1850b086bf8dd5",
+            md5: "bb300cfdad3c16e7a12a480ee83cd310",
+        },
     ],
     FASHION_MIRRORS,
 );
 const CIFAR_REMOTES: [Remote; 1] = [Remote {
     file: "cifar-10-binary.tar.gz",
-    md5: "c32a1d4ab5d03f1284b67883e8d87530",
+    expected: Expected {
+        size: 170_052_171,
+        sha256: "c4a38c50a1bc5f3a1c5537f2155ab9d68f9f25eb1ed8d9ddda3db29a59bca1dd",
+        md5: "c32a1d4ab5d03f1284b67883e8d87530",
+    },
     mirrors: CIFAR_MIRRORS,
 }];
 

@@ -3,7 +3,7 @@
 //!
 //! The catalog (names, directories, URLs, checksums) and the download itself are the
 //! `tchbook-fetch` crate's, shared with the kernel's `tchbook download <dataset>` command. The
-//! feature is off by default because HTTPS, MD5 and tar are about 30 crates that every notebook's
+//! feature is off by default because HTTPS, the checksums and tar are about 40 crates that every notebook's
 //! dependency build would otherwise compile; a terminal's `tchbook download` gets the same files
 //! into the same places without them.
 
@@ -80,7 +80,7 @@ pub fn f_fetch(set: KnownDataset, root: impl AsRef<Path>) -> Result<PathBuf, Dat
 
 /// Downloads a real data set into `root` (torchvision's layout) from its canonical location
 /// (or `$TCHBOOK_DATA_MIRROR`, a base URL holding the same file names), showing progress and
-/// checking MD5 sums; returns the directory. Does nothing if the real files are there. Panics
+/// checking each file's size, SHA-256 and MD5; returns the directory. Does nothing if the real files are there. Panics
 /// with a clear message when offline (see [`f_fetch`]). Needs the `fetch` feature; without it
 /// the message says how to download with `tchbook download` or turn the feature on.
 ///
