@@ -113,11 +113,17 @@ pub fn uninstall(location: &Location) -> Result<()> {
 /// so the first notebook cell does not wait ~2 minutes. Must run before any thread starts
 /// (it sets `EVCXR_TMPDIR`).
 pub fn prebuild_prelude(libtorch: &Libtorch) -> Result<()> {
+    cache::configured_root().map_err(|why| {
+        anyhow::anyhow!(
+            "no place for the build cache: {why}. Set HOME, or TCHBOOK_CACHE_DIR to a directory \
+             of yours (and give kernels the same), or install with --no-build"
+        )
+    })?;
     let cache = BuildCache::new(libtorch.version.as_deref());
     let prelude = cache.prepare()?;
     let _lock = cache.lock_template()?;
     let template = cache.template_dir();
-    let damage = cache::verify(&template);
+    let damage = cache::verify(&template, cache::Check::Contents);
     if !damage.is_empty() {
         println!(
             "The build template {} is damaged; building these again:\n{}",
@@ -214,6 +220,9 @@ pub fn doctor(rustc_banner: &str) -> Result<()> {
         libtorch.dir.display(),
         libtorch.version.as_deref().unwrap_or("version unknown")
     );
+    if let Err(why) = cache::configured_root() {
+        bail!("no place for the build cache: {why}. Set HOME, or TCHBOOK_CACHE_DIR to a directory of yours");
+    }
     let cache = BuildCache::new(libtorch.version.as_deref());
     let free = cache::free_space(&cache.dir)
         .map(|bytes| format!("{} MiB free", bytes >> 20))
@@ -241,7 +250,7 @@ pub fn doctor(rustc_banner: &str) -> Result<()> {
 fn doctor_template(cache: &BuildCache, stamp: &str) -> Result<bool> {
     let _lock = cache.lock_template()?;
     let template = cache.template_dir();
-    let damage = cache::verify(&template);
+    let damage = cache::verify(&template, cache::Check::Contents);
     if !damage.is_empty() {
         println!("  template: damaged\n{}", cache::describe(&damage));
         cache::remove_damaged(&template, &damage)?;
@@ -268,7 +277,7 @@ fn doctor_slots(cache: &BuildCache) -> Result<()> {
             println!("  slot {name}: in use by a running kernel (checked when it next starts)");
             continue;
         }
-        let damage = cache::verify(&slot);
+        let damage = cache::verify(&slot, cache::Check::Contents);
         if damage.is_empty() {
             println!("  slot {name}: verified");
         } else {

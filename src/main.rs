@@ -121,15 +121,29 @@ fn main() -> ExitCode {
         eprintln!("tchbook: give a command (install, uninstall, kernel) or --connection-file");
         return ExitCode::from(2);
     };
-    if matches!(
-        command,
-        Command::Kernel { .. } | Command::Launch(_) | Command::Install { .. } | Command::Doctor
-    ) {
+    let kernel = matches!(command, Command::Kernel { .. } | Command::Launch(_));
+    if matches!(command, Command::Launch(_)) {
+        // A gateway's bare environment has no HOME: the build cache's place comes from it.
+        tchbook::launch::fill_login_environment();
+    }
+    if kernel {
+        // Before any thread starts: without a place for the build cache the kernel builds in a
+        // private directory of its own (`TCHBOOK_CACHE_DIR` then names it for its children).
+        if let Err(error) = tchbook::build::cache::use_private_root() {
+            eprintln!("tchbook: {error:#}");
+            return ExitCode::FAILURE;
+        }
+    }
+    if kernel || matches!(command, Command::Install { .. } | Command::Doctor) {
         // Before any thread starts: it sets environment variables evcxr reads.
         env::pin_toolchain();
         env::set_for_cargo_front();
     }
-    match run(command) {
+    let result = run(command);
+    if kernel {
+        tchbook::build::cache::remove_private_root();
+    }
+    match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(error) => {
             eprintln!("tchbook: {error:#}");

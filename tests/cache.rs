@@ -6,7 +6,10 @@
 //! `TCHBOOK_PRELUDE_DIR` naming the real cache's prelude, so that the copy's records and
 //! cargo's fingerprints stay valid and nothing but the damage is rebuilt.
 
-use crate::support::Kernel;
+use crate::lifecycle::wait_for_exit;
+use crate::support::{loopback_connection, Kernel, REPLY};
+use jupyter_protocol::ShutdownRequest;
+use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -104,21 +107,26 @@ impl CacheCopy {
     /// explicit target, so libraries are under `target/<triple>/debug/deps`; an older build of
     /// the prelude may lie beside the one in use).
     fn file(&self, matches: impl Fn(&str) -> bool) -> PathBuf {
-        fn walk(dir: &Path, found: &mut Vec<PathBuf>, matches: &dyn Fn(&str) -> bool) {
-            for entry in std::fs::read_dir(dir).unwrap().flatten() {
-                let path = entry.path();
-                if path.is_dir() {
-                    walk(&path, found, matches);
-                } else if matches(&entry.file_name().to_string_lossy()) {
-                    found.push(path);
-                }
+        newest_file(&self.template(), matches)
+    }
+}
+
+/// The newest file under `build_dir`'s `target/` whose name matches.
+fn newest_file(build_dir: &Path, matches: impl Fn(&str) -> bool) -> PathBuf {
+    fn walk(dir: &Path, found: &mut Vec<PathBuf>, matches: &dyn Fn(&str) -> bool) {
+        for entry in std::fs::read_dir(dir).unwrap().flatten() {
+            let path = entry.path();
+            if path.is_dir() {
+                walk(&path, found, matches);
+            } else if matches(&entry.file_name().to_string_lossy()) {
+                found.push(path);
             }
         }
-        let mut found = Vec::new();
-        walk(&self.template().join("target"), &mut found, &matches);
-        found.sort_by_key(|path| path.metadata().unwrap().modified().unwrap());
-        found.pop().expect("no such file in the template")
     }
+    let mut found = Vec::new();
+    walk(&build_dir.join("target"), &mut found, &matches);
+    found.sort_by_key(|path| path.metadata().unwrap().modified().unwrap());
+    found.pop().expect("no such file in the build directory")
 }
 
 impl Drop for CacheCopy {
@@ -135,6 +143,24 @@ fn truncate_to_half(path: &Path) -> u64 {
     let file = std::fs::OpenOptions::new().write(true).open(path).unwrap();
     file.set_len(len / 2).unwrap();
     len
+}
+
+/// Overwrites 4 KiB of the file at `path` with zeros from byte `at`: the file keeps its size
+/// (and, past an rlib's 8-byte magic and first 60-byte member header, its archive structure)
+/// and its modification time, so only its contents can tell. Returns the file's name.
+fn overwrite(path: &Path, at: u64) -> String {
+    use std::io::{Seek, SeekFrom, Write};
+    let modified = std::fs::metadata(path).unwrap().modified().unwrap();
+    let mut file = std::fs::OpenOptions::new().write(true).open(path).unwrap();
+    file.seek(SeekFrom::Start(at)).unwrap();
+    file.write_all(&[0; 4096]).unwrap();
+    // As a disk's silent corruption leaves it: the time stays, so no build step sees a change.
+    file.set_modified(modified).unwrap();
+    path.file_name().unwrap().to_string_lossy().into_owned()
+}
+
+fn is_prelude_rlib(name: &str) -> bool {
+    name.starts_with("libtchbook_prelude-") && name.ends_with(".rlib")
 }
 
 /// Starts a kernel on `copy`, runs a tch cell, and returns what the first cell said on stderr.
@@ -180,6 +206,19 @@ async fn a_truncated_rlib_is_named_and_built_again() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
+async fn a_template_file_overwritten_at_its_full_size_is_found_before_it_is_copied() {
+    let copy = CacheCopy::new("overwritten");
+    let name = overwrite(&copy.file(is_prelude_rlib), 8 + 60);
+    let said = first_cell_stderr(&copy).await;
+    assert!(
+        said.contains("damaged") && said.contains(&name) && said.contains("SHA-256"),
+        "{said}"
+    );
+    let again = first_cell_stderr(&copy).await;
+    assert!(!again.contains("damaged"), "{again}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
 async fn missing_records_are_made_again_and_cells_still_run() {
     let copy = CacheCopy::new("records");
     std::fs::remove_file(copy.template().join(".tchbook-manifest")).unwrap();
@@ -218,7 +257,17 @@ async fn a_read_only_cache_is_said_in_the_first_cell_and_plain_cells_still_run()
     kernel.kernel_info().await;
     let first = kernel.run_ok("1 + 1").await;
     let said = first.stderr();
+    // It builds in a scratch directory no one else could have made first.
+    let scratch = path_result(
+        &kernel
+            .run_ok(r#"std::env::var("EVCXR_TMPDIR").unwrap()"#)
+            .await,
+    );
+    let predictable = std::env::temp_dir().join(format!("tchbook-scratch-{}", kernel.pid()));
+    let scratch_mode = mode(&scratch);
     drop(kernel);
+    assert_ne!(scratch, predictable);
+    assert_eq!(scratch_mode, 0o700, "{}", scratch.display());
     if mounted {
         let _ = Command::new("umount").arg(&root).status();
     }
@@ -227,6 +276,94 @@ async fn a_read_only_cache_is_said_in_the_first_cell_and_plain_cells_still_run()
     assert!(said.contains("cannot be written"), "{said}");
     assert!(said.contains("TCHBOOK_CACHE_DIR"), "{said}");
     assert!(said.contains(&root.display().to_string()), "{said}");
+}
+
+/// The path a cell's `String` value names (its `Debug` text, in quotes).
+fn path_result(cell: &crate::support::Execution) -> PathBuf {
+    let text = cell.result().expect("a value");
+    PathBuf::from(text.trim_matches('"'))
+}
+
+fn mode(path: &Path) -> u32 {
+    std::fs::metadata(path).unwrap().permissions().mode() & 0o777
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_new_cache_root_is_private_to_its_user() {
+    let base = std::env::temp_dir().join(format!("tchbook-private-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&base);
+    std::fs::create_dir_all(&base).unwrap();
+    let root = base.join("cache").join("tchbook");
+    // Without libtorch the kernel starts at once: the cache still holds its build directory.
+    let mut kernel = Kernel::start_with_env(&[
+        ("TCHBOOK_CACHE_DIR", root.to_str().unwrap()),
+        ("LIBTORCH", "/nonexistent/libtorch"),
+    ])
+    .await;
+    assert_eq!(kernel.run_ok("1 + 1").await.result().as_deref(), Some("2"));
+    drop(kernel);
+    let build = root.join("build");
+    let modes: Vec<(PathBuf, u32)> = [base.join("cache"), root.clone(), build.clone()]
+        .into_iter()
+        .chain(
+            std::fs::read_dir(&build)
+                .unwrap()
+                .flatten()
+                .map(|e| e.path()),
+        )
+        .map(|dir| (dir.clone(), mode(&dir)))
+        .collect();
+    std::fs::remove_dir_all(&base).unwrap();
+    assert!(modes.len() > 3, "{modes:?}");
+    assert!(modes.iter().all(|(_, mode)| *mode == 0o700), "{modes:?}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn without_home_a_kernel_builds_in_a_private_directory_it_removes_when_it_ends() {
+    let folder = std::env::temp_dir().join(format!("tchbook-homeless-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&folder);
+    std::fs::create_dir_all(&folder).unwrap();
+    let mut kernel = Kernel::start_on(
+        loopback_connection().await,
+        &[("LIBTORCH", "/nonexistent/libtorch")],
+        &["HOME", "XDG_CACHE_HOME", "TCHBOOK_CACHE_DIR"],
+        false,
+        Some(&folder),
+    )
+    .await;
+    kernel.kernel_info().await;
+    let first = kernel
+        .run_ok(r#"std::env::var("TCHBOOK_CACHE_DIR").unwrap()"#)
+        .await;
+    let said = first.stderr();
+    let private = path_result(&first);
+    let private_mode = mode(&private);
+    kernel
+        .send_control(ShutdownRequest { restart: false })
+        .await;
+    kernel.control_reply(REPLY).await;
+    wait_for_exit(&mut kernel).await;
+    let left_in_folder: Vec<_> = std::fs::read_dir(&folder).unwrap().flatten().collect();
+    std::fs::remove_dir_all(&folder).unwrap();
+
+    assert!(
+        said.contains("No build cache: HOME is not set")
+            && said.contains(&private.display().to_string()),
+        "the first cell says where it builds and why: {said}"
+    );
+    assert!(
+        private.starts_with(std::env::temp_dir())
+            && private
+                .file_name()
+                .unwrap()
+                .to_string_lossy()
+                .starts_with("tchbook-cache-"),
+        "{}",
+        private.display()
+    );
+    assert_eq!(private_mode, 0o700);
+    assert!(left_in_folder.is_empty(), "{left_in_folder:?}");
+    assert!(!private.exists(), "removed when the kernel ended");
 }
 
 #[tokio::test(flavor = "multi_thread")]

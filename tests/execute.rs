@@ -244,6 +244,57 @@ async fn abort_restarts_the_evaluation_process() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
+async fn a_failed_allocation_is_a_memory_error_that_says_why_variables_went_and_how_to_keep_them() {
+    let mut kernel = Kernel::start().await;
+    kernel.run_ok("let before_oom = 3;").await;
+    // 2^60 bytes: more than any machine has, refused by the allocator at once.
+    let execution = kernel
+        .execute("let v: Vec<u8> = Vec::with_capacity(std::hint::black_box(1usize << 60));\nstd::hint::black_box(&v).capacity()")
+        .await;
+    let (ename, evalue, traceback) = execution.error().unwrap();
+    assert_eq!(
+        ename,
+        "MemoryError",
+        "{evalue}\n{traceback:?}\n{}",
+        execution.stderr()
+    );
+    assert!(
+        evalue.contains("allocating 1152921504606846976 bytes failed")
+            && evalue.contains("before_oom")
+            && evalue.contains("try_reserve"),
+        "{evalue}"
+    );
+    // Fallible allocation keeps the cell and its variables.
+    let kept = kernel
+        .run_ok("let mut w: Vec<u8> = Vec::new();\nw.try_reserve(std::hint::black_box(1usize << 60)).is_err()")
+        .await;
+    assert_eq!(kept.result().as_deref(), Some("true"));
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_cell_that_closes_its_stdout_ends_and_the_next_cell_prints_again() {
+    let mut kernel = Kernel::start().await;
+    kernel.run_ok("let kept = 5;").await;
+    let closed = kernel
+        .run_ok("unsafe extern \"C\" { fn close(fd: i32) -> i32; }\nunsafe { close(1); }")
+        .await;
+    assert!(
+        closed
+            .stdout()
+            .contains("This cell closed its standard output"),
+        "{}",
+        closed.stdout()
+    );
+    let next = kernel.run_ok("println!(\"printing again\");\nkept").await;
+    assert!(
+        next.stdout().contains("printing again"),
+        "{}",
+        next.stdout()
+    );
+    assert_eq!(next.result().as_deref(), Some("5"));
+}
+
+#[tokio::test(flavor = "multi_thread")]
 async fn timeit_reports_mean_and_deviation_per_loop() {
     let mut kernel = Kernel::start().await;
     let execution = kernel

@@ -44,6 +44,35 @@ async fn interrupt_request_stops_a_checking_cell_and_keeps_variables() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
+async fn keyboard_interrupt_names_the_bindings_the_interruption_undid() {
+    let mut kernel = Kernel::start().await;
+    kernel.run_ok("let counter = 1;").await;
+    let body = format!("let counter = 2;\nlet fresh = 3;\n{COOPERATIVE_LOOP}");
+    let sent = start_long_cell(&mut kernel, &body).await;
+    kernel.send_control(InterruptRequest {}).await;
+    kernel.control_reply(REPLY).await;
+    let error = kernel.execute_reply_to(&sent, REPLY).await.error.unwrap();
+    assert_eq!(error.ename, "KeyboardInterrupt");
+    assert!(
+        error
+            .evalue
+            .contains("`counter` kept the value from before this cell")
+            && error.evalue.contains("`fresh` were not created"),
+        "{}",
+        error.evalue
+    );
+    assert!(
+        error.traceback.iter().any(|line| line.contains("`fresh`")),
+        "{:?}",
+        error.traceback
+    );
+    assert_eq!(
+        kernel.run_ok("counter").await.result().as_deref(),
+        Some("1")
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
 async fn sigint_to_the_kernel_process_group_interrupts_the_cell() {
     let mut kernel = Kernel::start().await;
     kernel.run_ok("let kept = 7;").await;

@@ -4,6 +4,7 @@
 
 use super::cache::{self, BuildCache};
 use anyhow::Result;
+pub(crate) use cache::Check;
 use std::fs::File;
 use std::path::Path;
 
@@ -33,9 +34,10 @@ pub(crate) fn prepare(cache: Option<&BuildCache>, build_dir: &Path, stamp: &str)
         let explained = |error: anyhow::Error| anyhow::anyhow!(cache::explain(&error));
         if cache::is_ready(build_dir, stamp) {
             let what = format!("This kernel's build directory {}", build_dir.display());
+            let how = "It was set up again.";
             seeded
                 .repairs
-                .extend(repair(build_dir, &what, "It was set up again.").map_err(explained)?);
+                .extend(repair(build_dir, cache::Check::Sizes, &what, how).map_err(explained)?);
         }
         if !cache::is_ready(build_dir, stamp) {
             seeded.template_lock = seed(cache, build_dir, stamp, &mut seeded.repairs)?;
@@ -58,7 +60,9 @@ fn seed(
     let template = cache.template_dir();
     let what = format!("The build cache's template {}", template.display());
     let how = "Those files were built again (once, by this kernel's start).";
-    repairs.extend(repair(&template, &what, how).map_err(explained)?);
+    // Every new slot is a copy of the template: read it whole first, so a file corrupted at its
+    // full size is rebuilt once here rather than copied into every slot.
+    repairs.extend(repair(&template, cache::Check::Contents, &what, how).map_err(explained)?);
     if cache::is_ready(&template, stamp) {
         if !cache::has_manifest(&template) {
             // Made before sizes were recorded, and whole (`verify` looked at every library):
@@ -78,8 +82,13 @@ fn seed(
 }
 
 /// Removes the damaged files of `dir`; the sentence for the user when there were any.
-fn repair(dir: &Path, what: &str, how: &str) -> Result<Option<String>> {
-    let damage = cache::verify(dir);
+pub(crate) fn repair(
+    dir: &Path,
+    check: cache::Check,
+    what: &str,
+    how: &str,
+) -> Result<Option<String>> {
+    let damage = cache::verify(dir, check);
     if damage.is_empty() {
         return Ok(None);
     }

@@ -15,7 +15,9 @@ mod torch;
 
 pub use compile::compile_report;
 pub use panic::panic_report;
-pub use reports::{crashed_report, failure_report, interrupted_report, ErrorReport};
+pub use reports::{
+    as_interrupt, crashed_report, failure_report, interrupted_report, say_undone, ErrorReport,
+};
 pub use table::table_media;
 pub use tchbook_wire::Panic;
 

@@ -28,22 +28,113 @@ pub fn interrupted_report(lost: &[String]) -> ErrorReport {
     }
 }
 
-/// The evaluation process died (segfault, abort) and was restarted.
-pub fn crashed_report(message: &str, lost: &[String]) -> ErrorReport {
-    let evalue = format!(
-        "the evaluation process died and was restarted; {}",
-        lost_sentence(lost)
-    );
-    let mut traceback = vec![format!("{RED}EvaluationProcessDied{RESET}: {evalue}")];
+/// The evaluation process died (segfault, abort) and was restarted. An allocation that failed
+/// (Rust's `memory allocation of N bytes failed` abort, in evcxr's `message` or among the
+/// cell's last stderr lines) is Python's `MemoryError`, with why the variables could not be
+/// kept and how to keep them next time.
+pub fn crashed_report(message: &str, lost: &[String], stderr_tail: &[String]) -> ErrorReport {
+    let allocation = failed_allocation(message).or_else(|| {
+        stderr_tail
+            .iter()
+            .rev()
+            .find_map(|line| failed_allocation(line))
+    });
+    let (ename, evalue) = match allocation {
+        Some(bytes) => (
+            "MemoryError",
+            format!(
+                "allocating {bytes} bytes failed. Rust ends the process when an allocation \
+                 fails (stable Rust cannot turn it into an error a cell could catch), so the \
+                 evaluation process was restarted; {}. To keep them through an allocation that \
+                 may fail, allocate fallibly: `Vec::try_reserve` / `try_with_capacity` return an \
+                 error instead, and tensors report libtorch's out-of-memory as an error the \
+                 cell sees",
+                lost_sentence(lost)
+            ),
+        ),
+        None => (
+            "EvaluationProcessDied",
+            format!(
+                "the evaluation process died and was restarted; {}",
+                lost_sentence(lost)
+            ),
+        ),
+    };
+    let mut traceback = vec![format!("{RED}{ename}{RESET}: {evalue}")];
     let details: Vec<&str> = message.lines().take(40).collect();
     if !details.is_empty() {
         traceback.push(details.join("\n"));
     }
     ErrorReport {
-        ename: "EvaluationProcessDied".into(),
+        ename: ename.into(),
         evalue,
         traceback,
     }
+}
+
+/// The size in `memory allocation of N bytes failed`, std's words before it aborts.
+fn failed_allocation(message: &str) -> Option<u64> {
+    message.lines().find_map(|line| {
+        let rest = line.trim().strip_prefix("memory allocation of ")?;
+        let (bytes, tail) = rest.split_once(' ')?;
+        (tail == "bytes failed")
+            .then(|| bytes.parse().ok())
+            .flatten()
+    })
+}
+
+/// A panic in a cell the user interrupted, as the interrupt it was: the interrupt ended what the
+/// cell waited on (a read of stdin fails then), and the cell stopped there. The panic's own
+/// message stays, after the interrupt's.
+pub fn as_interrupt(report: &mut ErrorReport) {
+    const INTERRUPT: &str = "KeyboardInterrupt";
+    if report.ename == INTERRUPT {
+        return;
+    }
+    let evalue = format!(
+        "interrupted by the user; the cell stopped with {}: {}",
+        report.ename, report.evalue
+    );
+    report.traceback[0] = format!("{RED}{INTERRUPT}{RESET}{BOLD}: {evalue}{RESET}");
+    report.ename = INTERRUPT.to_owned();
+    report.evalue = evalue;
+}
+
+/// Adds to a panic's report (an interrupt's above all) what the panic undid of the cell's
+/// bindings: the ones it declared again hold their value from before it, its new ones were
+/// never made. Python users expect an interrupted cell's assignments up to the interrupt to
+/// have happened; a Rust cell's bindings are stored only when it ends, so this says which.
+pub fn say_undone(report: &mut ErrorReport, reverted: &[String], dropped: &[String]) {
+    let names = |names: &[String]| {
+        names
+            .iter()
+            .map(|name| format!("`{name}`"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let mut parts = Vec::new();
+    if !reverted.is_empty() {
+        parts.push(format!(
+            "{} kept the value from before this cell",
+            names(reverted)
+        ));
+    }
+    if !dropped.is_empty() {
+        parts.push(format!("{} were not created", names(dropped)));
+    }
+    if parts.is_empty() {
+        return;
+    }
+    let sentence = format!(
+        "the cell stopped before its bindings were stored: {}",
+        parts.join("; ")
+    );
+    report.evalue = if report.evalue.is_empty() {
+        sentence.clone()
+    } else {
+        format!("{}; {sentence}", report.evalue)
+    };
+    report.traceback.push(sentence);
 }
 
 fn lost_sentence(lost: &[String]) -> String {

@@ -106,6 +106,7 @@ impl State {
         }
         let before = self.variables();
         let pump = self.pump.clone();
+        let interrupter = self.interrupter.clone();
         // evcxr does not export its `InputRequest` type; the closure's parameter type comes
         // from the field it is written into.
         let mut callbacks = EvalCallbacks {
@@ -113,13 +114,20 @@ impl State {
                 if !allow_stdin {
                     return String::new();
                 }
+                let stdin = request.stdin;
                 let (reply, answer) = crossbeam_channel::bounded(1);
                 let _ = pump.send(PumpMessage::Event(Event::Input {
                     prompt: request.prompt,
                     password: request.is_password,
                     reply,
                 }));
-                answer.recv().unwrap_or_default()
+                let answer = answer.recv().unwrap_or_default();
+                if stdin && interrupter.was_interrupted() {
+                    // The evaluation process ends the read itself; an empty line here would
+                    // let the cell run on.
+                    return tchbook_wire::NO_ANSWER.to_owned();
+                }
+                answer
             },
         };
         let code = rewrite_commands(code);
@@ -145,7 +153,7 @@ impl State {
         release_freed_memory();
         let source = self.context.last_source().ok();
         let outcome = match result {
-            Ok(outputs) => Ok(self.value(outputs, &code)),
+            Ok(outputs) => Ok(self.value(outputs, &code, interrupted)),
             Err(error) => Err(self.error(error, &before, interrupted)),
         };
         let outcome = self.after_cell(outcome, &code.code);
@@ -153,7 +161,7 @@ impl State {
     }
 
     /// A cell's value: its MIME bundle, or the table `:help` and `:vars` become.
-    fn value(&self, outputs: EvalOutputs, code: &Rewritten) -> CellValue {
+    fn value(&self, outputs: EvalOutputs, code: &Rewritten, interrupted: bool) -> CellValue {
         if !outputs.lost_on_panic.is_empty() {
             // Values the cell's panic (an interrupt) dropped: said, never silent.
             let note = lost_on_panic_note(&outputs.lost_on_panic);
@@ -173,6 +181,11 @@ impl State {
             mime,
             table,
             timing: outputs.timing,
+            undone: super::Undone {
+                reverted: outputs.reverted_on_panic,
+                dropped: outputs.dropped_on_panic,
+            },
+            interrupted,
         }
     }
 

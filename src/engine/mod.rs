@@ -106,6 +106,20 @@ pub struct CellValue {
     /// Set for `:help` and `:vars`, whose answer the front end shows as a table.
     pub table: Option<Table>,
     pub timing: Option<Duration>,
+    /// What a panic (an interrupt) undid of the cell's bindings, for its error to say.
+    pub undone: Undone,
+    /// Whether the user interrupted the cell: a panic then is the interrupt's doing (a read of
+    /// stdin it ended, say), reported as `KeyboardInterrupt`.
+    pub interrupted: bool,
+}
+
+/// The bindings of a cell that stopped with a panic which did not take effect.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Undone {
+    /// Declared again by the cell; they hold their value from before it.
+    pub reverted: Vec<String>,
+    /// Declared for the first time by the cell; they do not exist.
+    pub dropped: Vec<String>,
 }
 
 #[derive(Debug)]

@@ -25,7 +25,10 @@ pub(super) fn start(
     // The cache seeds and keeps build directories only where there is a prelude to build.
     let cache = options.cache.as_ref().filter(|_| options.prelude.is_ok());
     let mut seeded = seed::prepare(cache, &options.build_dir, stamp)?;
-    let mut repairs = std::mem::take(&mut seeded.repairs);
+    let mut repairs: Vec<String> = crate::build::cache::private_root_note()
+        .into_iter()
+        .chain(std::mem::take(&mut seeded.repairs))
+        .collect();
     let mut state = spawn_evaluation_process(options, pump, interrupter)?;
     let mut startup = Startup {
         warning: None,
@@ -36,6 +39,24 @@ pub(super) fn start(
     match &options.prelude {
         Ok((dir, _)) => {
             load_prelude(&mut state, &mut startup, dir, seeded.ready);
+            if !state.prelude_loaded && cache.is_some() {
+                // The sizes looked right at the start; the contents may not be (a file
+                // overwritten at its full size). Read them, and if that was it, rebuild what
+                // is damaged and load again in a fresh evaluation process (a library that
+                // failed to load may have ended the old one).
+                let what = format!(
+                    "This kernel's build directory {}",
+                    options.build_dir.display()
+                );
+                let how = "Those files were built again, and the prelude loaded.";
+                let check = seed::Check::Contents;
+                if let Some(repair) = seed::repair(&options.build_dir, check, &what, how)? {
+                    repairs.push(repair);
+                    state = spawn_evaluation_process(options, pump, interrupter)?;
+                    startup.warning = None;
+                    load_prelude(&mut state, &mut startup, dir, false);
+                }
+            }
             if state.prelude_loaded {
                 // The warm-up is one replayed build (`Seeded::finish` says why).
                 seeded.finish(cache, &options.build_dir, stamp, || {

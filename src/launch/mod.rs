@@ -104,8 +104,9 @@ pub fn start(args: &LaunchArgs) -> Result<Launched> {
 /// have set `HOME` and `PATH`; the build cache, rustup and cargo live under `HOME`, and cells
 /// need `rustc` and `cc` on `PATH`. What is missing is filled as a login fills it: `HOME` from
 /// the password database, `PATH` as the system default with cargo's bin directory first.
-/// Runs before any thread starts.
-fn fill_login_environment() {
+/// Runs before any thread starts; `main` runs it first, and [`start`] again (it changes nothing
+/// the second time).
+pub fn fill_login_environment() {
     if std::env::var_os("HOME").is_none() {
         // SAFETY: getpwuid(3) returns null or a pointer to a static entry, copied at once; no
         // other thread exists yet to call it concurrently.

@@ -57,6 +57,12 @@ use serde_json::{Map, Value};
 /// ```
 pub const PREFIX: &str = "TCHBOOK_DISPLAY ";
 
+/// What the kernel answers a request for a line of stdin (a cell's `std::io::stdin()` read)
+/// that the user interrupted: the patched evcxr writes nothing to the evaluation process then,
+/// whose watcher ends the read instead. No line a front end sends can be this (a lone ASCII CAN,
+/// which an input box cannot hold).
+pub const NO_ANSWER: &str = "\u{18}";
+
 /// Starts one of a cell's final values, one MIME type per block (evcxr's protocol): the block's
 /// lines follow, then [`END_CONTENT`] on a line of its own. Both lines are keyed
 /// ([`content_block`]); the lines between them are the content, whatever they hold.

@@ -14,7 +14,7 @@ use super::splitter::{Chunk, LineSplitter};
 use super::state::shared;
 use std::io::Write;
 use std::sync::Mutex;
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicI32, Ordering};
 use std::time::{Duration, Instant};
 
 /// How long a partial line waits for more bytes before the pump flushes it as a `stream`
@@ -78,6 +78,7 @@ pub(super) fn start_pump() {
         libc::close(err_pipe[1]);
         shared().pumping.store(true, Ordering::SeqCst);
         let (out_read, err_read) = (out_pipe[0], err_pipe[0]);
+        keep_last_words([out_read, err_read], out);
         std::thread::Builder::new()
             .name("tchbook-pump".into())
             .spawn(move || pump([(out_read, out), (err_read, err)]))
@@ -95,6 +96,49 @@ pub(super) fn start_pump() {
             }
         })
         .ok();
+}
+
+/// The pipes' read ends and the kernel's stdout, for [`on_abort`].
+static LAST_WORDS: [AtomicI32; 3] = [AtomicI32::new(-1), AtomicI32::new(-1), AtomicI32::new(-1)];
+
+/// An aborting process (a failed allocation: std writes `memory allocation of N bytes failed`
+/// to stderr, then aborts; libtorch's `terminate called after ...`; a segfault's report) dies
+/// before the pump can forward what it wrote last, and the kernel could not say why it died.
+/// On SIGABRT, what waits in the pipes goes straight to the kernel's stdout, where it reads a
+/// dead process's last lines; then the abort goes on.
+fn keep_last_words(pipes: [libc::c_int; 2], kernel_out: libc::c_int) {
+    for (slot, fd) in LAST_WORDS.iter().zip([pipes[0], pipes[1], kernel_out]) {
+        slot.store(fd, Ordering::SeqCst);
+    }
+    // SAFETY: a zeroed sigaction is valid; the handler only reads and writes fds
+    // (async-signal-safe) and returns, after which abort(3) restores the default action.
+    unsafe {
+        let mut action: libc::sigaction = std::mem::zeroed();
+        action.sa_sigaction = on_abort as *const () as usize;
+        libc::sigemptyset(&mut action.sa_mask);
+        libc::sigaction(libc::SIGABRT, &action, std::ptr::null_mut());
+    }
+}
+
+extern "C" fn on_abort(_signal: libc::c_int) {
+    let out = LAST_WORDS[2].load(Ordering::SeqCst);
+    let mut buffer = [0u8; 4096];
+    for pipe in &LAST_WORDS[..2] {
+        let fd = pipe.load(Ordering::SeqCst);
+        if fd < 0 || out < 0 {
+            continue;
+        }
+        loop {
+            // SAFETY: read(2)/write(2) on fds this process owns, into and from a stack buffer;
+            // the pipes are non-blocking, so this ends when they are empty.
+            let n = unsafe { libc::read(fd, buffer.as_mut_ptr().cast(), buffer.len()) };
+            if n <= 0 {
+                break;
+            }
+            // SAFETY: as above.
+            unsafe { libc::write(out, buffer.as_ptr().cast(), n as usize) };
+        }
+    }
 }
 
 /// One stream's pipe and what the pump knows of it.

@@ -1,18 +1,28 @@
 //! SIGINT sets the interrupt flag; SIGTERM ends the evaluation process's whole group.
 
 use super::state::shared;
-use std::sync::atomic::{AtomicBool, AtomicPtr, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicUsize, Ordering};
 use tchbook_wire::env;
 
 static INTERRUPT_FLAG: AtomicPtr<AtomicBool> = AtomicPtr::new(std::ptr::null_mut());
+/// The SIGINT handler this one replaced (the evaluation process's own, which ends a cell's
+/// read of stdin), called after the flag is set; 0 when there was none to call.
+static PREVIOUS: AtomicUsize = AtomicUsize::new(0);
 
-extern "C" fn on_sigint(_signal: libc::c_int) {
-    // Only an atomic store: anything else (allocation, locks, printing) is not
-    // async-signal-safe.
+extern "C" fn on_sigint(signal: libc::c_int) {
+    // Only an atomic store and the previous handler, itself an atomic store: anything else
+    // (allocation, locks, printing) is not async-signal-safe.
     let flag = INTERRUPT_FLAG.load(Ordering::SeqCst);
     if !flag.is_null() {
         // SAFETY: points into the leaked, never-freed shared state.
         unsafe { (*flag).store(true, Ordering::SeqCst) };
+    }
+    let previous = PREVIOUS.load(Ordering::SeqCst);
+    if previous != 0 {
+        // SAFETY: a plain handler's address, read from sigaction before this one replaced it
+        // (never SIG_DFL, SIG_IGN or an SA_SIGINFO handler: those are not stored).
+        let handler: extern "C" fn(libc::c_int) = unsafe { std::mem::transmute(previous) };
+        handler(signal);
     }
 }
 
@@ -27,7 +37,15 @@ pub(super) fn install_sigint_handler() {
         // just because the user pressed interrupt.
         action.sa_flags = libc::SA_RESTART;
         libc::sigemptyset(&mut action.sa_mask);
-        libc::sigaction(libc::SIGINT, &action, std::ptr::null_mut());
+        let mut previous: libc::sigaction = std::mem::zeroed();
+        if libc::sigaction(libc::SIGINT, &action, &mut previous) == 0
+            && previous.sa_flags & libc::SA_SIGINFO == 0
+            && previous.sa_sigaction != libc::SIG_DFL
+            && previous.sa_sigaction != libc::SIG_IGN
+            && previous.sa_sigaction != on_sigint as *const () as usize
+        {
+            PREVIOUS.store(previous.sa_sigaction, Ordering::SeqCst);
+        }
     }
 }
 

@@ -1,5 +1,12 @@
 //! A build directory checked file by file: the ready marker, the manifest of its dependency
-//! files' sizes, whole archives and shared libraries, and the repair of what is damaged.
+//! files' sizes and SHA-256 sums, whole archives and shared libraries, and the repair of what
+//! is damaged.
+//!
+//! Two depths of checking: [`Check::Sizes`] at every kernel start (sizes and the archives' and
+//! libraries' structure: milliseconds), [`Check::Contents`] where it is cheap beside what
+//! happens anyway — before the template is copied into a new slot, when loading the prelude
+//! failed, in `tchbook install` and `tchbook doctor` — which also finds a file corrupted at its
+//! full size (about 350 MB read, a fraction of a second with the CPU's SHA instructions).
 
 use anyhow::{Context, Result};
 use std::fs::File;
@@ -16,16 +23,30 @@ pub fn is_ready(build_dir: &Path, stamp: &str) -> bool {
 }
 
 /// Marks `build_dir` ready for the prelude with this stamp, recording its dependency files'
-/// sizes first ([`verify`] checks them).
+/// sizes and sums first ([`verify`] checks them) unless it was ready for it already, with them
+/// recorded (a slot seeded from the template: nothing was built).
 pub fn mark_ready(build_dir: &Path, stamp: &str) -> Result<()> {
-    write_manifest(build_dir)?;
+    if !(is_ready(build_dir, stamp) && has_manifest(build_dir)) {
+        write_manifest(build_dir)?;
+    }
     let marker = build_dir.join(READY_MARKER);
     std::fs::write(&marker, stamp).with_context(|| format!("writing {}", marker.display()))
 }
 
-/// The list of a build directory's dependency files with their sizes, written when the
-/// directory is marked ready (and so copied with the template into every slot).
+/// The list of a build directory's dependency files with their sizes and SHA-256 sums
+/// (`size<TAB>sha256<TAB>path` a line; an older kernel's `size<TAB>path` lines still read),
+/// written when the directory is marked ready (and so copied with the template into every
+/// slot).
 const MANIFEST: &str = ".tchbook-manifest";
+
+/// How much of a build directory [`verify`] reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Check {
+    /// Each recorded file's size, and the structure of every rlib and shared library.
+    Sizes,
+    /// That, and each recorded file's SHA-256.
+    Contents,
+}
 
 /// Something wrong with one file of a build directory.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -96,46 +117,83 @@ pub fn has_manifest(build_dir: &Path) -> bool {
     build_dir.join(MANIFEST).is_file()
 }
 
-/// Records the sizes of `build_dir`'s dependency files (see [`verify`]).
+/// Records the sizes and SHA-256 sums of `build_dir`'s dependency files (see [`verify`]).
 pub fn write_manifest(build_dir: &Path) -> Result<()> {
     let mut text = String::new();
     for relative in dependency_files(build_dir) {
-        if let Ok(meta) = std::fs::metadata(build_dir.join(&relative)) {
-            text.push_str(&format!("{}\t{}\n", meta.len(), relative.display()));
+        let path = build_dir.join(&relative);
+        if let (Ok(meta), Ok(sum)) = (std::fs::metadata(&path), sha256_of(&path)) {
+            text.push_str(&format!("{}\t{sum}\t{}\n", meta.len(), relative.display()));
         }
     }
     let path = build_dir.join(MANIFEST);
     std::fs::write(&path, text).with_context(|| format!("writing {}", path.display()))
 }
 
-/// Checks `build_dir`'s dependency files: each recorded one must exist with its recorded size,
-/// and every rlib and shared library must be whole (an `ar` archive whose members reach its
-/// end; an ELF file whose section headers lie inside it), which also covers a directory whose
-/// records are missing. Returns what is wrong, empty when nothing is.
-pub fn verify(build_dir: &Path) -> Vec<Damage> {
+/// The SHA-256 of the file at `path`, lowercase hex.
+fn sha256_of(path: &Path) -> std::io::Result<String> {
+    use sha2::{Digest, Sha256};
+    use std::io::Read;
+    let mut hasher = Sha256::new();
+    let mut file = File::open(path)?;
+    let mut buffer = vec![0u8; 1 << 20];
+    loop {
+        let n = file.read(&mut buffer)?;
+        if n == 0 {
+            break;
+        }
+        hasher.update(&buffer[..n]);
+    }
+    Ok(hasher
+        .finalize()
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect())
+}
+
+/// One line of the manifest: the file, its size, and its sum where recorded.
+fn manifest_entry(line: &str) -> Option<(PathBuf, u64, Option<&str>)> {
+    let mut fields = line.splitn(3, '\t');
+    let size = fields.next()?.parse::<u64>().ok()?;
+    let second = fields.next()?;
+    Some(match fields.next() {
+        Some(path) => (PathBuf::from(path), size, Some(second)),
+        None => (PathBuf::from(second), size, None),
+    })
+}
+
+/// Checks `build_dir`'s dependency files: each recorded one must exist with its recorded size
+/// (and, with [`Check::Contents`], its recorded SHA-256), and every rlib and shared library
+/// must be whole (an `ar` archive whose members reach its end; an ELF file whose section
+/// headers lie inside it), which also covers a directory whose records are missing. Returns
+/// what is wrong, empty when nothing is.
+pub fn verify(build_dir: &Path, check: Check) -> Vec<Damage> {
     let mut damage = Vec::new();
-    let mut recorded = std::collections::BTreeSet::new();
     if let Ok(text) = std::fs::read_to_string(build_dir.join(MANIFEST)) {
-        for line in text.lines() {
-            let Some((size, relative)) = line.split_once('\t') else {
-                continue;
+        for (relative, size, sum) in text.lines().filter_map(manifest_entry) {
+            let path = build_dir.join(&relative);
+            let what = match std::fs::metadata(&path) {
+                Err(_) => Some("missing".to_owned()),
+                Ok(meta) if meta.len() != size => {
+                    Some(format!("{} bytes, {size} when it was built", meta.len()))
+                }
+                Ok(_) => match (check, sum) {
+                    (Check::Contents, Some(sum)) => match sha256_of(&path) {
+                        Ok(found) if found == sum => None,
+                        Ok(_) => Some(format!(
+                            "its {size} bytes are not those it was built with (SHA-256 differs)"
+                        )),
+                        Err(error) => Some(format!("unreadable: {error}")),
+                    },
+                    _ => None,
+                },
             };
-            let Ok(size) = size.parse::<u64>() else {
-                continue;
-            };
-            let relative = PathBuf::from(relative);
-            match std::fs::metadata(build_dir.join(&relative)) {
-                Err(_) => damage.push(Damage {
-                    path: relative.clone(),
-                    what: "missing".to_owned(),
-                }),
-                Ok(meta) if meta.len() != size => damage.push(Damage {
-                    path: relative.clone(),
-                    what: format!("{} bytes, {size} when it was built", meta.len()),
-                }),
-                Ok(_) => {}
+            if let Some(what) = what {
+                damage.push(Damage {
+                    path: relative,
+                    what,
+                });
             }
-            recorded.insert(relative);
         }
     }
     for relative in dependency_files(build_dir) {
@@ -175,9 +233,12 @@ fn archive_problem(path: &Path) -> Option<String> {
         if file.seek(SeekFrom::Start(at)).is_err() || file.read_exact(&mut header).is_err() {
             return Some(format!("cut off: {len} bytes, a member header at {at}"));
         }
-        let size: u64 = std::str::from_utf8(&header[48..58])
+        let Some(size) = std::str::from_utf8(&header[48..58])
             .ok()
-            .and_then(|s| s.trim().parse().ok())?;
+            .and_then(|s| s.trim().parse::<u64>().ok())
+        else {
+            return Some(format!("overwritten: no member header at byte {at}"));
+        };
         let end = at + 60 + size;
         if end > len {
             return Some(format!("cut off: {len} bytes, a member ends at {end}"));
@@ -236,4 +297,87 @@ pub fn describe(damage: &[Damage]) -> String {
         lines.push(format!("  ... and {} more", damage.len() - SHOWN));
     }
     lines.join("\n")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A build directory holding one rlib: an `ar` archive with one member.
+    fn build_dir(name: &str) -> PathBuf {
+        let dir =
+            std::env::temp_dir().join(format!("tchbook-damage-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let deps = dir.join("target/debug/deps");
+        std::fs::create_dir_all(&deps).unwrap();
+        let data = vec![7u8; 1000];
+        let mut rlib = b"!<arch>\n".to_vec();
+        rlib.extend(
+            format!(
+                "{:<16}{:<12}{:<6}{:<6}{:<8}{:<10}`\n",
+                "lib.rmeta/",
+                0,
+                0,
+                0,
+                644,
+                data.len()
+            )
+            .bytes(),
+        );
+        rlib.extend(&data);
+        std::fs::write(deps.join("libdep-1.rlib"), rlib).unwrap();
+        dir
+    }
+
+    /// The one damaged file `verify` finds in `dir`, which is then removed.
+    fn only_damage(dir: &Path, check: Check) -> Damage {
+        let mut damage = verify(dir, check);
+        std::fs::remove_dir_all(dir).unwrap();
+        assert_eq!(damage.len(), 1, "{damage:?}");
+        damage.remove(0)
+    }
+
+    fn overwrite(path: &Path, at: u64, bytes: &[u8]) {
+        use std::io::{Seek, SeekFrom, Write};
+        let mut file = std::fs::OpenOptions::new().write(true).open(path).unwrap();
+        file.seek(SeekFrom::Start(at)).unwrap();
+        file.write_all(bytes).unwrap();
+    }
+
+    #[test]
+    fn a_file_overwritten_at_its_full_size_is_found_by_its_contents_only() {
+        let dir = build_dir("contents");
+        write_manifest(&dir).unwrap();
+        assert!(verify(&dir, Check::Contents).is_empty());
+        let rlib = dir.join("target/debug/deps/libdep-1.rlib");
+        // Inside the member's data: the archive's structure and the size still look right.
+        overwrite(&rlib, 500, &[0; 64]);
+        assert!(verify(&dir, Check::Sizes).is_empty());
+        let damage = only_damage(&dir, Check::Contents);
+        assert_eq!(damage.path, Path::new("target/debug/deps/libdep-1.rlib"));
+        assert!(damage.what.contains("SHA-256"), "{damage}");
+    }
+
+    #[test]
+    fn an_archive_whose_member_headers_were_overwritten_is_damaged_by_its_structure() {
+        let dir = build_dir("headers");
+        let rlib = dir.join("target/debug/deps/libdep-1.rlib");
+        overwrite(&rlib, 8, &[0; 60]);
+        let damage = only_damage(&dir, Check::Sizes);
+        assert!(
+            damage.what.contains("no member header at byte 8"),
+            "{damage}"
+        );
+    }
+
+    #[test]
+    fn a_manifest_an_older_kernel_wrote_is_still_checked_by_size() {
+        let dir = build_dir("older");
+        let rlib = dir.join("target/debug/deps/libdep-1.rlib");
+        let size = std::fs::metadata(&rlib).unwrap().len();
+        let line = format!("{}\ttarget/debug/deps/libdep-1.rlib\n", size + 1);
+        std::fs::write(dir.join(MANIFEST), line).unwrap();
+        let damage = only_damage(&dir, Check::Contents);
+        assert!(damage.what.contains("when it was built"), "{damage}");
+    }
 }

@@ -31,22 +31,123 @@ mod damage;
 mod explain;
 
 pub use damage::{
-    describe, has_manifest, is_ready, mark_ready, remove_damaged, verify, write_manifest, Damage,
+    describe, has_manifest, is_ready, mark_ready, remove_damaged, verify, write_manifest, Check,
+    Damage,
 };
 pub use explain::{explain, free_space, low_space_problem};
 
 include!(concat!(env!("OUT_DIR"), "/prelude_files.rs"));
 
-/// `$TCHBOOK_CACHE_DIR`, else `$XDG_CACHE_HOME/tchbook`, else `~/.cache/tchbook`.
+/// Where the build cache lives: `$TCHBOOK_CACHE_DIR`, else `$XDG_CACHE_HOME/tchbook`, else
+/// `$HOME/.cache/tchbook`. Each must be an absolute path: a relative one would put the cache in
+/// whatever folder the process runs in, a notebook's (a relative `XDG_CACHE_HOME` is ignored,
+/// as the XDG specification asks). `Err` says why there is none; there is no shared fallback
+/// such as `/tmp`, where another user could have made the directory first.
+pub fn configured_root() -> Result<PathBuf, String> {
+    fn absolute(name: &str) -> Option<Result<PathBuf, String>> {
+        let path = PathBuf::from(std::env::var_os(name).filter(|value| !value.is_empty())?);
+        Some(if path.is_absolute() {
+            Ok(path)
+        } else {
+            Err(format!(
+                "{name} is not an absolute path ({})",
+                path.display()
+            ))
+        })
+    }
+    if let Some(dir) = absolute(env::CACHE_DIR) {
+        return dir;
+    }
+    if let Some(Ok(dir)) = absolute("XDG_CACHE_HOME") {
+        return Ok(dir.join("tchbook"));
+    }
+    match absolute("HOME") {
+        Some(home) => home.map(|home| home.join(".cache").join("tchbook")),
+        None => Err(format!(
+            "HOME is not set (nor {} or XDG_CACHE_HOME)",
+            env::CACHE_DIR
+        )),
+    }
+}
+
+/// The build cache's root ([`configured_root`]). A kernel without one has been given a private
+/// directory of its own by [`use_private_root`] before this is asked; any other process without
+/// one gets a path that cannot exist, so that whatever it would create there fails and says so.
 pub fn cache_root() -> PathBuf {
-    if let Some(dir) = std::env::var_os(env::CACHE_DIR) {
-        return PathBuf::from(dir);
+    configured_root().unwrap_or_else(|_| PathBuf::from("/nonexistent/tchbook-cache"))
+}
+
+/// Why this kernel has no build cache, when [`use_private_root`] gave it a private directory.
+static PRIVATE_ROOT: std::sync::OnceLock<(PathBuf, String)> = std::sync::OnceLock::new();
+
+/// For a kernel with no place for a build cache ([`configured_root`] fails): makes a private
+/// directory (mode 0700, an unpredictable name in the system's temporary directory, created
+/// only if it did not exist)
+/// and names it in `TCHBOOK_CACHE_DIR`, so this process and every process it starts build there;
+/// [`remove_private_root`] removes it when the kernel ends. Nothing persists from one kernel to
+/// the next then (each compiles tch once), and the first cell says so. Must run before any
+/// thread starts (it sets an environment variable).
+pub fn use_private_root() -> Result<()> {
+    let Err(why) = configured_root() else {
+        return Ok(());
+    };
+    let temp = std::env::temp_dir();
+    // A relative TMPDIR would be the folder the kernel runs in.
+    let temp = if temp.is_absolute() {
+        temp
+    } else {
+        PathBuf::from("/tmp")
+    };
+    let dir = tempfile::Builder::new()
+        .prefix("tchbook-cache-")
+        .permissions(private())
+        .tempdir_in(&temp)
+        .with_context(|| format!("creating a private build directory in {}", temp.display()))?
+        .keep();
+    tracing::warn!("{why}: building in {}, removed at exit", dir.display());
+    std::env::set_var(env::CACHE_DIR, &dir);
+    let _ = PRIVATE_ROOT.set((dir, why));
+    Ok(())
+}
+
+/// What the first cell says when the kernel runs on a private directory ([`use_private_root`]).
+pub fn private_root_note() -> Option<String> {
+    PRIVATE_ROOT.get().map(|(dir, why)| {
+        format!(
+            "No build cache: {why}. This kernel builds in {}, which goes when it ends, so \
+             every start compiles tch and the prelude again (minutes). Set HOME, or \
+             TCHBOOK_CACHE_DIR to a directory of yours, in the environment Jupyter starts \
+             kernels with (or the kernelspec's `env`).",
+            dir.display()
+        )
+    })
+}
+
+/// Removes the private directory [`use_private_root`] made, if it made one.
+pub fn remove_private_root() {
+    if let Some((dir, _)) = PRIVATE_ROOT.get() {
+        if let Err(error) = std::fs::remove_dir_all(dir) {
+            tracing::warn!("removing {}: {error}", dir.display());
+        }
     }
-    if let Some(dir) = std::env::var_os("XDG_CACHE_HOME") {
-        return PathBuf::from(dir).join("tchbook");
-    }
-    let home = std::env::var_os("HOME").unwrap_or_else(|| "/tmp".into());
-    PathBuf::from(home).join(".cache").join("tchbook")
+}
+
+/// Mode 0700, for a temporary directory that holds a user's builds.
+fn private() -> std::fs::Permissions {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::Permissions::from_mode(0o700)
+}
+
+/// Creates `dir` and any missing parents with mode 0700 (the XDG specification's mode for
+/// a cache directory it creates): builds hold the user's cells and what they printed.
+/// An existing directory is left as it is.
+fn create_private_dir(dir: &Path) -> Result<()> {
+    use std::os::unix::fs::DirBuilderExt;
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(dir)
+        .with_context(|| format!("creating the build cache {}", dir.display()))
 }
 
 /// The cache directory for this kernel version and torch version.
@@ -78,7 +179,14 @@ impl BuildCache {
         Ok((dir, stamp))
     }
 
+    /// Creates the cache's root (and this version's directory in it) private to the user.
+    fn create(&self) -> Result<()> {
+        create_private_dir(&cache_root())?;
+        create_private_dir(&self.dir)
+    }
+
     fn write_prelude(&self) -> Result<PathBuf> {
+        self.create()?;
         std::fs::create_dir_all(self.dir.join(".cargo"))
             .with_context(|| format!("creating the build cache {}", self.dir.display()))?;
         // Dependencies (tch, the prelude) are built once and run often: optimise them. The
@@ -109,17 +217,29 @@ impl BuildCache {
             Ok(slot) => BuildDir {
                 dir: slot.dir.clone(),
                 _slot: Some(slot),
+                _scratch: None,
                 problem: None,
             },
             Err(error) => {
                 let problem = explain(&error);
                 tracing::error!("{problem}");
-                let dir =
-                    std::env::temp_dir().join(format!("tchbook-scratch-{}", std::process::id()));
-                let _ = std::fs::create_dir_all(&dir);
+                // Private (mode 0700, a random name created only if new), removed with
+                // the kernel's BuildDir.
+                let scratch = tempfile::Builder::new()
+                    .prefix("tchbook-scratch-")
+                    .permissions(private())
+                    .tempdir();
+                let (dir, scratch) = match scratch {
+                    Ok(scratch) => (scratch.path().to_path_buf(), Some(scratch)),
+                    Err(error) => {
+                        tracing::error!("no scratch directory either: {error}");
+                        (PathBuf::from("/nonexistent/tchbook-scratch"), None)
+                    }
+                };
                 BuildDir {
                     dir,
                     _slot: None,
+                    _scratch: scratch,
                     problem: Some(problem),
                 }
             }
@@ -128,6 +248,7 @@ impl BuildCache {
 
     /// Takes the first free slot, holding its lock until the returned value is dropped.
     pub fn acquire_slot(&self) -> Result<Slot> {
+        self.create()?;
         let slots = self.dir.join("slots");
         std::fs::create_dir_all(&slots).with_context(|| format!("creating {}", slots.display()))?;
         for n in 0.. {
@@ -186,6 +307,7 @@ impl BuildCache {
 
     /// Blocks until this process holds the template lock.
     pub fn lock_template(&self) -> Result<File> {
+        self.create()?;
         let path = self.dir.join("template.lock");
         let file = File::create(&path).with_context(|| format!("creating {}", path.display()))?;
         // SAFETY: flock on a file descriptor we own.
@@ -208,6 +330,7 @@ pub struct Slot {
 pub struct BuildDir {
     pub dir: PathBuf,
     _slot: Option<Slot>,
+    _scratch: Option<tempfile::TempDir>,
     /// Why the cache is not used, said to the user with the first cell.
     pub problem: Option<String>,
 }

@@ -10,6 +10,9 @@ use jupyter_protocol::JupyterMessage;
 pub(super) struct Ran {
     pub finished: Finished,
     pub panic: Option<Panic>,
+    /// The cell's last lines on stderr: a dying process's last words (std's `memory allocation
+    /// of N bytes failed`) come there, which the error's report reads.
+    pub stderr_tail: Vec<String>,
 }
 
 impl<E: Evaluator> Shell<E> {
@@ -58,6 +61,7 @@ impl<E: Evaluator> Shell<E> {
                 source: None,
             }),
             panic: output.take_panic(),
+            stderr_tail: output.take_stderr_tail(),
         }
     }
 }

@@ -16,7 +16,12 @@ pub(super) struct CellOutput<'a> {
     stdout: String,
     stderr: String,
     panic: Option<Panic>,
+    /// The cell's last lines on stderr, published or not (see [`Self::take_stderr_tail`]).
+    stderr_tail: std::collections::VecDeque<String>,
 }
+
+/// How many of a cell's last stderr lines [`CellOutput::take_stderr_tail`] keeps.
+const STDERR_TAIL: usize = 40;
 
 impl<'a> CellOutput<'a> {
     pub fn new(iopub: IoPub, parent: &'a JupyterMessage) -> Self {
@@ -26,6 +31,7 @@ impl<'a> CellOutput<'a> {
             stdout: String::new(),
             stderr: String::new(),
             panic: None,
+            stderr_tail: std::collections::VecDeque::new(),
         }
     }
 
@@ -93,12 +99,26 @@ impl<'a> CellOutput<'a> {
         if !other.is_empty() {
             self.flush();
         }
+        if stderr {
+            for line in text.lines() {
+                if self.stderr_tail.len() == STDERR_TAIL {
+                    self.stderr_tail.pop_front();
+                }
+                self.stderr_tail.push_back(line.to_owned());
+            }
+        }
         let this = if stderr {
             &mut self.stderr
         } else {
             &mut self.stdout
         };
         this.push_str(text);
+    }
+
+    /// The cell's last lines on stderr: a dying process's last words (std's `memory allocation
+    /// of N bytes failed`) come there, and the cell's error report reads them.
+    pub fn take_stderr_tail(&mut self) -> Vec<String> {
+        std::mem::take(&mut self.stderr_tail).into()
     }
 
     /// Publishes the buffered text: stdout first, then stderr.

@@ -22,11 +22,17 @@ impl<E: Evaluator> Shell<E> {
     ) -> Option<ErrorReport> {
         let value = match ran.finished.outcome {
             Ok(value) => value,
-            Err(error) => return Some(error_report(&request.code, &error)),
+            Err(error) => return Some(error_report(&request.code, &error, &ran.stderr_tail)),
         };
         if let Some(panic) = ran.panic {
             let source = ran.finished.source.as_deref();
-            return Some(display::panic_report(&panic, &request.code, source));
+            let mut report = display::panic_report(&panic, &request.code, source);
+            if value.interrupted {
+                display::as_interrupt(&mut report);
+            }
+            let undone = &value.undone;
+            display::say_undone(&mut report, &undone.reverted, &undone.dropped);
+            return Some(report);
         }
         self.publish_value(message, request.silent, count, value);
         None
@@ -105,11 +111,11 @@ impl<E: Evaluator> Shell<E> {
     }
 }
 
-fn error_report(code: &str, error: &CellError) -> ErrorReport {
+fn error_report(code: &str, error: &CellError, stderr_tail: &[String]) -> ErrorReport {
     match error {
         CellError::Compile(diagnostics) => display::compile_report(code, diagnostics),
         CellError::Interrupted { lost } => display::interrupted_report(lost),
-        CellError::Crashed { message, lost } => display::crashed_report(message, lost),
+        CellError::Crashed { message, lost } => display::crashed_report(message, lost, stderr_tail),
         CellError::Failed(why) => display::failure_report(why),
     }
 }

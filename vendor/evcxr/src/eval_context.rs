@@ -342,6 +342,10 @@ pub struct EvalContextOutputs {
 pub struct InputRequest {
     pub prompt: String,
     pub is_password: bool,
+    /// tchbook patch: asked for a read of stdin in the cell (no prompt; see
+    /// `runtime::tchbook`), whose interrupted request is answered with
+    /// `tchbook_wire::NO_ANSWER`.
+    pub stdin: bool,
 }
 
 pub struct EvalCallbacks<'a> {
@@ -938,11 +942,16 @@ impl EvalContext {
             } else if command.starts_with(evcxr_input::GET_CMD) {
                 let is_password = command.starts_with(evcxr_input::GET_CMD_PASSWORD);
                 let prompt = command.split(':').nth(1).unwrap_or_default().to_owned();
-                self.child_process
-                    .send(&(callbacks.input_reader)(InputRequest {
-                        prompt,
-                        is_password,
-                    }))?;
+                // tchbook patch: a read of stdin asks too (the runtime's watcher), and its
+                // interrupted request gets no answer (the watcher ends the read instead).
+                let answer = (callbacks.input_reader)(InputRequest {
+                    prompt,
+                    is_password,
+                    stdin: command.starts_with(runtime::tchbook::STDIN_REQUEST),
+                });
+                if answer != tchbook_wire::NO_ANSWER {
+                    self.child_process.send(&answer)?;
+                }
             } else if command == evcxr_internal_runtime::USER_ERROR_OCCURRED {
                 // A question mark operator in user code triggered an early
                 // return. Any newly defined variables won't have been stored.
@@ -999,6 +1008,22 @@ impl EvalContext {
                 .collect();
             lost.sort();
             output.lost_on_panic = lost;
+            // tchbook patch: what else the panic undid, for the cell's error to say: the
+            // bindings declared again and put back, and the new ones that never came to be.
+            let mut reverted: Vec<String> = state.restorable_on_panic.keys().cloned().collect();
+            reverted.sort();
+            let mut dropped: Vec<String> = state
+                .variable_states
+                .iter()
+                .filter(|(name, variable)| {
+                    variable.move_state == VariableMoveState::New
+                        && !state.stored_variable_states.contains_key(*name)
+                })
+                .map(|(name, _)| name.clone())
+                .collect();
+            dropped.sort();
+            output.reverted_on_panic = reverted;
+            output.dropped_on_panic = dropped;
             state
                 .variable_states
                 .retain(|_variable_name, variable_state| {
@@ -1181,6 +1206,11 @@ pub struct EvalOutputs {
     /// tchbook patch: variables that existed before a cell which panicked (or was
     /// interrupted) and declared them again, and that could not be put back: they are gone.
     pub lost_on_panic: Vec<String>,
+    /// tchbook patch: variables a panicking cell declared again that hold their value from
+    /// before the cell.
+    pub reverted_on_panic: Vec<String>,
+    /// tchbook patch: variables a panicking cell declared for the first time: never stored.
+    pub dropped_on_panic: Vec<String>,
 }
 
 impl EvalOutputs {
@@ -1190,6 +1220,8 @@ impl EvalOutputs {
             timing: None,
             phases: Vec::new(),
             lost_on_panic: Vec::new(),
+            reverted_on_panic: Vec::new(),
+            dropped_on_panic: Vec::new(),
         }
     }
 
@@ -1223,6 +1255,8 @@ impl EvalOutputs {
         };
         self.phases.append(&mut other.phases);
         self.lost_on_panic.append(&mut other.lost_on_panic);
+        self.reverted_on_panic.append(&mut other.reverted_on_panic);
+        self.dropped_on_panic.append(&mut other.dropped_on_panic);
     }
 }
 

@@ -14,6 +14,9 @@ use std::marker::PhantomData;
 use std::rc::Rc;
 use std::{self};
 
+// tchbook patch: the guards around each cell (stdout, stderr, stdin).
+pub(crate) mod tchbook;
+
 pub(crate) const EVCXR_IS_RUNTIME_VAR: &str = "EVCXR_IS_RUNTIME";
 pub(crate) const EVCXR_EXECUTION_COMPLETE: &str = "EVCXR_EXECUTION_COMPLETE";
 pub(crate) const WRAP_RUSTC_ENV: &str = "EVCXR_RUSTC_WRAPPER";
@@ -52,6 +55,8 @@ impl Runtime {
         use std::io::BufRead;
 
         self.install_crash_handlers();
+        // tchbook patch: the guards around each cell.
+        tchbook::start();
 
         let stdin = std::io::stdin();
         for line in stdin.lock().lines() {
@@ -80,7 +85,10 @@ impl Runtime {
         unsafe {
             let user_fn = shared_object
                 .get::<extern "C" fn(*mut c_void) -> *mut c_void>(fn_name.as_bytes())?;
+            // tchbook patch: the cell's stdout, stderr and stdin guarded.
+            let guard = tchbook::CellGuard::begin();
             self.variable_store_ptr = user_fn(self.variable_store_ptr);
+            guard.end();
         }
         // tchbook patch: keyed, so that a cell printing these words does not end itself.
         println!("{}", tchbook_wire::keyed(EVCXR_EXECUTION_COMPLETE));
