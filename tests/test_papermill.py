@@ -114,6 +114,14 @@ def test_keyword_names_are_raw_identifiers():
     assert RustTranslator.assign("type", '"a"') == 'let r#type = "a";'
 
 
+def test_unicode_names_are_rust_names(tmp_path):
+    program = tmp_path / "names.rs"
+    program.write_text("fn main() {\n" + RustTranslator.codify({"größe": 3, "r\u00e9sum\u00e9": "x"})
+                       + 'println!("{} {}", größe, r\u00e9sum\u00e9);\n}\n')
+    run(["rustc", "--edition", "2021", "-o", str(tmp_path / "names"), str(program)])
+    assert run([str(tmp_path / "names")]).stdout == "3 x\n"
+
+
 @pytest.mark.parametrize("name, value, reason", [
     ("checkpoint", None, "Rust has no untyped null"),
     ("sizes", [], "empty"),
@@ -130,7 +138,7 @@ def test_values_rust_cannot_hold_are_refused_naming_the_parameter(name, value, r
     assert f"papermill parameter `{name}`" in str(refused.value) and reason in str(refused.value)
 
 
-@pytest.mark.parametrize("name", ["my-param", "2fast", "self", "_", "naïve"])
+@pytest.mark.parametrize("name", ["my-param", "2fast", "self", "_", "e\u0301t\u00e9"])
 def test_names_that_are_not_rust_variables_are_refused(name):
     with pytest.raises(ValueError, match=f"`{name}` is not a Rust variable name"):
         RustTranslator.codify({name: 1})

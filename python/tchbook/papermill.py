@@ -46,7 +46,6 @@ RUST_KEYWORDS = frozenset("""
 """.split())
 # Keywords that cannot be raw identifiers.
 NOT_RAW = frozenset({"crate", "self", "Self", "super", "_"})
-IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 I64 = (-(2**63), 2**63 - 1)
 
 
@@ -198,13 +197,14 @@ class RustTranslator(Translator):
         return found
 
 
-LET = re.compile(r"^\s*let\s+(?:mut\s+)?(?P<name>(?:r#)?[A-Za-z_]\w*)\s*(?::\s*(?P<type>[^=]+?))?\s*="
+LET = re.compile(r"^\s*let\s+(?:mut\s+)?(?P<name>(?:r#)?[^\W\d]\w*)\s*(?::\s*(?P<type>[^=]+?))?\s*="
                  r"\s*(?P<default>.+?);\s*(?://\s*(?P<help>.*))?$")
 
 
 def rust_name(name: str) -> str:
     """`name` as a Rust binding: itself, or a raw identifier for a keyword."""
-    if not IDENTIFIER.match(name) or name in NOT_RAW:
+    # Python's identifiers are Unicode's (UAX #31), as Rust's are; Rust also wants them in NFC.
+    if not name.isidentifier() or unicodedata.normalize("NFC", name) != name or name in NOT_RAW:
         raise ValueError(f"papermill parameter `{name}` is not a Rust variable name "
                          "(letters, digits and underscores, not starting with a digit)")
     if name in RUST_KEYWORDS:
