@@ -127,6 +127,7 @@ def test_unicode_names_are_rust_names(tmp_path):
     ("sizes", [], "empty"),
     ("mixed", [1, "a"], "several types"),
     ("table", {"a": 1, "b": "x"}, "several types"),
+    ("by_float", {0.5: 1, 1: 2}, "not a HashMap key"),
     ("nested", [None], "untyped null"),
     ("seed", 2**63, "does not fit in an i64"),
     ("when", __import__("datetime").date(2026, 1, 1), "no Rust spelling"),

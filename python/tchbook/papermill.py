@@ -100,7 +100,10 @@ def rust_type(val) -> str:
     if isinstance(val, list):
         return f"Vec<{element_type(val, 'list')}>"
     if isinstance(val, dict):
-        return f"HashMap<{element_type(list(val), 'dict key')}, {element_type(list(val.values()), 'dict value')}>"
+        key = element_type(list(val), "dict key")
+        if key == "f64":
+            raise Refused("its keys are floats, and f64 is not a HashMap key in Rust (no Eq, no Hash)")
+        return f"HashMap<{key}, {element_type(list(val.values()), 'dict value')}>"
     raise Refused(f"a {type(val).__name__} has no Rust spelling here")
 
 
