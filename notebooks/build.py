@@ -24,6 +24,7 @@ machine.
 from __future__ import annotations
 
 import argparse
+import difflib
 import re
 import subprocess
 import sys
@@ -175,20 +176,22 @@ DESCRIBED = re.compile(r"a \d+-core .+?; device `[^`]+`(?: \(libtorch [^)]+\))?"
 
 
 def keep_outputs(nb: nbformat.NotebookNode, committed: nbformat.NotebookNode) -> int:
-    """Moves the committed notebook's outputs into the rebuilt `nb`, code cell by code cell in order,
-    wherever the code is unchanged. Returns how many code cells lost their outputs (changed code)."""
+    """Moves the committed notebook's outputs into the rebuilt `nb`, for every code cell whose code is
+    unchanged, matched in order as a diff matches lines (so a cell added or removed costs only its
+    own outputs). Returns how many code cells are new or changed and so have no outputs."""
     old = [c for c in committed.cells if c.cell_type == "code"]
     new = [c for c in nb.cells if c.cell_type == "code"]
-    lost = 0
-    for k, cell in enumerate(new):
-        if k < len(old) and old[k].source == cell.source:
-            cell.outputs = old[k].outputs
-            cell.execution_count = old[k].execution_count
-            if "execution" in old[k].metadata:
-                cell.metadata["execution"] = old[k].metadata["execution"]
-        elif k < len(old) and old[k].outputs:
-            lost += 1
-    return lost
+    matcher = difflib.SequenceMatcher(None, [c.source for c in old], [c.source for c in new], autojunk=False)
+    kept = 0
+    for block in matcher.get_matching_blocks():
+        for i in range(block.size):
+            before, cell = old[block.a + i], new[block.b + i]
+            cell.outputs = before.outputs
+            cell.execution_count = before.execution_count
+            if "execution" in before.metadata:
+                cell.metadata["execution"] = before.metadata["execution"]
+            kept += 1
+    return len(new) - kept
 
 
 def main() -> int:
@@ -213,7 +216,7 @@ def main() -> int:
             nb = build(src, args.machine or named.group(0))
             lost = keep_outputs(nb, committed)
             if lost:
-                print(f"{out.name}: {lost} code cell(s) changed and lost their outputs: "
+                print(f"{out.name}: {lost} code cell(s) are new or changed and have no outputs: "
                       "run scripts/run-notebooks --save", file=sys.stderr)
         else:
             nb = build(src, machine)

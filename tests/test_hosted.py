@@ -1,14 +1,11 @@
 """The hosted-notebook path (python/, README "Hosted notebooks"): the wheel, and `%%rust` cells in a
 Python notebook, as a Colab or JupyterHub user gets them.
 
-The wheel is the one scripts/test built with the README's command (its path in $TCHBOOK_WHEEL), or
-else is built here once per session the same way (with --no-build-isolation, so the maturin pinned
-in scripts/requirements.txt builds it). It is installed into a fresh venv that holds
-only the wheel, what pip installs with it, and ipykernel (which every hosted Python notebook has).
-torch comes from the tooling venv through a folder holding just a link to its `torch/` package,
-so the 4.6 GB wheel is not copied again. A kernelspec `python3-tchbook-wheel` in a temporary
-JUPYTER_PATH entry starts that venv's ipykernel, and `tests/hosted/rust-cells.ipynb` runs on it
-with nbclient, acting as a front end with an input box (nbclient itself has none) that records
+The wheel (scripts/test's, or built here) is installed into a fresh venv that holds only the
+wheel, what pip installs with it, and ipykernel (which every hosted Python notebook has), with
+torch linked in from the tooling venv (tests/wheel_venv.py). A kernelspec `python3-tchbook-wheel`
+in a temporary JUPYTER_PATH entry starts that venv's ipykernel, and `tests/hosted/rust-cells.ipynb`
+runs on it with nbclient, acting as a front end with an input box (nbclient itself has none) that records
 every message the Python kernel sends, per cell, in order. `notebooks/colab-setup.ipynb` runs on
 it too, without its installation cells (tagged `install`).
 
@@ -33,6 +30,8 @@ from pathlib import Path
 import nbformat
 import pytest
 
+from wheel_venv import pinned, run, venv_with_wheel
+
 ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOK = ROOT / "tests" / "hosted" / "rust-cells.ipynb"
 COLAB = ROOT / "notebooks" / "colab-setup.ipynb"
@@ -43,59 +42,22 @@ NAME = "Ada"
 ANSI = re.compile(r"\x1b\[[0-9;]*m")
 
 
-def run(cmd: list[str], **kwargs) -> subprocess.CompletedProcess:
-    done = subprocess.run(cmd, capture_output=True, text=True, **kwargs)
-    assert done.returncode == 0, f"{' '.join(map(str, cmd))} failed ({done.returncode}):\n{done.stdout}\n{done.stderr}"
-    return done
-
-
-# --- the wheel, and a fresh venv with it -------------------------------------------------------
-
-@pytest.fixture(scope="session")
-def wheel(tmp_path_factory) -> Path:
-    built = os.environ.get("TCHBOOK_WHEEL")
-    if built:
-        assert Path(built).is_file(), f"TCHBOOK_WHEEL names {built}, which is not a file"
-        return Path(built)
-    # Building here relinks the kernel binary, stripped, in place of target/release/tchbook
-    # (cargo rustc uplifts it): no kernel started from that path must be running meanwhile.
-    out = tmp_path_factory.mktemp("wheel")
-    run([sys.executable, "-m", "pip", "wheel", "--no-build-isolation", "--no-deps", "./python",
-         "-w", str(out)], cwd=ROOT)
-    wheels = list(out.glob("tchbook-*.whl"))
-    assert len(wheels) == 1, f"expected one tchbook wheel in {out}, found {wheels}"
-    return wheels[0]
-
+# --- the wheel, and a fresh venv with it (tests/wheel_venv.py; the `wheel` fixture: conftest.py) --
 
 @pytest.fixture(scope="session")
 def hosted(tmp_path_factory, wheel) -> dict:
     """A fresh venv with the wheel and ipykernel, its kernelspec, and where they are."""
     base = tmp_path_factory.mktemp("hosted")
-    venv = base / "venv"
-    run([sys.executable, "-m", "venv", str(venv)])
-    python = venv / "bin" / "python"
-    ipykernel = next(line for line in (ROOT / "scripts" / "requirements.txt").read_text().splitlines()
-                     if line.startswith("ipykernel=="))
-    run([str(python), "-m", "pip", "install", "--quiet", "--disable-pip-version-check", str(wheel), ipykernel])
-    # torch, and nothing else of the tooling venv: a folder with one link, on the venv's path.
-    import torch as _unused  # noqa: F401  (the tooling venv has it: scripts/env.sh)
-    torch_dir = Path(_unused.__file__).parent
-    torch_only = base / "torch-only"
-    torch_only.mkdir()
-    (torch_only / "torch").symlink_to(torch_dir, target_is_directory=True)
-    site = run([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"]).stdout.strip()
-    (Path(site) / "torch-only.pth").write_text(f"{torch_only}\n")
+    hosted = venv_with_wheel(base, wheel, pinned("ipykernel"))
     specs = base / "jupyter-path"
     spec_dir = specs / "kernels" / KERNEL
     spec_dir.mkdir(parents=True)
     (spec_dir / "kernel.json").write_text(json.dumps({
-        "argv": [str(python), "-m", "ipykernel_launcher", "-f", "{connection_file}"],
+        "argv": [str(hosted["python"]), "-m", "ipykernel_launcher", "-f", "{connection_file}"],
         "display_name": "Python 3 (tchbook wheel)", "language": "python"}))
-    # The bridge must find the wheel's binary by itself, and nothing of this checkout.
-    env = {k: v for k, v in os.environ.items() if k not in ("TCHBOOK_BIN", "PYTHONPATH", "LIBTORCH")}
-    env["PATH"] = f"{venv / 'bin'}{os.pathsep}{env['PATH']}"
+    env = hosted["env"]
     env["JUPYTER_PATH"] = os.pathsep.join(p for p in [str(specs), env.get("JUPYTER_PATH", "")] if p)
-    return {"venv": venv, "python": python, "env": env, "torch": torch_dir, "jupyter_path": specs}
+    return dict(hosted, jupyter_path=specs)
 
 
 def test_maturin_is_pinned_once_for_both_builds():
