@@ -128,6 +128,41 @@ fn writes_reach_the_file_on_flush_close_and_drop() {
 }
 
 #[test]
+fn run_folders_are_named_date_hostname_comment() {
+    let dir = scratch("tb-runs");
+    let run = &RunBuilder::get_runs(&RunParams::new().lr(&[0.01]).batch_size(&[100]))[0];
+    let mut m = RunManager::new().runs_dir(&dir);
+    m.begin_run(run);
+    let log_dir = m.log_dir().unwrap().to_path_buf();
+    m.end_run();
+    assert!(m.log_dir().is_none());
+    assert_eq!(log_dir.parent().unwrap(), dir);
+    let name = log_dir.file_name().unwrap().to_string_lossy().into_owned();
+    // Nov25_20-19-40_<hostname>-lr=0.01,batch_size=100,num_workers=0,device=cpu
+    let months = [
+        "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec",
+    ];
+    assert!(months.contains(&&name[..3]), "{name}");
+    let digits = |range: std::ops::Range<usize>| name[range].chars().all(|c| c.is_ascii_digit());
+    assert!(
+        digits(3..5) && digits(6..8) && digits(9..11) && digits(12..14),
+        "{name}"
+    );
+    assert_eq!(
+        (&name[5..6], &name[8..9], &name[11..12], &name[14..15]),
+        ("_", "-", "-", "_")
+    );
+    let host = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap();
+    assert_eq!(
+        &name[15..],
+        format!(
+            "{}-lr=0.01,batch_size=100,num_workers=0,device=cpu",
+            host.trim()
+        )
+    );
+}
+
+#[test]
 fn histogram_keeps_the_buckets_from_the_first_to_the_last_value() {
     let edges = default_bucket_edges();
     let h = Histogram::of(&Tensor::from_slice(&[0.5f64, 0.5, 2.0, -1.0]));
@@ -191,4 +226,49 @@ fn make_grid_lays_out_a_batch_as_torchvision_does() {
         [3, 3, 4],
         "a batch of one comes back without padding"
     );
+}
+
+#[test]
+fn run_manager_logs_images_scalars_and_histograms_per_epoch() {
+    // The example trains deeplizard's Network for two epochs under a RunManager, as notebook 04
+    // does, and writes a SummaryWriter run by hand beside it.
+    let dir = scratch("tb-manager");
+    let status = std::process::Command::new(crate::example("tensorboard_run"))
+        .current_dir(&dir)
+        .stdout(std::process::Stdio::null())
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let run = std::fs::read_dir(dir.join("runs"))
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .find(|p| {
+            p.to_string_lossy()
+                .ends_with("-lr=0.01,batch_size=10,num_workers=0,device=cpu")
+        })
+        .unwrap();
+    let files: Vec<_> = std::fs::read_dir(&run).unwrap().flatten().collect();
+    assert_eq!(files.len(), 1, "one event file per run");
+    let records = read_records(&std::fs::read(files[0].path()).unwrap()).unwrap();
+    let with_tag = |tag: &str| {
+        // A Summary.Value's tag: field 1, length-delimited, then the tag's bytes.
+        let needle: Vec<u8> = [&[0x0a, tag.len() as u8][..], tag.as_bytes()].concat();
+        records
+            .iter()
+            .filter(|r| r.windows(needle.len()).any(|w| w == needle))
+            .count()
+    };
+    assert_eq!(with_tag("images"), 1);
+    for tag in ["Loss", "Number Correct", "Accuracy"] {
+        assert_eq!(with_tag(tag), 2, "{tag}: one per epoch");
+    }
+    let vs = nn::VarStore::new(Device::Cpu);
+    let _network = Network::new(&vs.root());
+    for (name, _) in named_parameters(&vs).iter() {
+        assert_eq!(with_tag(name), 2, "{name}");
+        assert_eq!(with_tag(&format!("{name}.grad")), 2, "{name}.grad");
+    }
+    // file_version + image + 2 epochs × (3 scalars + 10 parameters × 2 histograms)
+    assert_eq!(records.len(), 1 + 1 + 2 * (3 + 10 * 2));
 }

@@ -19,4 +19,5 @@ mod writer;
 
 pub use histogram::{Histogram, default_bucket_edges};
 pub use image::{make_grid, make_grid_with};
+pub(crate) use writer::run_dir_name;
 pub use writer::{SummaryError, SummaryWriter};
