@@ -83,7 +83,8 @@ pub(crate) fn image_png(image: &Tensor) -> Result<(Vec<u8>, i64, i64, i32), Stri
         _ => return Err(format!("expected 1, 3 or 4 channels, got {c}")),
     };
     let scale = if chw.is_floating_point() { 255.0 } else { 1.0 };
-    let bytes = (chw.detach().to_device(Device::Cpu).to_kind(Kind::Double) * scale)
+    // float32 as PyTorch's make_np gives it, so that truncation lands where it lands there.
+    let bytes = (chw.detach().to_device(Device::Cpu).to_kind(Kind::Float) * scale)
         .clamp(0.0, 255.0)
         .to_kind(Kind::Uint8)
         .permute([1, 2, 0])

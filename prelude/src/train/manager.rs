@@ -49,6 +49,8 @@ pub struct RunManager {
     /// Where runs are logged; `None`: not at all.
     #[cfg_attr(not(feature = "tensorboard"), allow(dead_code))]
     runs_dir: Option<PathBuf>,
+    /// Every run's TensorBoard folder so far.
+    log_dirs: Vec<PathBuf>,
     #[cfg(feature = "tensorboard")]
     tb: Option<SummaryWriter>,
     /// The watched network's parameters (shallow copies: they see its updates and gradients).
@@ -84,6 +86,7 @@ impl RunManager {
             samples: 0,
             handle: None,
             runs_dir: Some(PathBuf::from("runs")),
+            log_dirs: Vec::new(),
             #[cfg(feature = "tensorboard")]
             tb: None,
             #[cfg(feature = "tensorboard")]
@@ -139,6 +142,25 @@ impl RunManager {
         None
     }
 
+    /// Every run's TensorBoard folder so far, in the order of the runs.
+    ///
+    /// ```
+    /// use tchbook_prelude::prelude::*;
+    /// let mut m = RunManager::new();
+    /// # let mut m = m.runs_dir(std::env::temp_dir().join("tchbook-doc-runs"));
+    /// for run in RunBuilder::get_runs(&RunParams::new().lr(&[0.01, 0.001])) {
+    ///     m.begin_run(&run);
+    ///     m.end_run();
+    /// }
+    /// assert_eq!(m.log_dirs().len(), 2);
+    /// for dir in m.log_dirs() {
+    ///     println!("{}", dir.display()); // runs/Nov25_20-19-40_myhost-lr=0.01,batch_size=1000,…
+    /// }
+    /// ```
+    pub fn log_dirs(&self) -> &[PathBuf] {
+        &self.log_dirs
+    }
+
     /// `m.begin_run(run)`: starts timing a run, and its TensorBoard file
     /// (`SummaryWriter(comment=f'-{run}')`), which gets the epochs' scalars. To log the images
     /// and the parameters' histograms too, as deeplizard's `begin_run(run, network, loader)`
@@ -168,7 +190,10 @@ impl RunManager {
         #[cfg(feature = "tensorboard")]
         if let Some(dir) = &self.runs_dir {
             match SummaryWriter::f_with_log_dir(dir.join(run_dir_name(&run.comment()))) {
-                Ok(tb) => self.tb = Some(tb),
+                Ok(tb) => {
+                    self.log_dirs.push(tb.log_dir().to_path_buf());
+                    self.tb = Some(tb);
+                }
                 Err(e) => eprintln!("{e}; this run is not logged to TensorBoard"),
             }
         }
