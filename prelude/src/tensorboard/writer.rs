@@ -27,8 +27,11 @@ const FLUSH_SECS: Duration = Duration::from_secs(120);
 ///   `file_version: "brain.Event:2"`. `<n>` is the first number whose file does not exist yet
 ///   (PyTorch counts writers in the process; a notebook's cells each have their own copy of the
 ///   prelude, so a counter would start again at 0 in every cell).
-/// - As in PyTorch, events are written every 10 events or 2 minutes, on [`flush`](Self::flush),
-///   [`close`](Self::close), and when the writer is dropped.
+/// - Events reach the file every 10 events, with the first event written 2 minutes or more
+///   after the last flush (PyTorch's `max_queue` and `flush_secs`), on [`flush`](Self::flush),
+///   on [`close`](Self::close), and when the writer is dropped. PyTorch also flushes from a
+///   thread every 2 minutes; this writer has no thread, so call `flush()` to show a run in
+///   TensorBoard while it is still going.
 ///
 /// `add_graph` is not provided: TensorBoard's graph view reads a `GraphDef`, which PyTorch makes
 /// by tracing the module with TorchScript and reading the traced graph's nodes; tch can trace a

@@ -19,8 +19,8 @@ use tch::{Device, Kind, Tensor};
 /// the episode does (`runs/<date>_<hostname>-lr=0.01,batch_size=1000,…`; view them with
 /// `tensorboard --logdir runs`):
 ///
-/// - at [`begin_run_with`](Self::begin_run_with), the grid of the loader's first batch
-///   (`images`);
+/// - at [`begin_run_with`](Self::begin_run_with), the grid of the first 64 images of the
+///   loader's first batch (`images`);
 /// - at every [`end_epoch`](Self::end_epoch), the scalars `Loss`, `Number Correct` and
 ///   `Accuracy`, and, for runs begun with a var store, a histogram of every parameter and of
 ///   its gradient (`conv1.weight`, `conv1.weight.grad`, …);
@@ -200,7 +200,9 @@ impl RunManager {
     }
 
     /// deeplizard's `m.begin_run(run, network, loader)`: [`begin_run`](Self::begin_run), then
-    /// `tb.add_image('images', make_grid(images))` of the loader's first batch, and the
+    /// `tb.add_image('images', make_grid(images))` of the loader's first batch (its first 64
+    /// images: deeplizard grids the whole batch, which at its batch size of 20,000 is one PNG
+    /// of 242 × 75,002 pixels and 50 MB in every run's file), and the
     /// network's parameters (its var store's) are watched: every epoch adds a histogram of each
     /// parameter and of its gradient. Like deeplizard's `next(iter(loader))`, taking the first
     /// batch starts an epoch of the loader, which draws from the random generator as PyTorch's
@@ -230,7 +232,8 @@ impl RunManager {
                 .map(|(name, t)| (name.to_string(), t.shallow_clone()))
                 .collect();
             if let Some((images, _labels)) = loader.iter().next() {
-                report(tb.f_add_image("images", &make_grid(&images), 0));
+                let shown = images.narrow(0, 0, images.size()[0].min(GRID_IMAGES));
+                report(tb.f_add_image("images", &make_grid(&shown), 0));
             }
         }
         #[cfg(not(feature = "tensorboard"))]
@@ -397,6 +400,8 @@ impl RunManager {
                 report(tb.f_add_histogram(&format!("{name}.grad"), &grad, step));
             }
         }
+        // TensorBoard shows every finished epoch while the run goes on.
+        report(tb.f_flush());
     }
 
     /// Every epoch of every run so far.
@@ -495,6 +500,10 @@ impl Render for RunManager {
 }
 
 rich!(RunManager);
+
+/// How many images of the first batch `begin_run_with` puts in the `images` grid: 8 rows of 8.
+#[cfg(feature = "tensorboard")]
+const GRID_IMAGES: i64 = 64;
 
 /// TensorBoard logging never ends a run: a write that fails says so on stderr.
 #[cfg(feature = "tensorboard")]
