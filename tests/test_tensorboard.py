@@ -60,7 +60,8 @@ def runs(tmp_path_factory) -> dict[str, Path]:
         m = layout.match(d.name)
         assert m, f"{d.name} is not <Mon><DD>_<HH>-<MM>-<SS>_<hostname><comment>"
         # datetime.now().strftime('%b%d_%H-%M-%S'), as PyTorch names a run: local time, now.
-        when = datetime.strptime(m["date"], "%b%d_%H-%M-%S").replace(year=started.year)
+        # (The year goes in before parsing: Feb29 alone does not parse, 1900 being no leap year.)
+        when = datetime.strptime(f"{started.year} {m['date']}", "%Y %b%d_%H-%M-%S")
         assert abs((when - started).total_seconds()) < 300, (m["date"], started)
         found[m["comment"]] = d
     assert sorted(found) == sorted(["-direct", RUN_COMMENT])
