@@ -86,6 +86,13 @@ pub fn read_records(bytes: &[u8]) -> Result<Vec<Vec<u8>>, RecordError> {
 }
 
 /// Why [`read_records`] stopped: the byte offset of the record that is wrong.
+///
+/// ```
+/// use tchbook_prelude::tensorboard::record::{RecordError, read_records, write_record};
+/// let mut file = Vec::new();
+/// write_record(&mut file, b"event").unwrap();
+/// assert_eq!(read_records(&file[..10]), Err(RecordError::Truncated { offset: 0 }));
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum RecordError {
     /// The file ends inside a record (a writer still running, or a cut copy).

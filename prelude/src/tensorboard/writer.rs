@@ -407,6 +407,17 @@ pub(crate) fn run_dir_name(comment: &str) -> String {
 }
 
 /// What went wrong in a [`SummaryWriter`] call, naming the file or the tag.
+///
+/// ```
+/// use tchbook_prelude::prelude::*;
+/// use tchbook_prelude::tensorboard::SummaryError;
+/// let mut tb = SummaryWriter::with_log_dir(std::env::temp_dir().join("tchbook-doc-summary-error"));
+/// let batch = Tensor::zeros([4, 1, 28, 28], (Kind::Float, Device::Cpu));
+/// match tb.f_add_image("images", &batch, 0) {
+///     Err(SummaryError::BadImage { reason, .. }) => println!("not one image: {reason}"),
+///     other => panic!("{other:?}"),
+/// }
+/// ```
 #[derive(Debug)]
 pub enum SummaryError {
     /// The run folder or event file could not be made or written.
