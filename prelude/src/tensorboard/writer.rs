@@ -34,9 +34,12 @@ const FLUSH_SECS: Duration = Duration::from_secs(120);
 ///   TensorBoard while it is still going.
 ///
 /// `add_graph` is not provided: TensorBoard's graph view reads a `GraphDef`, which PyTorch makes
-/// by tracing the module with TorchScript and reading the traced graph's nodes; tch can trace a
-/// closure (`CModule::create_by_tracing`) but gives no access to the traced graph's nodes, so
-/// there is nothing faithful to write.
+/// by tracing the module with TorchScript and reading the traced graph's nodes (`aten::` ops
+/// scoped by submodule, with their inputs and shapes); tch can trace a closure
+/// (`CModule::create_by_tracing`) but gives no access to the traced graph's nodes, so there is
+/// nothing faithful to write. The autograd graph behind a forward pass is reachable (the shim
+/// reads `grad_fn` already), but it is the backward graph (`AddmmBackward0`, `AccumulateGrad`),
+/// without modules or shapes: a different picture under the same name.
 ///
 /// ```no_run
 /// use tchbook_prelude::prelude::*;
