@@ -785,6 +785,22 @@ def test_deeplizard_results_are_saved_as_csv_and_json(deeplizard):
     assert len(csv) == len(rows) + 1
 
 
+def test_deeplizard_tensorboard_runs_are_listed_one_folder_and_event_file_per_run(deeplizard):
+    """The RunManager wrote a TensorBoard run per row of the table, in PyTorch's layout, and the
+    files the cell lists are there for `tensorboard --logdir runs` (run from notebooks/)."""
+    lines = deeplizard.text("tensorboard-runs").splitlines()
+    folders = [line for line in lines if line.startswith("runs/")]
+    files = [line.split()[0] for line in lines if line.startswith("    ")]
+    rows = run_rows(deeplizard)
+    assert len(folders) == len(files) == len(rows)
+    for folder, file, row in zip(folders, files, rows):
+        comment = (f"-lr={row['lr']},batch_size={row['batch_size']},num_workers={row['num_workers']},"
+                   f"device={row['device']}")
+        assert re.fullmatch(r"runs/[A-Z][a-z]{2}\d{2}_\d{2}-\d{2}-\d{2}_.+" + re.escape(comment), folder)
+        assert re.fullmatch(r"events\.out\.tfevents\.\d{10}\..+\.\d+\.\d+", file)
+        assert (NOTEBOOKS / folder / file).stat().st_size > 0
+
+
 def test_deeplizard_device_comparison_has_a_row_per_device_present(deeplizard):
     cmp = deeplizard.json("device-comparison")[-1]
     devices = sorted(r["device"].split(":")[0] for r in cmp["rows"])

@@ -11,6 +11,8 @@
 //! - [`models`] — the tutorials' models with PyTorch's parameter names, safetensors state dicts;
 //!   [`torch_nn`] — `nn.Linear` / `nn.Conv2d` with PyTorch's initialisation, bit for bit;
 //! - [`train`] — batch accuracy, timers, RunBuilder/RunManager; [`plot`] — live loss plots;
+//!   [`tensorboard`] — `SummaryWriter` and `make_grid`, TensorBoard's event files as PyTorch
+//!   writes them (default-on feature `tensorboard`);
 //!   [`progress`] — progress bars; [`pyrepr`] — devices and shapes printed as PyTorch prints them;
 //! - [`display`] — rich output for every prelude value, evcxr's plain text for std values in
 //!   one compilation, and live, in-place updates;
@@ -31,7 +33,8 @@
 //! 3. Rendering: [`display`] — `Bundle` and `Render`, tables, live outputs, tensors as PyTorch
 //!    prints them, std values as evcxr prints them.
 //! 4. Things that render themselves: [`cuda`], [`pyrepr`], [`progress`], [`plot`],
-//!    [`torch_nn`].
+//!    [`torch_nn`]; and [`tensorboard`], which renders for TensorBoard (over `display`'s PNG
+//!    encoder and `sys`).
 //! 5. [`device`] (over `cuda`), [`models`] (over `torch_nn`).
 //! 6. [`data`] (loaders use `cuda` for pinned memory; downloads show `progress`).
 //! 7. [`train`] (over `data` and `device`), and the [`prelude`] that re-exports all of it.
@@ -53,6 +56,8 @@ pub mod progress;
 pub mod pyrepr;
 pub mod runtime;
 mod sys;
+#[cfg(feature = "tensorboard")]
+pub mod tensorboard;
 mod torch_error;
 pub mod torch_nn;
 pub mod train;
@@ -81,6 +86,8 @@ pub mod prelude {
     pub use crate::progress::{Progress, progress};
     pub use crate::pyrepr::{DeviceDisplay, TensorShape};
     pub use crate::runtime::{input, set_threads, tune_allocator};
+    #[cfg(feature = "tensorboard")]
+    pub use crate::tensorboard::{SummaryWriter, make_grid, make_grid_with};
     pub use crate::torch_nn::{self, ResetParameters};
     pub use crate::train::{
         Run, RunBuilder, RunManager, RunParams, Timer, batch_accuracy, num_correct,

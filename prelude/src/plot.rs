@@ -267,7 +267,7 @@ impl LossPlot {
             let root = BitMapBackend::with_buffer(&mut rgb, SIZE).into_drawing_area();
             let _ = self.draw(root);
         }
-        encode_png(&rgb, w, h)
+        crate::display::encode_png(&rgb, w, h, png::ColorType::Rgb)
     }
 
     /// Writes `.svg` or `.png` by the file's extension.
@@ -377,20 +377,6 @@ fn tick_label(v: f64) -> String {
     let decimals = (3.0 - magnitude).clamp(1.0, 8.0) as usize;
     let s = format!("{v:.decimals$}");
     s.trim_end_matches('0').trim_end_matches('.').to_string()
-}
-
-fn encode_png(rgb: &[u8], w: u32, h: u32) -> Vec<u8> {
-    let mut out = Vec::new();
-    {
-        let mut encoder = png::Encoder::new(&mut out, w, h);
-        encoder.set_color(png::ColorType::Rgb);
-        encoder.set_depth(png::BitDepth::Eight);
-        encoder.set_compression(png::Compression::Fast);
-        if let Ok(mut writer) = encoder.write_header() {
-            let _ = writer.write_image_data(rgb);
-        }
-    }
-    out
 }
 
 /// PNG only, live or final: front ends prefer an SVG when a bundle has both and show it as an

@@ -90,6 +90,37 @@ pub(crate) fn process_peak_rss() -> u64 {
     status_bytes("VmHWM")
 }
 
+/// This machine's name, as Python's `socket.gethostname()` gives it ("localhost" if unknown).
+#[cfg(feature = "tensorboard")]
+pub(crate) fn hostname() -> String {
+    let mut buf = [0u8; 256];
+    // SAFETY: gethostname writes at most `buf.len()` bytes into the buffer it is given.
+    let rc = unsafe { libc::gethostname(buf.as_mut_ptr().cast(), buf.len()) };
+    let end = buf.iter().position(|&b| b == 0).unwrap_or(buf.len());
+    match (rc, std::str::from_utf8(&buf[..end])) {
+        (0, Ok(name)) if !name.is_empty() => name.to_string(),
+        _ => "localhost".to_string(),
+    }
+}
+
+/// The local time of `unix_secs` (the TZ rules Python's `datetime.now()` follows), as
+/// (month 0–11, day of month, hour, minute, second).
+#[cfg(feature = "tensorboard")]
+pub(crate) fn local_time(unix_secs: i64) -> (usize, i32, i32, i32, i32) {
+    let t = unix_secs as libc::time_t;
+    // SAFETY: tm is plain old data (zeroed is a valid value); localtime_r only writes into it.
+    let mut tm: libc::tm = unsafe { std::mem::zeroed() };
+    // SAFETY: both pointers are to live locals; localtime_r is the thread-safe variant.
+    unsafe { libc::localtime_r(&t, &mut tm) };
+    (
+        tm.tm_mon.clamp(0, 11) as usize,
+        tm.tm_mday,
+        tm.tm_hour,
+        tm.tm_min,
+        tm.tm_sec,
+    )
+}
+
 /// Bytes as PyTorch's memory_summary writes them: "1.50 GiB", "512 B".
 pub(crate) fn human_bytes(bytes: u64) -> String {
     const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];

@@ -287,7 +287,7 @@ fn live_child() {
         Tensor::zeros([4], (Kind::Int64, Device::Cpu)),
     );
     let loader = DataLoader::new(&ds, 2);
-    let mut m = RunManager::new();
+    let mut m = RunManager::new().without_tensorboard();
     for run in RunBuilder::get_runs(&RunParams::new().lr(&[0.1, 0.01])) {
         m.begin_run(&run);
         m.begin_epoch();

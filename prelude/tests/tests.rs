@@ -10,6 +10,8 @@ mod memory;
 mod models;
 mod parity;
 mod runtime;
+#[cfg(feature = "tensorboard")]
+mod tensorboard;
 mod train;
 
 use std::path::PathBuf;

@@ -41,7 +41,7 @@ fn run_manager_records_loss_accuracy_and_durations_and_exports_them() {
         Tensor::randn([40, 10], (Kind::Float, Device::Cpu)),
         Tensor::zeros([40], (Kind::Int64, Device::Cpu)),
     );
-    let mut m = RunManager::new();
+    let mut m = RunManager::new().runs_dir(scratch("run-manager-tensorboard"));
     let params = RunParams::new()
         .lr(&[0.01])
         .batch_size(&[10, 20])

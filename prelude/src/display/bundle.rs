@@ -230,3 +230,19 @@ macro_rules! rich {
     };
 }
 pub(crate) use rich;
+
+/// A PNG of 8-bit `pixels` (rows of `w` pixels of `color`), compressed fast: plots redraw it
+/// live, and TensorBoard images are written while a run trains.
+pub(crate) fn encode_png(pixels: &[u8], w: u32, h: u32, color: png::ColorType) -> Vec<u8> {
+    let mut out = Vec::new();
+    {
+        let mut encoder = png::Encoder::new(&mut out, w, h);
+        encoder.set_color(color);
+        encoder.set_depth(png::BitDepth::Eight);
+        encoder.set_compression(png::Compression::Fast);
+        if let Ok(mut writer) = encoder.write_header() {
+            let _ = writer.write_image_data(pixels);
+        }
+    }
+    out
+}

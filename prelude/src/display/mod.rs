@@ -27,8 +27,8 @@ mod plain;
 mod table;
 mod tensor;
 
-pub(crate) use bundle::rich;
 pub use bundle::{Bundle, Render, data_mime};
+pub(crate) use bundle::{encode_png, rich};
 pub(crate) use live::Live;
 pub use live::{DisplayHandle, clear_output, show};
 pub use plain::{PlainDisplay, set_plain_format};

@@ -1,5 +1,6 @@
 //! Training helpers: small parts for a visible loop — batch accuracy, a timer, and deeplizard's
-//! RunBuilder/RunManager over a grid of hyper-parameters with a results table that updates live.
+//! RunBuilder/RunManager over a grid of hyper-parameters with a results table that updates live
+//! and a TensorBoard run per combination.
 //!
 //! The whole loop, as a notebook writes it (the methods' own examples show one step each):
 //!
@@ -9,12 +10,13 @@
 //! let ds = TensorDataset::new(Tensor::randn([4, 1, 28, 28], (Kind::Float, Device::Cpu)),
 //!                             Tensor::zeros([4], (Kind::Int64, Device::Cpu)));
 //! let mut m = RunManager::new();
+//! # let mut m = m.runs_dir(std::env::temp_dir().join("tchbook-doc-runs"));
 //! for run in RunBuilder::get_runs(&params) {
 //!     let vs = nn::VarStore::new(run.device);
 //!     let network = Network::new(&vs.root());
 //!     let mut opt = nn::Adam::default().build(&vs, run.lr).unwrap();
 //!     let loader = DataLoader::new(&ds, run.batch_size).num_workers(run.num_workers);
-//!     m.begin_run(&run);
+//!     m.begin_run_with(&run, &vs, &loader); // TensorBoard: images, and histograms per epoch
 //!     m.begin_epoch();
 //!     for (images, labels) in &loader {
 //!         let preds = network.forward(&images);

@@ -139,6 +139,27 @@ impl std::fmt::Display for Run {
     }
 }
 
+impl Run {
+    /// The run's parameters as a [`SummaryWriter`](crate::tensorboard::SummaryWriter) comment,
+    /// the suffix of its TensorBoard folder (deeplizard's `comment=f'-{run}'`, without the
+    /// spaces and quotes a folder name is better without).
+    ///
+    /// ```
+    /// use tchbook_prelude::prelude::*;
+    /// let run = &RunBuilder::get_runs(&RunParams::new().lr(&[0.01]).batch_size(&[100]))[0];
+    /// assert_eq!(run.comment(), "-lr=0.01,batch_size=100,num_workers=0,device=cpu");
+    /// ```
+    pub fn comment(&self) -> String {
+        format!(
+            "-lr={},batch_size={},num_workers={},device={}",
+            self.lr,
+            self.batch_size,
+            self.num_workers,
+            crate::display::device_name(self.device)
+        )
+    }
+}
+
 /// deeplizard's `RunBuilder`.
 ///
 /// ```
