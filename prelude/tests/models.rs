@@ -238,6 +238,27 @@ fn nested_modules_lists_and_layer_settings_print_as_in_pytorch() {
 }
 
 #[test]
+fn a_state_dict_that_loads_reports_all_keys_matched_and_brings_the_values() {
+    let dir = scratch("state-dict-keys");
+    tch::manual_seed(1);
+    let vs = nn::VarStore::new(Device::Cpu);
+    let _net = Net::new(&vs.root());
+    let path = dir.join("net.safetensors");
+    save_state_dict(&vs, &path);
+    tch::manual_seed(2);
+    let mut fresh = nn::VarStore::new(Device::Cpu);
+    let _fresh = Net::new(&fresh.root());
+    let keys = load_state_dict(&mut fresh, &path);
+    // What PyTorch's load_state_dict returns, and Jupyter shows, after a strict load.
+    assert_eq!(keys.to_string(), "<All keys matched successfully>");
+    assert!(keys.missing_keys.is_empty() && keys.unexpected_keys.is_empty());
+    let loaded = fresh.variables();
+    for (name, saved) in vs.variables() {
+        assert!(saved.equal(&loaded[&name]), "{name} did not load");
+    }
+}
+
+#[test]
 fn a_state_dict_with_wrong_names_or_shapes_is_refused() {
     let dir = scratch("state-dict-bad");
     let vs = nn::VarStore::new(Device::Cpu);
