@@ -861,6 +861,18 @@ def test_deeplizard_summary_is_computed_from_the_run_table(deeplizard):
         assert loss == pytest.approx(sum(r["loss"] for r in mine) / len(mine), abs=6e-4)
 
 
+def test_deeplizard_summary_sets_each_worker_pair_side_by_side_from_the_rows(deeplizard):
+    pairs = re.findall(r"^batch_size\s+(\d+) on (\S+): ([0-9.]+) s / ([0-9.]+) s$",
+                       deeplizard.text("run-summary"), re.M)
+    rows = run_rows(deeplizard)
+    assert len(pairs) == len(rows) // 2, pairs
+    for bs, device, none, one in pairs:
+        by_workers = {r["num_workers"]: r["epoch_duration"] for r in rows
+                      if r["batch_size"] == int(bs) and r["device"] == device}
+        assert float(none) == pytest.approx(by_workers[0], abs=0.006)
+        assert float(one) == pytest.approx(by_workers[1], abs=0.006)
+
+
 def test_deeplizard_text_about_batch_sizes_agrees_with_the_rows(deeplizard):
     """The markdown after the summary says: batch 1000 learns, 10,000 and 20,000 stay near
     chance; and that the 0- and 1-worker rows of a pair train identically."""
