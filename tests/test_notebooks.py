@@ -785,7 +785,8 @@ def test_deeplizard_network_repr_comes_before_the_device_listing_as_in_the_episo
 
 
 def test_deeplizard_prediction_prints_as_a_tensor(deeplizard):
-    text = deeplizard.text("sample-error")
+    shape, text = deeplizard.text("sample-error").split("\n", 1)
+    assert shape == "torch.Size([1, 1, 28, 28])"
     if "true" not in deeplizard.text("cuda-available").lower():
         assert re.fullmatch(r"tensor\(\[\[[-+0-9.e, \n]+\]\](, grad_fn=<\w+>)?\)\n", text), text
 
