@@ -24,6 +24,7 @@ machine.
 from __future__ import annotations
 
 import argparse
+import copy
 import difflib
 import re
 import subprocess
@@ -38,6 +39,13 @@ HERE = Path(__file__).resolve().parent
 SOURCES = HERE / "src"
 
 KERNELSPEC = {"name": "tchbook", "display_name": "Rust (tchbook)", "language": "rust"}
+
+# What a hosted GPU runtime (Colab and its look-alikes) reads to attach a GPU. Only the notebooks
+# a hosted runtime is pointed at carry it: the tour, and 01, whose cells colab-setup.ipynb runs
+# there through `%%rust`. The others run only on the tchbook kernel, which no hosted runtime has,
+# so a GPU request in them would promise what opening them there cannot keep.
+HOSTED_GPU_METADATA = {"accelerator": "GPU", "colab": {"gpuType": "T4", "provenance": [], "toc_visible": True}}
+HOSTED = ("00-tour", "01-using-the-gpu")
 
 
 def rustc_version() -> str:
@@ -120,13 +128,9 @@ def build(src: Path, machine: str) -> nbformat.NotebookNode:
     stem = src.stem.split("-")[0]
     for n, cell in enumerate(nb.cells):
         cell["id"] = f"nb{stem}-{n:03d}"
-    nb.metadata = {
-        "kernelspec": dict(KERNELSPEC),
-        "language_info": language_info(),
-        # What a hosted GPU runtime (Colab and its look-alikes) reads to attach a GPU.
-        "accelerator": "GPU",
-        "colab": {"gpuType": "T4", "provenance": [], "toc_visible": True},
-    }
+    nb.metadata = {"kernelspec": dict(KERNELSPEC), "language_info": language_info()}
+    if src.stem in HOSTED:
+        nb.metadata.update(copy.deepcopy(HOSTED_GPU_METADATA))
     nbformat.validate(nb)
     return nb
 

@@ -17,6 +17,13 @@ rustup, torch and the tchbook wheel into the Python kernel of Colab or the like)
 would install software into this machine, so it is left out with a line saying where it is
 checked instead (tests/test_hosted.py runs its other cells through the wheel).
 
+Consecutive stream outputs of one name in a cell are joined into one, as JupyterLab joins them
+when it shows and saves a notebook: lines printed seconds apart (a loss every 2000 batches) reach
+the kernel's front end as separate messages, and a saved notebook should not hold them as separate
+fragments. With --save, a notebook whose outputs hold stderr is not written: the committed outputs
+are what a newcomer reads, and stderr there is either the kernel's report about the machine that
+ran them (say, a build cache it had to repair at start) or a warning to fix; run it again.
+
 Stand-in data sets left in notebooks/data by an older prelude are removed first (real data, which
 has no STANDIN.txt marker, is kept), so the outputs are those of today's prelude. Each notebook
 runs from notebooks/, where its data/ is; a cell error stops its notebook (except in cells tagged
@@ -77,7 +84,37 @@ def execute(path: Path) -> nbformat.NotebookNode:
             c.execution_count = None
     NotebookClient(nb, kernel_name=kernel_name(nb), timeout=CELL_TIMEOUT_S, allow_errors=False,
                    resources={"metadata": {"path": str(path.parent)}}).execute()
+    for c in nb.cells:
+        if c.cell_type == "code":
+            c.outputs = coalesce_streams(c.outputs)
     return nb
+
+
+def coalesce_streams(outputs: list) -> list:
+    """Joins each run of consecutive stream outputs of one name into one output, as JupyterLab does;
+    a stream after a display or the other stream's text starts a new one, so the order a reader sees
+    is the order of printing. (nbclient's own coalesce_streams joins a name's text across the whole
+    cell, moving text printed after a plot to before it.)"""
+    joined: list = []
+    for o in outputs:
+        last = joined[-1] if joined else None
+        if (o.get("output_type") == "stream" and last is not None and last.get("output_type") == "stream"
+                and last.get("name") == o.get("name")):
+            last["text"] = "".join(last["text"]) + "".join(o["text"])
+        else:
+            joined.append(o)
+    return joined
+
+
+def stderr_cells(nb: nbformat.NotebookNode) -> list[str]:
+    """Each code cell (by its tags, or its number) whose outputs hold stderr, with the text's start."""
+    found = []
+    for n, c in enumerate(nb.cells):
+        for o in c.get("outputs", []):
+            if o.get("output_type") == "stream" and o.get("name") == "stderr":
+                where = ",".join(c.metadata.get("tags", [])) or f"cell {n}"
+                found.append(f"{where}: {''.join(o['text']).strip()[:200]}")
+    return found
 
 
 def html(nb: nbformat.NotebookNode) -> str:
@@ -117,6 +154,13 @@ def main(argv: list[str] | None = None) -> int:
             failed.append(shown)
             continue
         if args.save:
+            stderr = stderr_cells(nb)
+            if stderr:
+                print(f"NOT SAVED: {shown}: stderr in its outputs, which a reader would take for the "
+                      "notebook's own; run it again (a kernel's start-up report comes once):\n  "
+                      + "\n  ".join(stderr), file=sys.stderr, flush=True)
+                failed.append(shown)
+                continue
             nbformat.write(nb, path)
         if args.out:
             nbformat.write(nb, args.out / path.name)

@@ -145,6 +145,65 @@ async fn print_without_newline_reaches_the_front_end_before_the_cell_ends() {
     assert_eq!(text, "progress 50% done\n");
 }
 
+/// Runs `code` in a fresh kernel (after a first cell, so that start-up is over) and returns
+/// the stream messages it published, each with how long before the cell's idle it arrived.
+async fn streams_before_idle(code: &str) -> Vec<(Duration, String)> {
+    let mut kernel = Kernel::start().await;
+    kernel.run_ok("1").await;
+    let sent = kernel.send_shell(ExecuteRequest::new(code.into())).await;
+    let iopub = timed_iopub(&mut kernel, &sent.header.msg_id).await;
+    let idle = iopub.last().unwrap().0;
+    iopub
+        .iter()
+        .filter_map(|(at, m)| match &m.content {
+            JupyterMessageContent::StreamContent(s) => Some((idle - *at, s.text.clone())),
+            _ => None,
+        })
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn lines_printed_in_a_burst_arrive_as_one_stream_message_and_a_pause_publishes_them() {
+    // A loop printing 20 lines a few ms apart, as a training loop's report does, then a pause:
+    // one message for the burst (a front end saving the notebook keeps one output, not 20),
+    // and that message is seen during the pause, not at the cell's end.
+    let streams = streams_before_idle("for i in 0..20 {\n    println!(\"line {i}\");\n    std::thread::sleep(std::time::Duration::from_millis(2));\n}\nstd::thread::sleep(std::time::Duration::from_millis(1000));\nprintln!(\"last\");").await;
+    let texts: Vec<&str> = streams.iter().map(|(_, text)| text.as_str()).collect();
+    let burst: String = (0..20).map(|i| format!("line {i}\n")).collect();
+    // A loaded machine may pause the loop past the batching gap once or twice.
+    assert!(
+        texts.len() <= 4,
+        "the burst came as {} messages: {texts:?}",
+        texts.len()
+    );
+    assert_eq!(texts.concat(), format!("{burst}last\n"));
+    let (burst_before_idle, _) = &streams[streams.len() - 2];
+    assert!(
+        *burst_before_idle > Duration::from_millis(700),
+        "the burst was held back until the cell's end: {burst_before_idle:?} before idle"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_cell_printing_without_pause_is_seen_while_it_runs() {
+    // A line every 5 ms for 1.5 s never leaves a gap to end a batch: text still goes out at
+    // least every 200 ms.
+    let streams = streams_before_idle("for i in 0..300 {\n    println!(\"tick {i}\");\n    std::thread::sleep(std::time::Duration::from_millis(5));\n}").await;
+    let text: String = streams.iter().map(|(_, text)| text.as_str()).collect();
+    let expected: String = (0..300).map(|i| format!("tick {i}\n")).collect();
+    assert_eq!(text, expected);
+    assert!(
+        streams.len() < 150,
+        "{} messages for 300 lines",
+        streams.len()
+    );
+    let (first_before_idle, _) = &streams[0];
+    assert!(
+        *first_before_idle > Duration::from_millis(1000),
+        "nothing was seen until {first_before_idle:?} before the end"
+    );
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn a_line_on_stderr_arrives_after_the_stdout_printed_before_it() {
     let mut kernel = Kernel::start().await;

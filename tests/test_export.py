@@ -145,7 +145,7 @@ SEEDED_TEXT = {
     BOOTCAMP: {"train": r"epoch: .* loss:", "test-accuracy": r"correct"},
 }
 SEEDED_DATA = {
-    DEEPLIZARD: {"run-table": ("rows", ["run", "loss", "accuracy", "batch_size", "num_workers"])},
+    DEEPLIZARD: {"runs": ("rows", ["run", "loss", "accuracy", "batch_size", "num_workers"])},
 }
 
 

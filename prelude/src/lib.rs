@@ -8,7 +8,8 @@
 //! - [`cuda`] — `torch.cuda`-style queries and the caching allocator's memory statistics;
 //! - [`data`] — Dataset, TensorDataset, DataLoader, CIFAR-10 / MNIST / Fashion-MNIST / CSV
 //!   readers, transforms, `train_test_split`, downloads and stand-ins, the shipped Iris set;
-//! - [`models`] — the tutorials' models with PyTorch's parameter names, safetensors state dicts;
+//! - [`models`] — the tutorials' models with PyTorch's parameter names, safetensors state dicts,
+//!   PyTorch's `print(model)` for any model (`model.repr()`);
 //!   [`torch_nn`] — `nn.Linear` / `nn.Conv2d` with PyTorch's initialisation, bit for bit;
 //! - [`train`] — batch accuracy, timers, RunBuilder/RunManager; [`plot`] — live loss plots;
 //!   [`tensorboard`] — `SummaryWriter` and `make_grid`, TensorBoard's event files as PyTorch
@@ -80,7 +81,8 @@ pub mod prelude {
     pub use crate::display::{PlainDisplay, Render, TensorDisplay, clear_output, show};
     pub use crate::interrupt;
     pub use crate::models::{
-        ClassifierMlp, IrisModel, Net, Network, TestModel, load_state_dict, save_state_dict,
+        ClassifierMlp, IrisModel, ModuleDisplay, Net, Network, TestModel, load_state_dict,
+        save_state_dict,
     };
     pub use crate::plot::LossPlot;
     pub use crate::progress::{Progress, progress};

@@ -109,6 +109,21 @@ fn loss_plots_render_as_a_decodable_png_with_alt_text_and_a_parsable_svg() {
 }
 
 #[test]
+fn a_loss_plot_png_stays_small_enough_to_commit_and_redraw_live() {
+    // A long, noisy curve and a second series: the most anti-aliased edges a loss plot has.
+    let mut plot = LossPlot::new("CIFAR-10 (stand-in) Net: mean loss over 2000 mini-batches");
+    for i in 1..=500 {
+        let x = i as f64;
+        plot.push(x, 2.3 / x.sqrt() + 0.1 * (x * 1.3).sin());
+        plot.push_to("test", x, 2.5 / x.sqrt() + 0.05 * (x * 0.4).cos());
+    }
+    let png = plot.png();
+    assert_eq!(decode_png(&png), (640, 400));
+    // Fast RGB deflate made 100-180 KB of these.
+    assert!(png.len() < 40_000, "a {} byte plot", png.len());
+}
+
+#[test]
 fn plot_ticks_read_as_written_fit_the_image_and_the_legend_stays_off_the_curve() {
     let mut plot = LossPlot::new("training loss");
     for step in 1..=200 {

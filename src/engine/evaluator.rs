@@ -23,7 +23,8 @@ pub trait Evaluator: Send + 'static {
     /// Starts a cell. With `allow_stdin` false, a cell that reads input gets an empty line.
     fn execute(&mut self, code: String, allow_stdin: bool);
 
-    /// The next event, waiting for it; `None` once the engine has stopped for good.
+    /// The next event, waiting for it; `None` once the engine has stopped for good. Cancel-safe:
+    /// dispatch waits on it with a timeout, and an event must not be lost when it expires.
     fn next_event(&mut self) -> impl Future<Output = Option<Event>> + Send;
 
     /// The next event if one is queued already, without waiting.

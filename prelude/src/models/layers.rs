@@ -15,22 +15,14 @@ pub(super) fn conv(p: &nn::Path, name: &str, i: i64, o: i64, k: i64) -> nn::Conv
     torch_nn::conv2d(p / name, i, o, k)
 }
 
-/// PyTorch's module repr for a list of `(name, layer description)`.
-pub(super) fn module_repr(class: &str, layers: &[(&str, String)]) -> String {
-    let mut s = format!("{class}(\n");
-    for (name, layer) in layers {
-        s.push_str(&format!("  ({name}): {layer}\n"));
-    }
-    s.push(')');
-    s
-}
+pub(super) use super::repr::module_repr;
 
 pub(super) fn linear_repr(i: i64, o: i64) -> String {
-    format!("Linear(in_features={i}, out_features={o}, bias=True)")
+    super::repr::linear_repr(i, o, true)
 }
 
 pub(super) fn conv_repr(i: i64, o: i64, k: i64) -> String {
-    format!("Conv2d({i}, {o}, kernel_size=({k}, {k}), stride=(1, 1))")
+    super::repr::Conv::square(i, o, k).to_string()
 }
 
 macro_rules! model_display {

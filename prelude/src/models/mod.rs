@@ -19,10 +19,13 @@
 mod conv;
 mod layers;
 mod mlp;
+mod repr;
 mod state_dict;
 
 pub use conv::{Net, Network};
 pub use mlp::{ClassifierMlp, IrisModel, TestModel};
+pub use repr::{ModuleDisplay, ModuleRepr};
 pub use state_dict::{
-    StateDictError, f_load_state_dict, f_save_state_dict, load_state_dict, save_state_dict,
+    IncompatibleKeys, StateDictError, f_load_state_dict, f_save_state_dict, load_state_dict,
+    save_state_dict,
 };

@@ -1,6 +1,7 @@
 //! State dicts as safetensors files that PyTorch's `safetensors.torch.load_file` +
 //! `load_state_dict` read, and write, unchanged.
 
+use crate::display::{Bundle, Render, rich};
 use crate::torch_error::TorchError;
 use std::path::Path;
 use tch::Tensor;
@@ -63,6 +64,47 @@ impl std::fmt::Display for StateDictError {
 
 impl std::error::Error for StateDictError {}
 
+/// What a load returns, as PyTorch's `load_state_dict` returns its `_IncompatibleKeys`: the
+/// keys the file lacked and the keys it had that the model does not. A strict load (the only
+/// kind here, and PyTorch's default) fails on either, so a load that returns has both empty and
+/// prints as PyTorch's does, `<All keys matched successfully>`.
+///
+/// ```
+/// use tchbook_prelude::prelude::*;
+/// let vs = nn::VarStore::new(Device::Cpu);
+/// let _net = Net::new(&vs.root());
+/// let path = std::env::temp_dir().join(format!("keys-doc-{}.safetensors", std::process::id()));
+/// save_state_dict(&vs, &path);
+/// let mut vs2 = nn::VarStore::new(Device::Cpu);
+/// let _net2 = Net::new(&vs2.root());
+/// let keys = load_state_dict(&mut vs2, &path);
+/// assert_eq!(keys.to_string(), "<All keys matched successfully>");
+/// # std::fs::remove_file(&path).unwrap();
+/// ```
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct IncompatibleKeys {
+    /// In the model, not in the file.
+    pub missing_keys: Vec<String>,
+    /// In the file, not in the model.
+    pub unexpected_keys: Vec<String>,
+}
+
+impl Render for IncompatibleKeys {
+    fn bundle(&self) -> Bundle {
+        Bundle::text(
+            if self.missing_keys.is_empty() && self.unexpected_keys.is_empty() {
+                "<All keys matched successfully>".to_string()
+            } else {
+                format!(
+                    "_IncompatibleKeys(missing_keys={:?}, unexpected_keys={:?})",
+                    self.missing_keys, self.unexpected_keys
+                )
+            },
+        )
+    }
+}
+rich!(IncompatibleKeys);
+
 /// The fallible twin of [`save_state_dict`].
 ///
 /// ```
@@ -112,7 +154,10 @@ pub fn save_state_dict(vs: &VarStore, path: impl AsRef<Path>) {
 /// let e = tchbook_prelude::models::f_load_state_dict(&mut vs, "missing.safetensors").unwrap_err();
 /// assert!(e.to_string().contains("missing.safetensors"));
 /// ```
-pub fn f_load_state_dict(vs: &mut VarStore, path: impl AsRef<Path>) -> Result<(), StateDictError> {
+pub fn f_load_state_dict(
+    vs: &mut VarStore,
+    path: impl AsRef<Path>,
+) -> Result<IncompatibleKeys, StateDictError> {
     let path = path.as_ref();
     let file: std::collections::HashMap<String, Tensor> = Tensor::read_safetensors(path)
         .map_err(|e| StateDictError::File(format!("{}: {}", path.display(), TorchError::from(e))))?
@@ -155,12 +200,13 @@ pub fn f_load_state_dict(vs: &mut VarStore, path: impl AsRef<Path>) -> Result<()
             var.copy_(&file[&name].to_kind(var.kind()).to_device(var.device()));
         }
     });
-    Ok(())
+    Ok(IncompatibleKeys::default())
 }
 
 /// `net.load_state_dict(torch.load(PATH))` from safetensors (strict: names and shapes must
 /// match, as PyTorch's default). Values are copied into the existing variables, on whatever
-/// device the model lives.
+/// device the model lives. Returns what PyTorch's returns: as a cell's value it shows
+/// `<All keys matched successfully>`.
 ///
 /// ```no_run
 /// use tchbook_prelude::prelude::*;
@@ -169,6 +215,6 @@ pub fn f_load_state_dict(vs: &mut VarStore, path: impl AsRef<Path>) -> Result<()
 /// load_state_dict(&mut vs, "cifar_net.safetensors");
 /// # let _ = net;
 /// ```
-pub fn load_state_dict(vs: &mut VarStore, path: impl AsRef<Path>) {
+pub fn load_state_dict(vs: &mut VarStore, path: impl AsRef<Path>) -> IncompatibleKeys {
     f_load_state_dict(vs, path).unwrap_or_else(|e| panic!("{e}"))
 }

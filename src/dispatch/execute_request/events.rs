@@ -5,6 +5,16 @@ use crate::dispatch::Shell;
 use crate::display::Panic;
 use crate::engine::{CellError, Evaluator, Event, Finished};
 use jupyter_protocol::JupyterMessage;
+use std::time::Duration;
+
+/// How long printed text waits for more before it is published: lines printed within this gap
+/// of each other travel as one `stream` message, as ipykernel's OutStream batches them, while a
+/// line printed alone is seen at once.
+const BATCH_GAP: Duration = Duration::from_millis(10);
+
+/// The longest printed text waits: a cell that prints without a pause is still seen five times a
+/// second (ipykernel's flush interval).
+const BATCH_MAX: Duration = Duration::from_millis(200);
 
 /// How a cell ended: the engine's report, and the panic its output announced, if any.
 pub(super) struct Ran {
@@ -16,23 +26,41 @@ pub(super) struct Ran {
 }
 
 impl<E: Evaluator> Shell<E> {
-    /// Publishes the running cell's output until the engine reports it finished. Output is
-    /// flushed whenever the engine has nothing more queued, so a burst of lines becomes one
-    /// `stream` message and a slow cell's lines are seen as they come.
+    /// Publishes the running cell's output until the engine reports it finished. Text is
+    /// flushed once the engine has had nothing more for [`BATCH_GAP`], or after [`BATCH_MAX`]
+    /// at most, so a burst of lines becomes one `stream` message and a slow cell's lines are
+    /// seen as they come. Everything else (a display, an input request, the end) is published
+    /// after the text printed before it, as it comes.
     pub(super) async fn run_cell(&mut self, message: &JupyterMessage, allow_stdin: bool) -> Ran {
         let mut output = CellOutput::new(self.shared.iopub.clone(), message);
         let finished = loop {
             // The bound on iopub's backlog (`IoPub::room_for_output` says why here).
             self.shared.iopub.room_for_output().await;
+            let waited = output.text_waiting_for();
+            if waited.is_some_and(|waited| waited >= BATCH_MAX) {
+                output.flush();
+            }
             let event = match self.engine.queued_event() {
                 Some(event) => event,
-                None => {
-                    output.flush();
-                    match self.engine.next_event().await {
+                None => match output.text_waiting_for() {
+                    // `next_event` is cancel-safe (the `Evaluator` contract): an event that
+                    // comes after the timeout is the next call's.
+                    Some(waited) => {
+                        let wait = BATCH_GAP.min(BATCH_MAX.saturating_sub(waited));
+                        match tokio::time::timeout(wait, self.engine.next_event()).await {
+                            Ok(Some(event)) => event,
+                            Ok(None) => break None,
+                            Err(_) => {
+                                output.flush();
+                                continue;
+                            }
+                        }
+                    }
+                    None => match self.engine.next_event().await {
                         Some(event) => event,
                         None => break None,
-                    }
-                }
+                    },
+                },
             };
             match event {
                 Event::Stdout(line) => output.line(&line),

@@ -1,5 +1,6 @@
 //! A running cell's output on its way to iopub. Ordinary lines are batched into one `stream`
-//! message per burst (stdout and stderr each, in the order they were printed); the live display
+//! message per burst (stdout and stderr each, in the order they were printed; [`super::events`]
+//! says when a burst ends); the live display
 //! protocol's lines, which display parses, become their own messages, in order; a panic on the
 //! cell's thread is kept for the cell's error.
 
@@ -9,12 +10,15 @@ use jupyter_protocol::{
     ClearOutput, DisplayData, JupyterMessage, JupyterMessageContent, StreamContent, Transient,
     UpdateDisplayData,
 };
+use std::time::{Duration, Instant};
 
 pub(super) struct CellOutput<'a> {
     iopub: IoPub,
     parent: &'a JupyterMessage,
     stdout: String,
     stderr: String,
+    /// When the oldest text not yet published was added.
+    waiting_since: Option<Instant>,
     panic: Option<Panic>,
     /// The cell's last lines on stderr, published or not (see [`Self::take_stderr_tail`]).
     stderr_tail: std::collections::VecDeque<String>,
@@ -30,6 +34,7 @@ impl<'a> CellOutput<'a> {
             parent,
             stdout: String::new(),
             stderr: String::new(),
+            waiting_since: None,
             panic: None,
             stderr_tail: std::collections::VecDeque::new(),
         }
@@ -113,6 +118,12 @@ impl<'a> CellOutput<'a> {
             &mut self.stdout
         };
         this.push_str(text);
+        self.waiting_since.get_or_insert_with(Instant::now);
+    }
+
+    /// How long the oldest text not yet published has waited, if there is any.
+    pub fn text_waiting_for(&self) -> Option<Duration> {
+        self.waiting_since.map(|since| since.elapsed())
     }
 
     /// The cell's last lines on stderr: a dying process's last words (std's `memory allocation
@@ -123,6 +134,7 @@ impl<'a> CellOutput<'a> {
 
     /// Publishes the buffered text: stdout first, then stderr.
     pub fn flush(&mut self) {
+        self.waiting_since = None;
         if !self.stdout.is_empty() {
             let text = std::mem::take(&mut self.stdout);
             self.iopub
