@@ -70,6 +70,11 @@ impl Runtime {
 
     fn handle_line(&mut self, line: &io::Result<String>) -> Result<(), Error> {
         let line = line.as_ref()?;
+        // tchbook patch: an empty line is no command (an answer meant for a read that ended
+        // first); ending the process over it would lose every variable.
+        if line.is_empty() {
+            return Ok(());
+        }
         static LOAD_AND_RUN: Lazy<Regex> =
             Lazy::new(|| Regex::new("LOAD_AND_RUN ([^ ]+) ([^ ]+)").unwrap());
         if let Some(captures) = LOAD_AND_RUN.captures(line) {

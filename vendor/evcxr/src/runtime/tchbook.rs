@@ -18,6 +18,7 @@
 //   fd 0 is the command pipe again when the cell has ended.
 
 use std::ffi::c_int;
+use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
 use std::time::Duration;
 
@@ -28,7 +29,10 @@ pub(crate) const STDIN_REQUEST: &str = "EVCXR_INPUT_REQUEST_STDIN";
 const WATCH_EVERY: Duration = Duration::from_millis(40);
 
 static ENABLED: AtomicBool = AtomicBool::new(false);
-static CELL_RUNNING: AtomicBool = AtomicBool::new(false);
+/// Whether a cell is running, under a lock the watcher holds from its look at the threads to
+/// its request: a read it sees then is the cell's, never the runtime's own read of the next
+/// command, which begins only after the cell's end has taken the lock.
+static CELL_RUNNING: Mutex<bool> = Mutex::new(false);
 static INTERRUPTED: AtomicBool = AtomicBool::new(false);
 /// Whether fd 0 holds the directory that ends an interrupted read.
 static STDIN_REPLACED: AtomicBool = AtomicBool::new(false);
@@ -80,7 +84,7 @@ pub(super) struct CellGuard {
 impl CellGuard {
     pub(super) fn begin() -> CellGuard {
         INTERRUPTED.store(false, Ordering::SeqCst);
-        CELL_RUNNING.store(true, Ordering::SeqCst);
+        *running() = true;
         // SAFETY: duplicating this process's own fds 1 and 2 (-1 where they are not open).
         let saved = [1, 2].map(|fd| unsafe { libc::fcntl(fd, libc::F_DUPFD_CLOEXEC, 3) });
         CellGuard { saved }
@@ -89,7 +93,7 @@ impl CellGuard {
     /// After the cell: fd 0 is the command pipe again, fds 1 and 2 are what they were before
     /// the cell (said on stdout when the cell had closed them).
     pub(super) fn end(self) {
-        CELL_RUNNING.store(false, Ordering::SeqCst);
+        *running() = false;
         if STDIN_REPLACED.swap(false, Ordering::SeqCst) {
             // SAFETY: fd 0 and the duplicate made at start are this process's own.
             unsafe { libc::dup2(COMMANDS.load(Ordering::SeqCst), 0) };
@@ -117,6 +121,10 @@ impl CellGuard {
     }
 }
 
+fn running() -> std::sync::MutexGuard<'static, bool> {
+    CELL_RUNNING.lock().unwrap_or_else(|e| e.into_inner())
+}
+
 /// Whether `fd` is open. (A cell may replace fd 1 on purpose, as the prelude does when it
 /// starts its output pump in the first cell; only a closed one is put back.)
 fn is_open(fd: c_int) -> bool {
@@ -132,7 +140,8 @@ fn watch() {
     let mut asked: Option<(libc::pid_t, u64)> = None;
     loop {
         std::thread::sleep(WATCH_EVERY);
-        if !CELL_RUNNING.load(Ordering::SeqCst) || !ENABLED.load(Ordering::SeqCst) {
+        let running = running();
+        if !*running || !ENABLED.load(Ordering::SeqCst) {
             asked = None;
             continue;
         }
