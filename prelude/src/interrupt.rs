@@ -14,7 +14,7 @@ use std::sync::atomic::Ordering;
 /// ```
 /// assert!(tchbook_prelude::interrupt::MESSAGE.starts_with("KeyboardInterrupt"));
 /// ```
-pub const MESSAGE: &str = "KeyboardInterrupt: interrupted by the user";
+pub const MESSAGE: &str = crate::runtime::INTERRUPTED;
 
 /// The error [`f_check`] returns when an interrupt is pending.
 ///

@@ -29,7 +29,13 @@ fn read_reply(request: InputRequest) -> String {
     while line.ends_with('\n') || line.ends_with('\r') {
         line.pop();
     }
-    crate::interrupt::check();
+    // `interrupt::check`, which is a layer above this one.
+    if super::state::shared()
+        .interrupted
+        .swap(false, std::sync::atomic::Ordering::SeqCst)
+    {
+        panic!("{}", super::state::INTERRUPTED);
+    }
     line
 }
 

@@ -32,6 +32,7 @@ pub use input::{input, input_password};
 pub use protocol::{
     clear_message, display_message, emit, new_display_id, stream_message, update_message,
 };
+pub(crate) use state::INTERRUPTED;
 pub use state::in_kernel;
 pub(crate) use state::shared;
 pub use tchbook_wire::{Message, StreamName};

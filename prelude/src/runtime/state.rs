@@ -8,6 +8,10 @@ use tchbook_wire::env;
 // layout (its sources changed under a running kernel) must not read this one.
 const MAGIC: u64 = 0x7463_6862_6f6f_6b32; // "tchbook2"
 
+/// The message a cell ends with when the user interrupts it (`interrupt::MESSAGE`; the
+/// runtime's `input()`, below the `interrupt` layer, stops with it too).
+pub(crate) const INTERRUPTED: &str = "KeyboardInterrupt: interrupted by the user";
+
 /// Process-wide state.
 ///
 /// evcxr links every cell as its own cdylib, and each may carry its own copy of this crate's
