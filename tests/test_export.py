@@ -112,11 +112,17 @@ def coalesced(outputs: list) -> list[dict]:
     return result
 
 
+# What the kernel adds to an interrupted cell's error about its variable store (which bindings of
+# the cell were not stored); an exported program's cells share one function's locals and have no
+# such store, so the rest of the error is what both must say.
+KERNEL_STORE_NOTE = re.compile(r"; the cell stopped before its bindings were stored: .*$", re.S)
+
+
 def shape(o: dict) -> tuple:
     if o["output_type"] == "stream":
         return ("stream", o["name"])
     if o["output_type"] == "error":
-        return ("error", o["ename"], o["evalue"])
+        return ("error", o["ename"], KERNEL_STORE_NOTE.sub("", o["evalue"]))
     return (o["output_type"], tuple(sorted(o.get("data", {}))))
 
 
@@ -124,7 +130,7 @@ def text(o: dict) -> str:
     if o["output_type"] == "stream":
         return o["text"]
     if o["output_type"] == "error":
-        return f"{o['ename']}: {o['evalue']}"
+        return f"{o['ename']}: {KERNEL_STORE_NOTE.sub('', o['evalue'])}"
     return joined(o.get("data", {}).get("text/plain", ""))
 
 

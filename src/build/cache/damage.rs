@@ -23,10 +23,14 @@ pub fn is_ready(build_dir: &Path, stamp: &str) -> bool {
 }
 
 /// Marks `build_dir` ready for the prelude with this stamp, recording its dependency files'
-/// sizes and sums first ([`verify`] checks them) unless it was ready for it already, with them
-/// recorded (a slot seeded from the template: nothing was built).
+/// sizes and sums first ([`verify`] checks them): all of them for a new build, and for one that
+/// was ready already only what changed since they were recorded.
 pub fn mark_ready(build_dir: &Path, stamp: &str) -> Result<()> {
-    if !(is_ready(build_dir, stamp) && has_manifest(build_dir)) {
+    if is_ready(build_dir, stamp) && has_manifest(build_dir) {
+        // The start-up cell may have rebuilt a few files (cargo's own freshness checks): record
+        // those again, and keep every other file's sum, read when it was written.
+        refresh_manifest(build_dir)?;
+    } else {
         write_manifest(build_dir)?;
     }
     let marker = build_dir.join(READY_MARKER);
@@ -128,6 +132,42 @@ pub fn write_manifest(build_dir: &Path) -> Result<()> {
     }
     let path = build_dir.join(MANIFEST);
     std::fs::write(&path, text).with_context(|| format!("writing {}", path.display()))
+}
+
+/// Records `build_dir`'s dependency files again, hashing only those that are new, have another
+/// size, or were written after the manifest (a sum read once stays valid while its file is not
+/// written again).
+fn refresh_manifest(build_dir: &Path) -> Result<()> {
+    let path = build_dir.join(MANIFEST);
+    let written = std::fs::metadata(&path)
+        .and_then(|meta| meta.modified())
+        .ok();
+    let text = std::fs::read_to_string(&path).unwrap_or_default();
+    let known: std::collections::HashMap<PathBuf, (u64, String)> = text
+        .lines()
+        .filter_map(manifest_entry)
+        .filter_map(|(file, size, sum)| Some((file, (size, sum?.to_owned()))))
+        .collect();
+    let mut fresh = String::new();
+    for relative in dependency_files(build_dir) {
+        let file = build_dir.join(&relative);
+        let Ok(meta) = std::fs::metadata(&file) else {
+            continue;
+        };
+        let unchanged = |(size, _): &&(u64, String)| {
+            *size == meta.len()
+                && matches!((meta.modified().ok(), written), (Some(m), Some(w)) if m <= w)
+        };
+        let sum = match known.get(&relative).filter(unchanged) {
+            Some((_, sum)) => sum.clone(),
+            None => match sha256_of(&file) {
+                Ok(sum) => sum,
+                Err(_) => continue,
+            },
+        };
+        fresh.push_str(&format!("{}\t{sum}\t{}\n", meta.len(), relative.display()));
+    }
+    std::fs::write(&path, fresh).with_context(|| format!("writing {}", path.display()))
 }
 
 /// The SHA-256 of the file at `path`, lowercase hex.
@@ -368,6 +408,31 @@ mod tests {
             damage.what.contains("no member header at byte 8"),
             "{damage}"
         );
+    }
+
+    #[test]
+    fn marking_a_ready_directory_ready_records_what_a_build_rewrote_and_keeps_the_rest() {
+        let dir = build_dir("refresh");
+        let metadata = dir.join("target/debug/deps/libdep-1.rmeta");
+        std::fs::write(&metadata, b"metadata of the first build").unwrap();
+        mark_ready(&dir, "s").unwrap();
+        // Rewritten by a build after the manifest, as cargo rewrites what it finds stale.
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        std::fs::write(&metadata, b"metadata of a second build").unwrap();
+        mark_ready(&dir, "s").unwrap();
+        assert!(verify(&dir, Check::Contents).is_empty());
+        // A file overwritten without its time changing keeps its old sum, and is found.
+        let modified = std::fs::metadata(&metadata).unwrap().modified().unwrap();
+        std::fs::write(&metadata, b"metadata of a second bui1d").unwrap();
+        let file = std::fs::OpenOptions::new()
+            .write(true)
+            .open(&metadata)
+            .unwrap();
+        file.set_modified(modified - std::time::Duration::from_secs(60))
+            .unwrap();
+        mark_ready(&dir, "s").unwrap();
+        let damage = only_damage(&dir, Check::Contents);
+        assert_eq!(damage.path, Path::new("target/debug/deps/libdep-1.rmeta"));
     }
 
     #[test]
