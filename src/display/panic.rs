@@ -1,7 +1,7 @@
 //! A panic as the cell's error: its message, and the cell line it happened on or was called
 //! from.
 
-use super::reports::{ErrorReport, BLUE, BOLD, RED, RESET};
+use super::reports::{ErrorReport, BLUE, BOLD, INTERRUPT, RED, RESET};
 use super::torch::{out_of_memory, torch_error};
 use tchbook_wire::Panic;
 
@@ -14,7 +14,6 @@ use tchbook_wire::Panic;
 /// library (tch's `tensor_generated.rs`) is traced back to the cell line that called the
 /// library function it happened in. An interrupt never points into the prelude's sources.
 pub fn panic_report(panic: &Panic, cell: &str, generated_source: Option<&str>) -> ErrorReport {
-    const INTERRUPT: &str = "KeyboardInterrupt";
     let torch = torch_error(&panic.message);
     let (ename, evalue) = match (panic.message.strip_prefix(INTERRUPT), &torch) {
         (Some(rest), _) => (

@@ -13,6 +13,8 @@ pub(super) const RED: &str = "\x1b[1;31m";
 pub(super) const BLUE: &str = "\x1b[1;34m";
 pub(super) const BOLD: &str = "\x1b[1m";
 pub(super) const RESET: &str = "\x1b[0m";
+/// The name of an interrupted cell's error, as Python's.
+pub(super) const INTERRUPT: &str = "KeyboardInterrupt";
 
 /// The evaluation process was killed after an interrupt and restarted.
 pub fn interrupted_report(lost: &[String]) -> ErrorReport {
@@ -22,8 +24,8 @@ pub fn interrupted_report(lost: &[String]) -> ErrorReport {
         lost_sentence(lost)
     );
     ErrorReport {
-        ename: "KeyboardInterrupt".into(),
-        traceback: vec![format!("{RED}KeyboardInterrupt{RESET}: {evalue}")],
+        ename: INTERRUPT.into(),
+        traceback: vec![format!("{RED}{INTERRUPT}{RESET}: {evalue}")],
         evalue,
     }
 }
@@ -87,7 +89,6 @@ fn failed_allocation(message: &str) -> Option<u64> {
 /// cell waited on (a read of stdin fails then), and the cell stopped there. The panic's own
 /// message stays, after the interrupt's.
 pub fn as_interrupt(report: &mut ErrorReport) {
-    const INTERRUPT: &str = "KeyboardInterrupt";
     if report.ename == INTERRUPT {
         return;
     }
