@@ -85,25 +85,19 @@ fn point_at_embedded_crates(manifest: &str) -> String {
 
 /// Every file of the crate a build needs: sources, manifest, build script, data under `src/`.
 fn collect(root: &Path, dir: &Path, files: &mut Vec<String>) {
-    let Ok(entries) = std::fs::read_dir(dir) else {
-        return;
-    };
-    for entry in entries.flatten() {
-        let path = entry.path();
-        let name = entry.file_name().to_string_lossy().into_owned();
-        if name.starts_with('.') || name == "target" || name == "Cargo.lock" {
-            continue;
-        }
-        if path.is_dir() {
-            collect(root, &path, files);
-        } else {
-            let relative = path
-                .strip_prefix(root)
-                .unwrap()
-                .to_string_lossy()
-                .into_owned();
-            files.push(relative);
-        }
+    let entries = walkdir::WalkDir::new(dir)
+        .min_depth(1)
+        .into_iter()
+        .filter_entry(|entry| {
+            let name = entry.file_name().to_string_lossy();
+            !(name.starts_with('.') || name == "target" || name == "Cargo.lock")
+        });
+    for entry in entries
+        .flatten()
+        .filter(|entry| !entry.file_type().is_dir())
+    {
+        let relative = entry.path().strip_prefix(root).unwrap();
+        files.push(relative.to_string_lossy().into_owned());
     }
 }
 

@@ -308,7 +308,12 @@ fn user_offset(source: &Source, position: usize, offset: usize) -> Option<usize>
 pub fn build_index(template: &Path, out: &Path, header: &str, nice: bool) -> anyhow::Result<()> {
     use anyhow::Context;
     let exe = std::env::current_exe().context("finding this binary")?;
-    let dir = out.with_extension(format!("analyzer-{}", std::process::id()));
+    // The analyzer's scratch directory, beside the index (the same file system as the cache).
+    let scratch = tempfile::Builder::new()
+        .prefix("analyzer-")
+        .tempdir_in(out.parent().unwrap_or(Path::new(".")))
+        .context("creating the analyzer's scratch directory")?;
+    let dir = scratch.path().to_owned();
     if nice {
         // SAFETY: only lowers this thread's scheduling priority (Linux: per thread); the
         // analyzer thread spawned next, and the process it starts, inherit it.
@@ -330,7 +335,7 @@ pub fn build_index(template: &Path, out: &Path, header: &str, nice: bool) -> any
             header: header.to_owned(),
         })
         .blocking_recv();
-    let _ = std::fs::remove_dir_all(&dir);
+    drop(scratch);
     match answer {
         Ok(Ok(Reply::Index(index))) => index::save(out, &index),
         Ok(Ok(Reply::Failed { message })) => anyhow::bail!(message),

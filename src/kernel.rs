@@ -59,14 +59,10 @@ pub async fn serve<E: Evaluator>(
     Ok(restart)
 }
 
-/// A random session id (the kernel's own; clients identify themselves in their headers).
+/// A random session id (the kernel's own; clients identify themselves in their headers), as
+/// ipykernel makes it: a version-4 UUID's 32 hex digits.
 fn session_id() -> String {
-    let mut bytes = [0u8; 16];
-    if let Ok(mut file) = std::fs::File::open("/dev/urandom") {
-        use std::io::Read;
-        let _ = file.read_exact(&mut bytes);
-    }
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
+    uuid::Uuid::new_v4().simple().to_string()
 }
 
 /// Runs the `tchbook kernel` process on the connection file Jupyter wrote, with the real

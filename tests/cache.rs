@@ -61,9 +61,11 @@ struct CacheCopy {
 impl CacheCopy {
     fn new(name: &str) -> CacheCopy {
         let real = real_build_dir();
-        let root =
-            std::env::temp_dir().join(format!("tchbook-cache-{name}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&root);
+        let root = tempfile::Builder::new()
+            .prefix(&format!("tchbook-cache-{name}-"))
+            .tempdir()
+            .unwrap()
+            .keep();
         let build = root.join("build").join(real.file_name().unwrap());
         std::fs::create_dir_all(&build).unwrap();
         let copy = CacheCopy {
@@ -244,8 +246,11 @@ fn mount_tmpfs(dir: &Path, size: &str, read_only: bool) -> bool {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_read_only_cache_is_said_in_the_first_cell_and_plain_cells_still_run() {
-    let root = std::env::temp_dir().join(format!("tchbook-cache-ro-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&root);
+    let root_temp = tempfile::Builder::new()
+        .prefix("tchbook-cache-ro-")
+        .tempdir()
+        .unwrap();
+    let root = root_temp.path().to_path_buf();
     let mounted = mount_tmpfs(&root, "1m", true);
     if !mounted {
         // Without root, a directory without write permission is read-only enough.
@@ -290,9 +295,11 @@ fn mode(path: &Path) -> u32 {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_new_cache_root_is_private_to_its_user() {
-    let base = std::env::temp_dir().join(format!("tchbook-private-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&base);
-    std::fs::create_dir_all(&base).unwrap();
+    let base_temp = tempfile::Builder::new()
+        .prefix("tchbook-private-")
+        .tempdir()
+        .unwrap();
+    let base = base_temp.path().to_path_buf();
     let root = base.join("cache").join("tchbook");
     // Without libtorch the kernel starts at once: the cache still holds its build directory.
     let mut kernel = Kernel::start_with_env(&[
@@ -320,9 +327,11 @@ async fn a_new_cache_root_is_private_to_its_user() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn without_home_a_kernel_builds_in_a_private_directory_it_removes_when_it_ends() {
-    let folder = std::env::temp_dir().join(format!("tchbook-homeless-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&folder);
-    std::fs::create_dir_all(&folder).unwrap();
+    let folder_temp = tempfile::Builder::new()
+        .prefix("tchbook-homeless-")
+        .tempdir()
+        .unwrap();
+    let folder = folder_temp.path().to_path_buf();
     let mut kernel = Kernel::start_on(
         loopback_connection().await,
         &[("LIBTORCH", "/nonexistent/libtorch")],
@@ -381,8 +390,11 @@ async fn a_full_cache_is_said_in_the_first_cell_with_why_the_slot_copy_failed() 
         .parse()
         .unwrap();
     // Room for the template and the prelude's sources, not for a kernel's copy of it.
-    let root = std::env::temp_dir().join(format!("tchbook-cache-full-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&root);
+    let root_temp = tempfile::Builder::new()
+        .prefix("tchbook-cache-full-")
+        .tempdir()
+        .unwrap();
+    let root = root_temp.path().to_path_buf();
     if !mount_tmpfs(&root, &format!("{}k", kib + 16 * 1024), false) {
         eprintln!(
             "skipped: mounting a small tmpfs needs root (the read-only test covers the rest)"

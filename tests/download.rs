@@ -17,9 +17,11 @@ fn download(args: &[&str], root: &std::path::Path) -> std::process::Output {
 }
 
 fn scratch(name: &str) -> std::path::PathBuf {
-    let dir = std::env::temp_dir().join(format!("tchbook-download-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir_temp = tempfile::Builder::new()
+        .prefix(&format!("tchbook-download-{name}"))
+        .tempdir()
+        .unwrap();
+    let dir = dir_temp.path().to_path_buf();
     dir
 }
 

@@ -98,9 +98,11 @@ fn script(dir: &Path, name: &str, what: &str, then: &str) -> PathBuf {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn nothing_in_the_notebook_folder_runs_in_the_kernel() {
-    let folder = std::env::temp_dir().join(format!("tchbook-hostile-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&folder);
-    std::fs::create_dir_all(&folder).unwrap();
+    let folder_temp = tempfile::Builder::new()
+        .prefix("tchbook-hostile-")
+        .tempdir()
+        .unwrap();
+    let folder = folder_temp.path().to_path_buf();
     plant(&folder);
     // An empty loader path, as where none is set: the evaluation process's own path used to
     // end in ':' then, which the loader reads as the current directory.

@@ -41,8 +41,11 @@ fn jupyter_lists(data_dir: &Path) -> Option<bool> {
 
 #[test]
 fn install_writes_a_kernelspec_jupyter_lists_and_uninstall_removes_it() {
-    let data = std::env::temp_dir().join(format!("tchbook-install-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&data);
+    let data_temp = tempfile::Builder::new()
+        .prefix("tchbook-install-")
+        .tempdir()
+        .unwrap();
+    let data = data_temp.path().to_path_buf();
     let status = Command::new(binary())
         .args(["install", "--user", "--no-build"])
         .env("JUPYTER_DATA_DIR", &data)
@@ -95,8 +98,11 @@ fn install_writes_a_kernelspec_jupyter_lists_and_uninstall_removes_it() {
 
 #[test]
 fn install_with_prefix_writes_under_share_jupyter() {
-    let prefix = std::env::temp_dir().join(format!("tchbook-prefix-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&prefix);
+    let prefix_temp = tempfile::Builder::new()
+        .prefix("tchbook-prefix-")
+        .tempdir()
+        .unwrap();
+    let prefix = prefix_temp.path().to_path_buf();
     let status = Command::new(binary())
         .arg("install")
         .arg("--prefix")

@@ -21,6 +21,7 @@
 
 pub mod cache;
 pub(crate) mod cargo_front;
+pub(crate) mod digest;
 pub mod env;
 pub mod libtorch;
 pub(crate) mod link;

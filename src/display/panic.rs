@@ -192,8 +192,11 @@ mod tests {
 
     #[test]
     fn a_panic_in_a_library_function_points_at_the_cell_line_calling_it() {
-        let dir = std::env::temp_dir().join(format!("tchbook-display-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
+        let dir_temp = tempfile::Builder::new()
+            .prefix("tchbook-display-")
+            .tempdir()
+            .unwrap();
+        let dir = dir_temp.path().to_path_buf();
         let file = dir.join("tensor_generated.rs");
         std::fs::write(&file, "impl Tensor {\n    pub fn zeros(size: i64) -> Tensor {\n        Self::f_zeros(size).unwrap()\n    }\n}\n").unwrap();
         let panic = Panic {

@@ -153,8 +153,11 @@ mod tests {
 
     #[test]
     fn a_merge_replaces_the_notebook_whole_and_keeps_its_permissions() {
-        let dir = std::env::temp_dir().join(format!("tchbook-merge-test-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
+        let dir_temp = tempfile::Builder::new()
+            .prefix("tchbook-merge-test-")
+            .tempdir()
+            .unwrap();
+        let dir = dir_temp.path().to_path_buf();
         let notebook = dir.join("n.ipynb");
         let before = serde_json::json!({
             "cells": [{"cell_type": "code", "source": "1 + 1", "metadata": {}, "outputs": []}],

@@ -210,7 +210,11 @@ mod tests {
 
     #[test]
     fn exporting_again_removes_prelude_files_the_kernel_no_longer_embeds() {
-        let dir = std::env::temp_dir().join(format!("tchbook-export-test-{}", std::process::id()));
+        let dir_temp = tempfile::Builder::new()
+            .prefix("tchbook-export-test-")
+            .tempdir()
+            .unwrap();
+        let dir = dir_temp.path().to_path_buf();
         let notebook = dir.join("n.ipynb");
         std::fs::create_dir_all(&dir).unwrap();
         let cells = r#"{"cells": [{"cell_type": "code", "source": "1 + 1", "metadata": {}}]}"#;
@@ -238,10 +242,11 @@ mod tests {
 
     /// A one-cell notebook named `name` in a fresh directory of its own.
     fn notebook(test: &str, name: &str) -> PathBuf {
-        let dir =
-            std::env::temp_dir().join(format!("tchbook-export-{test}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).unwrap();
+        let dir = tempfile::Builder::new()
+            .prefix(&format!("tchbook-export-{test}-"))
+            .tempdir()
+            .unwrap()
+            .keep();
         let notebook = dir.join(name);
         let cells = r#"{"cells": [{"cell_type": "code", "source": "1 + 1", "metadata": {}}]}"#;
         std::fs::write(&notebook, cells).unwrap();

@@ -69,7 +69,7 @@ pub fn start(args: &LaunchArgs) -> Result<Launched> {
         stdin_port,
         control_port,
         hb_port,
-        key: uuid4(),
+        key: uuid::Uuid::new_v4().to_string(),
         signature_scheme: "hmac-sha256".to_owned(),
         kernel_name: None,
     };
@@ -134,22 +134,6 @@ pub fn fill_login_environment() {
     }
 }
 
-/// A random version-4 UUID, the form the launchers use for the signing key.
-fn uuid4() -> String {
-    let mut bytes: [u8; 16] = rand::random();
-    bytes[6] = (bytes[6] & 0x0f) | 0x40;
-    bytes[8] = (bytes[8] & 0x3f) | 0x80;
-    let hex: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
-    format!(
-        "{}-{}-{}-{}-{}",
-        &hex[0..8],
-        &hex[8..12],
-        &hex[12..16],
-        &hex[16..20],
-        &hex[20..32]
-    )
-}
-
 /// `contents` in an anonymous memory file (close-on-exec), readable at the returned path by
 /// this process only.
 fn memory_file(contents: &[u8]) -> Result<(PathBuf, OwnedFd)> {
@@ -163,15 +147,4 @@ fn memory_file(contents: &[u8]) -> Result<(PathBuf, OwnedFd)> {
     let mut file = std::fs::File::from(owned.try_clone()?);
     std::io::Write::write_all(&mut file, contents)?;
     Ok((PathBuf::from(format!("/proc/self/fd/{fd}")), owned))
-}
-
-#[cfg(test)]
-mod tests {
-    #[test]
-    fn signing_keys_are_version_4_uuids() {
-        let key = super::uuid4();
-        assert_eq!(key.len(), 36);
-        assert_eq!(&key[14..15], "4");
-        assert_ne!(key, super::uuid4());
-    }
 }

@@ -11,6 +11,7 @@
 use anyhow::{Context, Result};
 use std::fs::File;
 use std::path::{Path, PathBuf};
+use walkdir::WalkDir;
 
 /// Marker written into a build directory once the prelude has been built and loaded in it.
 /// It holds the prelude's stamp: a build directory made for other prelude sources is not
@@ -80,33 +81,24 @@ fn dependency_files(build_dir: &Path) -> Vec<PathBuf> {
         "tchbook-replay",
         "tchbook-check",
     ];
-    fn walk(dir: &Path, files: &mut Vec<PathBuf>) {
-        let Ok(entries) = std::fs::read_dir(dir) else {
-            return;
-        };
-        for entry in entries.flatten() {
-            let name = entry.file_name();
-            let name = name.to_string_lossy();
-            let Ok(kind) = entry.file_type() else {
-                continue;
-            };
-            if kind.is_dir() {
-                if !SKIPPED_DIRS.contains(&name.as_ref()) {
-                    walk(&entry.path(), files);
-                }
-            } else if kind.is_file()
-                // The cell crate is `ctx`; evcxr renames each cell's library `libcode_<n>.so`.
+    let files: Vec<PathBuf> = WalkDir::new(build_dir.join("target"))
+        .into_iter()
+        .filter_entry(|entry| {
+            !(entry.file_type().is_dir()
+                && SKIPPED_DIRS.contains(&entry.file_name().to_string_lossy().as_ref()))
+        })
+        .flatten()
+        .filter(|entry| {
+            let name = entry.file_name().to_string_lossy();
+            // The cell crate is `ctx`; evcxr renames each cell's library `libcode_<n>.so`.
+            entry.file_type().is_file()
                 && !(name.starts_with('.')
                     || name.starts_with("ctx")
                     || name.starts_with("libctx")
                     || name.starts_with("libcode_"))
-            {
-                files.push(entry.path());
-            }
-        }
-    }
-    let mut files = Vec::new();
-    walk(&build_dir.join("target"), &mut files);
+        })
+        .map(walkdir::DirEntry::into_path)
+        .collect();
     let mut relative: Vec<PathBuf> = files
         .iter()
         .filter_map(|path| path.strip_prefix(build_dir).ok())
@@ -345,9 +337,11 @@ mod tests {
 
     /// A build directory holding one rlib: an `ar` archive with one member.
     fn build_dir(name: &str) -> PathBuf {
-        let dir =
-            std::env::temp_dir().join(format!("tchbook-damage-{name}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
+        let dir = tempfile::Builder::new()
+            .prefix(&format!("tchbook-damage-{name}-"))
+            .tempdir()
+            .unwrap()
+            .keep();
         let deps = dir.join("target/debug/deps");
         std::fs::create_dir_all(&deps).unwrap();
         let data = vec![7u8; 1000];

@@ -1,6 +1,7 @@
 //! What a failing build cache means for the user, in words that say what to do.
 
 use super::cache_root;
+use std::io::ErrorKind;
 use std::path::Path;
 
 /// Below this much free space a build in the cache is likely to fail half-way (a cell's link
@@ -14,16 +15,16 @@ pub fn explain(error: &anyhow::Error) -> String {
     let io = error
         .chain()
         .find_map(|cause| cause.downcast_ref::<std::io::Error>())
-        .and_then(std::io::Error::raw_os_error);
+        .map(std::io::Error::kind);
     let elsewhere = "or set TCHBOOK_CACHE_DIR to a directory that is (in the environment \
          Jupyter starts from, or in the kernelspec's `env`)";
     match io {
-        Some(libc::EROFS | libc::EACCES | libc::EPERM) => format!(
+        Some(ErrorKind::ReadOnlyFilesystem | ErrorKind::PermissionDenied) => format!(
             "The build cache {} cannot be written ({error:#}). Fix: make it writable, {elsewhere}; \
              then restart the kernel. Until then cells run without the prelude.",
             root.display()
         ),
-        Some(libc::ENOSPC | libc::EDQUOT) => format!(
+        Some(ErrorKind::StorageFull | ErrorKind::QuotaExceeded) => format!(
             "The disk holding the build cache {} is full ({error:#}; {}). Fix: free some space \
              (old builds under {} can go: `tchbook doctor` lists them), {elsewhere}; then \
              restart the kernel.",

@@ -21,11 +21,13 @@
 //! One file per job: this one the layout, slots and locks; `damage` the ready marker and the
 //! file-by-file check and repair; `explain` what a failing cache means for the user.
 
+use super::digest::Key;
 use super::env;
 use anyhow::{Context, Result};
 use std::fs::File;
 use std::os::fd::AsRawFd;
 use std::path::{Path, PathBuf};
+use walkdir::WalkDir;
 
 mod damage;
 mod explain;
@@ -335,82 +337,83 @@ pub struct BuildDir {
     pub problem: Option<String>,
 }
 
-/// The kernel version and a hash of every file of the prelude crate at `dir`.
-fn stamp(dir: &Path) -> String {
-    use std::hash::{Hash, Hasher};
-    fn walk(dir: &Path, files: &mut Vec<PathBuf>) {
-        let Ok(entries) = std::fs::read_dir(dir) else {
-            return;
-        };
-        for entry in entries.flatten() {
-            let path = entry.path();
+/// Every entry under a crate's folder `dir` but `target/` and hidden ones, in file name order
+/// (parents before their contents).
+pub(crate) fn crate_entries(
+    dir: &Path,
+) -> impl Iterator<Item = walkdir::Result<walkdir::DirEntry>> {
+    WalkDir::new(dir)
+        .min_depth(1)
+        .sort_by_file_name()
+        .into_iter()
+        .filter_entry(|entry| {
             let name = entry.file_name();
-            if name.to_string_lossy().starts_with('.') || name == "target" {
-                continue;
-            }
-            if path.is_dir() {
-                walk(&path, files);
-            } else {
-                files.push(path);
-            }
-        }
-    }
-    let mut files = Vec::new();
-    walk(dir, &mut files);
-    files.sort();
-    // SipHash with fixed keys: the same files give the same stamp in every process.
-    let mut hasher = std::collections::hash_map::DefaultHasher::new();
+            !(name.to_string_lossy().starts_with('.') || name == "target")
+        })
+}
+
+/// The kernel version and a hash of every file of the prelude crate at `dir` (its path and
+/// contents; `target/` and hidden entries aside).
+fn stamp(dir: &Path) -> String {
+    let mut key = Key::new();
+    let files = crate_entries(dir)
+        .flatten()
+        .filter(|entry| !entry.file_type().is_dir());
     for file in files {
-        file.strip_prefix(dir).unwrap_or(&file).hash(&mut hasher);
-        std::fs::read(&file).unwrap_or_default().hash(&mut hasher);
+        let path = file.path();
+        key.os(path.strip_prefix(dir).unwrap_or(path).as_os_str());
+        key.bytes(&std::fs::read(path).unwrap_or_default());
     }
-    format!("{}-{:016x}", crate::VERSION, hasher.finish())
+    format!("{}-{}", crate::VERSION, key.hex(16))
 }
 
 /// Replaces `to` with a copy of `from`, keeping modification times (cargo's freshness checks
-/// compare them) and sharing blocks where the file system can.
+/// compare them) and permissions, and sharing blocks where the file system can (reflinks). A
+/// copy that fails leaves nothing behind, and its error keeps the system's error (no space, a
+/// read-only file system, no permission) for `explain` to name.
 pub fn copy_build_dir(from: &Path, to: &Path) -> Result<()> {
     if to.exists() {
         std::fs::remove_dir_all(to).with_context(|| format!("removing {}", to.display()))?;
     }
-    let output = std::process::Command::new("cp")
-        .arg("-a")
-        .arg("--reflink=auto")
-        .arg(from)
-        .arg(to)
-        .output()
-        .context("running cp")?;
-    if !output.status.success() {
+    copy_tree(from, to).map_err(|error| {
         // A half-made copy must not look like a build directory to the next kernel.
         let _ = std::fs::remove_dir_all(to);
-        let said = String::from_utf8_lossy(&output.stderr);
-        let first = said.lines().next().unwrap_or("").trim();
-        let error = anyhow::anyhow!(
-            "copying {} to {} failed ({}): {}",
+        error.context(format!(
+            "copying {} to {} failed",
             from.display(),
-            to.display(),
-            output.status,
-            if first.is_empty() {
-                "cp said nothing"
-            } else {
-                first
-            }
-        );
-        // cp reports ENOSPC/EACCES only in its words; name them as errors so `explain` can.
-        let os = if said.contains("No space left") {
-            Some(libc::ENOSPC)
-        } else if said.contains("Read-only file system") {
-            Some(libc::EROFS)
-        } else if said.contains("Permission denied") {
-            Some(libc::EACCES)
+            to.display()
+        ))
+    })
+}
+
+fn copy_tree(from: &Path, to: &Path) -> Result<()> {
+    let mut directories = Vec::new();
+    for entry in WalkDir::new(from) {
+        let entry = entry.map_err(std::io::Error::from)?;
+        let source = entry.path();
+        let target = to.join(source.strip_prefix(from).unwrap_or(source));
+        let meta = entry.metadata().map_err(std::io::Error::from)?;
+        let kind = entry.file_type();
+        if kind.is_dir() {
+            std::fs::create_dir(&target)
+                .with_context(|| format!("creating {}", target.display()))?;
+            directories.push((target, meta));
+        } else if kind.is_symlink() {
+            let link = std::fs::read_link(source)?;
+            std::os::unix::fs::symlink(&link, &target)
+                .with_context(|| format!("linking {}", target.display()))?;
         } else {
-            None
-        };
-        return Err(match os {
-            Some(code) => anyhow::Error::new(std::io::Error::from_raw_os_error(code))
-                .context(error.to_string()),
-            None => error,
-        });
+            reflink_copy::reflink_or_copy(source, &target)
+                .with_context(|| format!("copying {}", source.display()))?;
+            let file = File::options().write(true).open(&target)?;
+            file.set_permissions(meta.permissions())?;
+            file.set_modified(meta.modified()?)?;
+        }
+    }
+    // Directories last, deepest first: writing into one changes its modification time.
+    for (directory, meta) in directories.iter().rev() {
+        std::fs::set_permissions(directory, meta.permissions())?;
+        File::open(directory)?.set_modified(meta.modified()?)?;
     }
     Ok(())
 }
@@ -436,21 +439,20 @@ pub(crate) fn write_prelude_copy(dir: &Path) -> Result<()> {
 }
 
 fn remove_stale(dir: &Path, keep: &std::collections::HashSet<PathBuf>) -> Result<()> {
-    let entries = std::fs::read_dir(dir).with_context(|| format!("reading {}", dir.display()))?;
-    for entry in entries {
-        let entry = entry.with_context(|| format!("reading {}", dir.display()))?;
-        let name = entry.file_name();
-        if name.to_string_lossy().starts_with('.') || name == "target" {
-            continue;
-        }
+    let mut entries = Vec::new();
+    let walk = crate_entries(dir);
+    for entry in walk {
+        entries.push(entry.with_context(|| format!("reading {}", dir.display()))?);
+    }
+    // Children before their directory, so an emptied directory goes too. A link is removed as
+    // a file, never followed.
+    for entry in entries.iter().rev() {
         let path = entry.path();
-        // A link is removed as a file, never followed.
-        if entry.file_type().is_ok_and(|t| t.is_dir()) {
-            remove_stale(&path, keep)?;
+        if entry.file_type().is_dir() {
             // Fails, as it should, while something is kept inside.
-            let _ = std::fs::remove_dir(&path);
-        } else if !keep.contains(&path) {
-            std::fs::remove_file(&path).with_context(|| {
+            let _ = std::fs::remove_dir(path);
+        } else if !keep.contains(path) {
+            std::fs::remove_file(path).with_context(|| {
                 format!("removing {}, left by an earlier kernel", path.display())
             })?;
         }
@@ -488,8 +490,11 @@ mod tests {
 
     #[test]
     fn the_prelude_copy_loses_files_an_earlier_kernel_wrote() {
-        let dir = std::env::temp_dir().join(format!("tchbook-prelude-copy-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
+        let dir_temp = tempfile::Builder::new()
+            .prefix("tchbook-prelude-copy-")
+            .tempdir()
+            .unwrap();
+        let dir = dir_temp.path().to_path_buf();
         // What an earlier kernel left: a module file since replaced by a directory, a file
         // in a directory that is gone, and cargo's own leftovers.
         for stale in [

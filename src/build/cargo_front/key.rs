@@ -2,6 +2,8 @@
 //! run for the cell crate.
 
 use super::record::relative;
+use crate::build::cache::crate_entries;
+use crate::build::digest::Key;
 use crate::build::env;
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
@@ -19,32 +21,32 @@ const KEY_IGNORES: &[&str] = &[
 /// A hash of everything that decides the rustc command cargo would run for the cell crate:
 /// the arguments, the manifest, the lock file, every cargo config file that applies, the
 /// environment cargo and rustc read, and the compiler itself.
-pub(super) fn inputs_key(dir: &Path, args: &[OsString]) -> u64 {
-    use std::hash::{Hash, Hasher};
-    // SipHash with fixed keys: the same inputs give the same key in every process.
-    let mut hasher = std::collections::hash_map::DefaultHasher::new();
+pub(super) fn inputs_key(dir: &Path, args: &[OsString]) -> String {
+    let mut key = Key::new();
     // `--offline` changes how cargo may fetch, never the rustc command (evcxr's start-up cell
     // is built offline, later cells not).
-    for arg in args.iter().filter(|arg| *arg != "--offline") {
-        arg.hash(&mut hasher);
+    let args: Vec<&OsString> = args.iter().filter(|arg| *arg != "--offline").collect();
+    key.number(args.len() as u64);
+    for arg in args {
+        key.os(arg);
     }
     for file in ["Cargo.toml", "Cargo.lock"] {
-        std::fs::read(dir.join(file)).ok().hash(&mut hasher);
+        key.optional(std::fs::read(dir.join(file)).ok().as_deref());
     }
     for ancestor in dir.ancestors() {
         for name in ["config.toml", "config"] {
             let config = ancestor.join(".cargo").join(name);
             if let Ok(contents) = std::fs::read(&config) {
-                relative(&config.to_string_lossy(), dir).hash(&mut hasher);
-                contents.hash(&mut hasher);
+                key.bytes(relative(&config.to_string_lossy(), dir).as_bytes());
+                key.bytes(&contents);
             }
         }
     }
     // Path dependencies (the prelude) are sources cargo would check for changes: so does the
     // key, by every file's size and modification time, as cargo's own freshness check does.
     for source in path_dependencies(dir) {
-        source.hash(&mut hasher);
-        hash_tree(&source, &mut hasher);
+        key.os(source.as_os_str());
+        hash_tree(&source, &mut key);
     }
     let mut variables: Vec<(String, String)> = std::env::vars()
         .filter(|(name, _)| {
@@ -54,12 +56,14 @@ pub(super) fn inputs_key(dir: &Path, args: &[OsString]) -> u64 {
         .map(|(name, value)| (name, relative(&value, dir)))
         .collect();
     variables.sort();
-    variables.hash(&mut hasher);
-    if let Some(meta) = std::env::var_os("RUSTC").and_then(|rustc| std::fs::metadata(rustc).ok()) {
-        meta.len().hash(&mut hasher);
-        meta.modified().ok().hash(&mut hasher);
+    key.number(variables.len() as u64);
+    for (name, value) in &variables {
+        key.bytes(name.as_bytes()).bytes(value.as_bytes());
     }
-    hasher.finish()
+    if let Some(meta) = std::env::var_os("RUSTC").and_then(|rustc| std::fs::metadata(rustc).ok()) {
+        key.number(meta.len()).time(meta.modified().ok());
+    }
+    key.hex(32)
 }
 
 /// The directories of the manifest's `path` dependencies.
@@ -85,27 +89,18 @@ fn path_dependencies(dir: &Path) -> Vec<PathBuf> {
 
 /// Hashes every file under `dir` (but `target/` and hidden entries) by relative path, size
 /// and modification time.
-fn hash_tree(dir: &Path, hasher: &mut impl std::hash::Hasher) {
-    use std::hash::Hash;
-    let Ok(entries) = std::fs::read_dir(dir) else {
-        return;
-    };
-    let mut entries: Vec<_> = entries.flatten().collect();
-    entries.sort_by_key(|entry| entry.file_name());
-    for entry in entries {
-        let name = entry.file_name();
-        if name.to_string_lossy().starts_with('.') || name == "target" {
-            continue;
-        }
+fn hash_tree(dir: &Path, key: &mut Key) {
+    for entry in crate_entries(dir).flatten() {
         let Ok(meta) = entry.metadata() else {
             continue;
         };
-        name.hash(hasher);
-        if meta.is_dir() {
-            hash_tree(&entry.path(), hasher);
-        } else {
-            meta.len().hash(hasher);
-            meta.modified().ok().hash(hasher);
+        key.os(entry
+            .path()
+            .strip_prefix(dir)
+            .unwrap_or(entry.path())
+            .as_os_str());
+        if !meta.is_dir() {
+            key.number(meta.len()).time(meta.modified().ok());
         }
     }
 }
@@ -116,7 +111,8 @@ mod tests {
 
     #[test]
     fn a_change_in_a_path_dependency_changes_the_key() {
-        let dir = std::env::temp_dir().join(format!("tchbook-front-key-{}", std::process::id()));
+        let temp = tempfile::tempdir().unwrap();
+        let dir = temp.path();
         let dep = dir.join("dep");
         std::fs::create_dir_all(dep.join("src")).unwrap();
         std::fs::write(
@@ -126,10 +122,9 @@ mod tests {
         .unwrap();
         std::fs::write(dep.join("src").join("lib.rs"), "pub fn f() {}").unwrap();
         let args = [OsString::from("build")];
-        let before = inputs_key(&dir, &args);
-        assert_eq!(inputs_key(&dir, &args), before);
+        let before = inputs_key(dir, &args);
+        assert_eq!(inputs_key(dir, &args), before);
         std::fs::write(dep.join("src").join("lib.rs"), "pub fn f() { let _ = 1; }").unwrap();
-        assert_ne!(inputs_key(&dir, &args), before);
-        std::fs::remove_dir_all(&dir).unwrap();
+        assert_ne!(inputs_key(dir, &args), before);
     }
 }

@@ -19,7 +19,7 @@ pub(super) fn record_with_real_cargo(
     args: &[OsString],
     dir: &Path,
     records: &Path,
-    key_before: u64,
+    key_before: String,
     relay: bool,
 ) -> Result<i32> {
     std::fs::create_dir_all(records).with_context(|| format!("creating {}", records.display()))?;
@@ -72,12 +72,12 @@ pub(super) fn record_with_real_cargo(
 /// its dependencies (evcxr's first, empty cell), and the next kernel starts from that same
 /// state again. (When the cell crate was fresh, rustc did not run and only an earlier record
 /// for the state after the build can say what it would be.)
-fn keep(pending: &Path, records: &Path, key_after: u64, key_before: u64) {
-    let after = records.join(format!("{key_after:016x}.json"));
+fn keep(pending: &Path, records: &Path, key_after: String, key_before: String) {
+    let after = records.join(format!("{key_after}.json"));
     if pending.is_file() {
         let _ = std::fs::rename(pending, &after);
     }
-    let before = records.join(format!("{key_before:016x}.json"));
+    let before = records.join(format!("{key_before}.json"));
     if before != after && after.is_file() {
         let _ = std::fs::copy(&after, &before);
     }

@@ -109,7 +109,7 @@ fn run_front(real: &Path, args: &[OsString]) -> Result<i32> {
         })
         .collect();
     let key = key::inputs_key(&dir, &build_args);
-    let path = records.join(format!("{key:016x}.json"));
+    let path = records.join(format!("{key}.json"));
     if let Some(record) = record::load(&path, &dir) {
         return replay::replay(record, &path, &dir, check);
     }

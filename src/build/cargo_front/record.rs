@@ -3,6 +3,7 @@
 
 use crate::build::link::{self, LinkPlan};
 use serde::{Deserialize, Serialize};
+use std::io::Write;
 use std::path::{Path, PathBuf};
 
 /// Stands for the build directory in stored records.
@@ -61,9 +62,13 @@ pub(super) fn save(record: &Record, path: &Path) {
     let Ok(json) = serde_json::to_vec(record) else {
         return;
     };
-    let temporary = path.with_extension(format!("tmp-{}", std::process::id()));
-    if std::fs::write(&temporary, json).is_ok() {
-        let _ = std::fs::rename(&temporary, path);
+    let Some(dir) = path.parent() else {
+        return;
+    };
+    if let Ok(mut temporary) = tempfile::NamedTempFile::new_in(dir) {
+        if temporary.write_all(&json).is_ok() {
+            let _ = temporary.persist(path);
+        }
     }
 }
 
@@ -114,8 +119,11 @@ mod tests {
 
     #[test]
     fn a_record_whose_dependency_is_gone_is_not_replayed() {
-        let dir = std::env::temp_dir().join(format!("tchbook-front-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
+        let dir_temp = tempfile::Builder::new()
+            .prefix("tchbook-front-")
+            .tempdir()
+            .unwrap();
+        let dir = dir_temp.path().to_path_buf();
         let rustc = std::env::current_exe().unwrap();
         let present = dir.join("libpresent.rlib");
         std::fs::write(&present, b"").unwrap();

@@ -24,6 +24,7 @@
 //! [`LinkPlan::Full`]) and links as rustc does.
 
 use super::cargo_front::{absolute, relative};
+use super::digest::Key;
 use anyhow::{bail, Context, Result};
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
@@ -143,7 +144,7 @@ fn link_library(linker: &str, args: &[String], replaced: &[String], dir: &Path) 
     let library_dir = dir.join(LIBRARY_DIR);
     std::fs::create_dir_all(&library_dir)
         .with_context(|| format!("creating {}", library_dir.display()))?;
-    let name = format!("libtchbook-deps-{:016x}.so", fingerprint(replaced));
+    let name = format!("libtchbook-deps-{}.so", fingerprint(replaced));
     let library = library_dir.join(&name);
     if library.is_file() {
         return Ok(library);
@@ -281,17 +282,16 @@ fn search_dirs(args: &[String]) -> Vec<PathBuf> {
 
 /// Names the library after the rlibs it holds, by path, size and modification time: a
 /// rebuilt dependency gives a new library (and a process that loaded the old one keeps it).
-fn fingerprint(rlibs: &[String]) -> u64 {
-    use std::hash::{Hash, Hasher};
-    let mut hasher = std::collections::hash_map::DefaultHasher::new();
+fn fingerprint(rlibs: &[String]) -> String {
+    let mut key = Key::new();
+    key.number(rlibs.len() as u64);
     for rlib in rlibs {
-        rlib.hash(&mut hasher);
-        if let Ok(meta) = std::fs::metadata(rlib) {
-            meta.len().hash(&mut hasher);
-            meta.modified().ok().hash(&mut hasher);
-        }
+        key.bytes(rlib.as_bytes());
+        let meta = std::fs::metadata(rlib).ok();
+        key.number(meta.as_ref().map_or(0, |m| m.len()));
+        key.time(meta.and_then(|m| m.modified().ok()));
     }
-    hasher.finish()
+    key.hex(16)
 }
 
 #[cfg(test)]

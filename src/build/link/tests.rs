@@ -120,7 +120,11 @@ fn fake_dependencies(dir: &Path) -> (PathBuf, PathBuf) {
 
 #[test]
 fn the_library_holds_the_rlibs_whole_and_the_plan_names_libtorch() {
-    let dir = std::env::temp_dir().join(format!("tchbook-link-{}", std::process::id()));
+    let dir_temp = tempfile::Builder::new()
+        .prefix("tchbook-link-")
+        .tempdir()
+        .unwrap();
+    let dir = dir_temp.path().to_path_buf();
     let (rlib, torch) = fake_dependencies(&dir);
     let deps = dir.join("target").join("deps");
     let line = format!(
@@ -165,7 +169,11 @@ fn the_library_holds_the_rlibs_whole_and_the_plan_names_libtorch() {
 
 #[test]
 fn libraries_no_record_names_are_removed() {
-    let dir = std::env::temp_dir().join(format!("tchbook-link-gc-{}", std::process::id()));
+    let dir_temp = tempfile::Builder::new()
+        .prefix("tchbook-link-gc-")
+        .tempdir()
+        .unwrap();
+    let dir = dir_temp.path().to_path_buf();
     let libraries = dir.join(LIBRARY_DIR);
     let records = dir.join("target").join("tchbook-replay");
     std::fs::create_dir_all(&libraries).unwrap();

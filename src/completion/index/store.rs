@@ -3,6 +3,7 @@
 
 use super::super::wire::{Index, Item, Reply};
 use anyhow::{bail, Result};
+use std::io::Write;
 use std::path::Path;
 
 /// Scalar types, which are not names in scope but are common receivers.
@@ -69,8 +70,8 @@ pub(crate) fn load(path: &Path) -> Option<Index> {
 
 /// Writes the index atomically (a kernel may read it at the same moment).
 pub(crate) fn save(path: &Path, index: &Index) -> Result<()> {
-    let partial = path.with_extension(format!("partial-{}", std::process::id()));
-    std::fs::write(&partial, serde_json::to_vec(index)?)?;
-    std::fs::rename(&partial, path)?;
+    let mut partial = tempfile::NamedTempFile::new_in(path.parent().unwrap_or(Path::new(".")))?;
+    partial.write_all(&serde_json::to_vec(index)?)?;
+    partial.persist(path)?;
     Ok(())
 }
