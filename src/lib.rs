@@ -15,6 +15,7 @@
 //!   final values, compile errors, panics) into Jupyter message contents.
 //! - [`completion`]: completion and hover within JupyterLab's one-second patience:
 //!   rust-analyzer in a process of its own, a fallback index until it is warm.
+//! - `commands`: the `:` command language, read once for the engine, export and `syntax`.
 //! - [`syntax`]: `is_complete` and the code point ↔ byte offset conversions.
 //! - [`history`]: this session's cells for `history_request`.
 //! - [`build`]: build speed: the cargo front end, the link plan, the persistent per-user build
@@ -40,6 +41,7 @@
 //! `idle`.
 
 pub mod build;
+mod commands;
 pub mod completion;
 pub mod dispatch;
 pub mod display;

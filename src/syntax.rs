@@ -18,12 +18,18 @@ pub enum Completeness {
 /// The parse is rust-analyzer's, on the code as the body of a function, which is how evcxr
 /// treats a cell (statements and items mixed).
 pub fn is_complete(code: &str) -> Completeness {
-    // evcxr's `:` commands (`:dep`, `:vars`) are complete lines of their own.
-    let rust: String = code
-        .lines()
-        .filter(|line| !line.trim_start().starts_with(':'))
-        .collect::<Vec<_>>()
-        .join("\n");
+    // evcxr's `:` commands (`:dep`, `:vars`) are complete lines of their own; what follows
+    // `:timeit`'s line is the rest of its expression.
+    let cell = crate::commands::Cell::parse(code);
+    let rust = match cell.timeit {
+        Some(_) => code
+            .trim_start()
+            .lines()
+            .skip(1)
+            .collect::<Vec<_>>()
+            .join("\n"),
+        None => cell.rust(),
+    };
     if rust.trim().is_empty() {
         return Completeness::Complete;
     }

@@ -1,5 +1,8 @@
 //! tchbook's own `:` commands, rewritten into code evcxr runs (`:timeit`), answered as tables
-//! (`:help`, `:vars`), or followed by the prelude (`:fmt`, `:types`).
+//! (`:help`, `:vars`), or followed by the prelude (`:fmt`, `:types`). Cells are read by
+//! `crate::commands`.
+
+use crate::commands::{Cell, Command};
 
 /// evcxr's output format for a cell's final value, as far as the prelude's `PlainDisplay`
 /// (std values) must follow it.
@@ -21,14 +24,16 @@ impl Default for PlainFormat {
 }
 
 impl PlainFormat {
-    /// The format after `code`'s `:fmt` and `:types` lines, read as evcxr reads them.
-    pub(super) fn after(&self, code: &str) -> PlainFormat {
+    /// The format after a cell's `:fmt` and `:types` commands, read as evcxr reads them.
+    pub(super) fn after<'a>(&self, commands: impl IntoIterator<Item = Command<'a>>) -> PlainFormat {
         let mut format = self.clone();
-        for line in code.lines().map(str::trim) {
-            if let Some(rest) = command_argument(line, ":fmt") {
-                format.format = if rest.is_empty() { "{:?}" } else { rest }.to_owned();
-            } else if command_argument(line, ":types").is_some() {
-                format.types = !format.types;
+        for command in commands {
+            match command {
+                Command::Fmt(rest) => {
+                    format.format = if rest.is_empty() { "{:?}" } else { rest }.to_owned();
+                }
+                Command::Types => format.types = !format.types,
+                _ => {}
             }
         }
         format
@@ -48,17 +53,14 @@ impl PlainFormat {
     }
 }
 
-/// `:name args` → `Some(args)` (trimmed); `None` for any other line.
-pub(super) fn command_argument<'a>(line: &'a str, name: &str) -> Option<&'a str> {
-    let rest = line.strip_prefix(name)?;
-    (rest.is_empty() || rest.starts_with(char::is_whitespace)).then(|| rest.trim())
-}
-
-/// tchbook's own `:` commands, handled by rewriting them into code evcxr runs.
-pub(super) struct Rewritten {
+/// tchbook's own `:` commands, handled by rewriting them into code evcxr runs, and the
+/// commands evcxr runs itself that the engine follows after the cell.
+pub(super) struct Rewritten<'a> {
     pub(super) code: String,
     /// A cell that is only `:help` or `:vars`: its answer becomes a [`Table`].
     pub(super) listing: Option<Listing>,
+    /// The cell's commands, read once.
+    pub(super) commands: Vec<Command<'a>>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -90,22 +92,24 @@ const PROCESSES_NOTE: &str = "Processes a cell starts end with the kernel: at sh
     of its own: `Command::new(\"setsid\").args([\"-f\", \"server\"]).spawn()`, or call \
     `.process_group(0)` (std::os::unix::process::CommandExt) on its Command.";
 
-pub(super) fn rewrite_commands(code: &str) -> Rewritten {
-    let trimmed = code.trim_start();
-    if let Some(rest) = command_argument(trimmed, ":timeit") {
+pub(super) fn rewrite_commands(code: &str) -> Rewritten<'_> {
+    let cell = Cell::parse(code);
+    if let Some(expression) = cell.timeit {
         return Rewritten {
-            code: timeit_code(rest),
+            code: timeit_code(expression),
             listing: None,
+            commands: Vec::new(),
         };
     }
-    let listing = match code.trim() {
-        ":help" => Some(Listing::Help),
-        ":vars" => Some(Listing::Vars),
+    let listing = match cell.only_command() {
+        Some(Command::Help) => Some(Listing::Help),
+        Some(Command::Vars) => Some(Listing::Vars),
         _ => None,
     };
     Rewritten {
         code: code.to_owned(),
         listing,
+        commands: cell.commands().collect(),
     }
 }
 
@@ -216,16 +220,17 @@ mod tests {
     use super::*;
 
     #[test]
-    fn format_commands_are_read_as_evcxr_reads_them() {
-        assert_eq!(command_argument(":fmt {:#?}", ":fmt"), Some("{:#?}"));
-        assert_eq!(command_argument(":fmt", ":fmt"), Some(""));
-        assert_eq!(command_argument(":types", ":types"), Some(""));
-        assert_eq!(command_argument(":fmtx", ":fmt"), None);
-        assert_eq!(command_argument("let fmt = 1;", ":fmt"), None);
-        let pretty = PlainFormat {
-            format: "{:#?}".to_owned(),
-            types: true,
-        };
+    fn format_commands_are_followed_as_evcxr_reads_them() {
+        let cell = Cell::parse(":fmt {:#?}\nlet fmt = 1;\n:types\n:fmtx {}");
+        let pretty = PlainFormat::default().after(cell.commands());
+        assert_eq!(
+            pretty,
+            PlainFormat {
+                format: "{:#?}".to_owned(),
+                types: true,
+            }
+        );
+        assert_eq!(pretty.after(Cell::parse(":fmt").commands()).format, "{:?}");
         assert_eq!(
             pretty.prelude_call(),
             "tchbook_prelude::display::set_plain_format(true, true);"

@@ -7,6 +7,7 @@ use super::interrupt::kill_process_group;
 use super::pump::PumpMessage;
 use super::{CellError, CellValue, Event, Finished, Interrupter, Table};
 use crate::build::cache;
+use crate::commands::Command;
 use crate::completion::{self, Prepared, Source};
 use crossbeam_channel::Sender;
 use evcxr::{CommandContext, EvalCallbacks, EvalOutputs};
@@ -156,7 +157,7 @@ impl State {
             Ok(outputs) => Ok(self.value(outputs, &code, interrupted)),
             Err(error) => Err(self.error(error, &before, interrupted)),
         };
-        let outcome = self.after_cell(outcome, &code.code);
+        let outcome = self.after_cell(outcome, &code);
         Finished { outcome, source }
     }
 
@@ -237,10 +238,10 @@ impl State {
     fn after_cell(
         &mut self,
         outcome: Result<CellValue, CellError>,
-        code: &str,
+        code: &Rewritten,
     ) -> Result<CellValue, CellError> {
         let outcome = outcome.map(|mut value| {
-            if let Some(note) = self.follow_format_commands(code) {
+            if let Some(note) = self.follow_format_commands(&code.commands) {
                 for (kind, text) in value.mime.iter_mut() {
                     if kind == "text/plain" {
                         text.push_str(&note);
@@ -249,11 +250,11 @@ impl State {
             }
             value
         });
-        if outcome.is_ok()
-            && code
-                .lines()
-                .any(|line| line.trim_start().starts_with(":dep"))
-        {
+        let dep = code
+            .commands
+            .iter()
+            .any(|command| matches!(command, Command::Dep(_)));
+        if outcome.is_ok() && dep {
             // cargo rebuilt dependencies in place: record their sizes anew (`cache::verify`).
             if let Err(error) = cache::write_manifest(&self.build_dir) {
                 tracing::warn!("recording the build directory's files: {error:#}");
@@ -272,8 +273,8 @@ impl State {
 
     /// After a cell with `:fmt` or `:types` ran: tells the prelude, whose `PlainDisplay` shows
     /// std values in place of evcxr's fallback. Returns a note for formats it cannot follow.
-    fn follow_format_commands(&mut self, code: &str) -> Option<String> {
-        let format = self.plain_format.after(code);
+    fn follow_format_commands(&mut self, commands: &[Command]) -> Option<String> {
+        let format = self.plain_format.after(commands.iter().copied());
         if format == self.plain_format {
             return None;
         }

@@ -4,6 +4,7 @@
 
 use super::notebook::{source_hash, CodeCell};
 use super::split::split_cell;
+use crate::commands::{Cell, Command, Line};
 use anyhow::{bail, Context, Result};
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -61,48 +62,43 @@ fn commands(
     dependencies: &mut BTreeMap<String, String>,
 ) -> Result<(String, String)> {
     let mut body = String::new();
-    let mut rust = String::new();
-    if let Some(expression) = command_argument(cell.source.trim_start(), ":timeit") {
+    let parsed = Cell::parse(&cell.source);
+    if let Some(expression) = parsed.timeit {
         writeln!(body, "// :timeit {expression}")?;
         body.push_str(&crate::engine::timeit_code(expression));
         body.push('\n');
-        return Ok((body, rust));
+        return Ok((body, String::new()));
     }
-    for line in cell.source.lines() {
-        let command = line.trim();
-        if !command.starts_with(':') || command.starts_with("::") {
-            rust.push_str(line);
-            rust.push('\n');
+    for line in &parsed.lines {
+        let Line::Command(command, text) = line else {
             continue;
-        }
-        let name = command.split_whitespace().next().unwrap_or(command);
-        let argument = command[name.len()..].trim();
-        if name == ":dep" {
+        };
+        if let Command::Dep(argument) = command {
             let (crate_name, spec) = parse_dep(argument)
-                .with_context(|| format!("In [{count}] (cell {}): `{command}`", cell.index))?;
-            writeln!(body, "// {command}  (in Cargo.toml)")?;
+                .with_context(|| format!("In [{count}] (cell {}): `{text}`", cell.index))?;
+            writeln!(body, "// {text}  (in Cargo.toml)")?;
             dependencies.insert(crate_name, spec);
         } else {
-            body.push_str(&command_code(command, name, argument));
+            body.push_str(&command_code(command, text));
         }
     }
-    Ok((body, rust))
+    Ok((body, parsed.rust()))
 }
 
-/// The code (or comment) a `:` command other than `:dep` and `:timeit` becomes.
-fn command_code(command: &str, name: &str, argument: &str) -> String {
-    match name {
-        ":timing" => "tchbook_runner::toggle_timing();\n".to_owned(),
-        ":fmt" => format!(
+/// The code (or comment) a `:` command other than `:dep` and a cell's `:timeit` becomes.
+fn command_code(command: &Command, text: &str) -> String {
+    match command {
+        Command::Timing => "tchbook_runner::toggle_timing();\n".to_owned(),
+        Command::Fmt(argument) => format!(
             "{{ let (pretty, types) = tchbook_runner::set_format({argument:?}); \
              tchbook_prelude::display::set_plain_format(pretty, types); }}\n"
         ),
-        ":types" => "{ let (pretty, types) = tchbook_runner::toggle_types(); \
+        Command::Types => "{ let (pretty, types) = tchbook_runner::toggle_types(); \
                      tchbook_prelude::display::set_plain_format(pretty, types); }\n"
             .to_owned(),
         _ => format!(
-            "// {command}: dropped by `tchbook export` ({})\n",
-            dropped_command_reason(name)
+            "// {text}: dropped by `tchbook export` ({})\n",
+            dropped_command_reason(command.name())
         ),
     }
 }
@@ -199,11 +195,6 @@ fn parse_dep(argument: &str) -> Result<(String, String)> {
     toml::from_str::<toml::Table>(&format!("x = {spec}"))
         .map_err(|e| anyhow::anyhow!("the dependency spec is not TOML: {e}"))?;
     Ok((name.to_owned(), spec.to_owned()))
-}
-
-fn command_argument<'a>(line: &'a str, name: &str) -> Option<&'a str> {
-    let rest = line.strip_prefix(name)?;
-    (rest.is_empty() || rest.starts_with(char::is_whitespace)).then(|| rest.trim())
 }
 
 #[cfg(test)]
