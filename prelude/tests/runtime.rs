@@ -1,5 +1,4 @@
 use crate::{is_child, run_child, run_child_with};
-use serde_json::json;
 use tchbook_prelude::display::{Bundle, show};
 use tchbook_prelude::interrupt;
 use tchbook_prelude::runtime;
@@ -132,26 +131,6 @@ fn sigint_sets_the_flag_and_check_panics_with_keyboard_interrupt() {
     assert!(out.contains("still alive"), "{out}");
 }
 
-#[test]
-fn protocol_messages_are_one_line_that_reads_back_as_the_same_message() {
-    let id = runtime::new_display_id();
-    for m in [
-        runtime::display_message(Bundle::text("a\nb").to_json(), json!({}), Some(&id)),
-        runtime::update_message(
-            Bundle::text("c").with_html("<b>c</b>").to_json(),
-            json!({"image/png": {"alt": "a line"}}),
-            &id,
-        ),
-        runtime::clear_message(true),
-        runtime::stream_message("stderr", "50%\r"),
-    ] {
-        let line = m.to_line();
-        assert!(line.starts_with("TCHBOOK_DISPLAY ") && line.ends_with('\n'));
-        assert_eq!(line.matches('\n').count(), 1, "one line: {line:?}");
-        assert_eq!(Message::parse_line(&line).unwrap().unwrap(), m);
-    }
-}
-
 const WIRE_CHILD: &str = "runtime::wire_child";
 
 #[test]
@@ -204,10 +183,7 @@ fn what_the_prelude_writes_the_kernel_reads_back_as_the_same_messages() {
     else {
         panic!("a display with an id first: {messages:?}");
     };
-    let bundle = |b: Bundle| match b.to_json() {
-        serde_json::Value::Object(map) => map,
-        other => panic!("{other}"),
-    };
+    let bundle = |b: Bundle| b.data();
     let location = messages.iter().find_map(|m| match m {
         Message::Panic(p) if p.on_main => Some(p.location.clone()),
         _ => None,

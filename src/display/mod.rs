@@ -21,83 +21,76 @@ pub use reports::{
 pub use table::table_media;
 pub use tchbook_wire::Panic;
 
-use jupyter_protocol::Media;
+use jupyter_protocol::{
+    ClearOutput, DisplayData, JupyterMessageContent, Media, Transient, UpdateDisplayData,
+};
 use serde_json::{Map, Value};
-use tchbook_wire::{Message, StreamName};
+use tchbook_wire::{Message, MimeData, StreamName};
 
-/// One stdout line of a running cell, understood.
-#[derive(Debug, Clone, PartialEq)]
-pub enum Line {
+/// What one stdout line of a running cell is for the front end.
+#[derive(Debug, Clone)]
+pub enum Output {
     /// Ordinary output (the newline the line ended with is not included).
     Text(String),
-    /// `display_data`, with a `display_id` when the display can be updated later.
-    Display {
-        data: Map<String, Value>,
-        metadata: Map<String, Value>,
-        display_id: Option<String>,
-    },
-    /// `update_display_data` of an earlier display.
-    Update {
-        data: Map<String, Value>,
-        metadata: Map<String, Value>,
-        display_id: String,
-    },
-    /// `clear_output`.
-    Clear { wait: bool },
-    /// Text without a trailing newline (flushed by the prelude's stdout pump).
-    Stream { stderr: bool, text: String },
+    /// Text the prelude's pump sent as it was written: a partial line (no newline yet), or a
+    /// line of stderr kept behind the stdout printed before it.
+    Stream { name: StreamName, text: String },
     /// A panic in the evaluation process.
     Panic(Panic),
-}
-
-impl From<Message> for Line {
-    fn from(message: Message) -> Line {
-        match message {
-            Message::Display {
-                data,
-                metadata,
-                display_id,
-            } => Line::Display {
-                data,
-                metadata,
-                display_id,
-            },
-            Message::Update {
-                data,
-                metadata,
-                display_id,
-            } => Line::Update {
-                data,
-                metadata,
-                display_id,
-            },
-            Message::Clear { wait } => Line::Clear { wait },
-            Message::Stream { name, text } => Line::Stream {
-                stderr: name == StreamName::Stderr,
-                text,
-            },
-            Message::Panic(panic) => Line::Panic(panic),
-        }
-    }
+    /// `display_data`, `update_display_data` or `clear_output`.
+    Content(JupyterMessageContent),
 }
 
 /// Reads one line. Only a line with the kernel's key is a message (`tchbook_wire::key`): any
 /// other is text, whatever it holds. A keyed line that does not read is shown as text (and
 /// logged), never lost, and without its key, which no output may show.
-pub fn parse_line(line: &str) -> Line {
-    match Message::parse_line(line) {
-        None => Line::Text(tchbook_wire::unkeyed(line).unwrap_or(line).to_owned()),
-        Some(Ok(message)) => message.into(),
+pub fn read_line(line: &str) -> Output {
+    let message = match Message::parse_line(line) {
+        None => return Output::Text(tchbook_wire::unkeyed(line).unwrap_or(line).to_owned()),
+        Some(Ok(message)) => message,
         Some(Err(error)) => {
             let text = tchbook_wire::unkeyed(line).unwrap_or(line);
             tracing::warn!("unreadable message line ({error}): {text}");
-            Line::Text(text.to_owned())
+            return Output::Text(text.to_owned());
         }
+    };
+    match message {
+        Message::Display {
+            data,
+            metadata,
+            display_id,
+        } => Output::Content(
+            DisplayData {
+                data: media(data),
+                metadata,
+                transient: display_id.map(|id| Transient {
+                    display_id: Some(id),
+                }),
+            }
+            .into(),
+        ),
+        Message::Update {
+            data,
+            metadata,
+            display_id,
+        } => Output::Content(
+            UpdateDisplayData {
+                data: media(data),
+                metadata,
+                transient: Transient {
+                    display_id: Some(display_id),
+                },
+            }
+            .into(),
+        ),
+        Message::Clear { wait } => Output::Content(ClearOutput { wait }.into()),
+        Message::Stream { name, text } => Output::Stream { name, text },
+        Message::Panic(panic) => Output::Panic(panic),
     }
 }
 
 /// A MIME bundle as `jupyter_protocol` types it.
-pub fn media(data: Map<String, Value>) -> Media {
+pub fn media(data: MimeData) -> Media {
     serde_json::from_value(Value::Object(data)).unwrap_or_default()
 }
 
@@ -119,83 +112,35 @@ mod tests {
     use super::*;
 
     #[test]
-    fn display_lines_parse_into_operations() {
+    fn message_lines_become_their_jupyter_contents() {
         let line = r#"TCHBOOK_DISPLAY {"op":"display","data":{"text/html":"<b>x</b>"},"metadata":{},"display_id":"d1"}"#;
-        match parse_line(line) {
-            Line::Display {
-                data, display_id, ..
-            } => {
-                assert_eq!(data["text/html"], "<b>x</b>");
-                assert_eq!(display_id.as_deref(), Some("d1"));
-            }
-            other => panic!("{other:?}"),
-        }
+        let Output::Content(JupyterMessageContent::DisplayData(display)) = read_line(line) else {
+            panic!("a display");
+        };
         assert_eq!(
-            parse_line(r#"TCHBOOK_DISPLAY {"op":"clear","wait":true}"#),
-            Line::Clear { wait: true }
+            display.transient.and_then(|t| t.display_id).as_deref(),
+            Some("d1")
         );
-        assert_eq!(
-            parse_line(r#"TCHBOOK_DISPLAY {"op":"stream","name":"stdout","text":"50%"}"#),
-            Line::Stream {
-                stderr: false,
-                text: "50%".into()
-            }
-        );
+        assert!(matches!(
+            read_line(r#"TCHBOOK_DISPLAY {"op":"clear","wait":true}"#),
+            Output::Content(JupyterMessageContent::ClearOutput(ClearOutput {
+                wait: true
+            }))
+        ));
+        assert!(matches!(
+            read_line(r#"TCHBOOK_DISPLAY {"op":"stream","name":"stderr","text":"50%"}"#),
+            Output::Stream { name: StreamName::Stderr, text } if text == "50%"
+        ));
     }
 
     #[test]
     fn malformed_display_lines_are_kept_as_text() {
         let line = "TCHBOOK_DISPLAY {not json";
-        assert_eq!(parse_line(line), Line::Text(line.into()));
+        assert!(matches!(read_line(line), Output::Text(text) if text == line));
         let update_without_id = r#"TCHBOOK_DISPLAY {"op":"update","data":{}}"#;
-        assert_eq!(
-            parse_line(update_without_id),
-            Line::Text(update_without_id.into())
-        );
-    }
-
-    #[test]
-    fn every_message_the_prelude_writes_reads_as_its_line() {
-        let data: Map<String, Value> = serde_json::from_str(r#"{"text/plain":"x"}"#).unwrap();
-        let panic = Panic {
-            message: "boom \"quoted\"\nsecond line".into(),
-            location: "src/lib.rs:1:5".into(),
-            thread: "<unnamed>".into(),
-            on_main: false,
-        };
-        let cases = [
-            (
-                Message::display(data.clone(), Some("d".into())),
-                Line::Display {
-                    data: data.clone(),
-                    metadata: Map::new(),
-                    display_id: Some("d".into()),
-                },
-            ),
-            (
-                Message::update(data.clone(), "d".into()),
-                Line::Update {
-                    data,
-                    metadata: Map::new(),
-                    display_id: "d".into(),
-                },
-            ),
-            (Message::Clear { wait: true }, Line::Clear { wait: true }),
-            (
-                Message::Stream {
-                    name: StreamName::Stderr,
-                    text: "50%".into(),
-                },
-                Line::Stream {
-                    stderr: true,
-                    text: "50%".into(),
-                },
-            ),
-            (Message::Panic(panic.clone()), Line::Panic(panic)),
-        ];
-        for (message, line) in cases {
-            // evcxr hands the kernel lines without their newline.
-            assert_eq!(parse_line(message.to_line().trim_end_matches('\n')), line);
-        }
+        assert!(matches!(
+            read_line(update_without_id),
+            Output::Text(text) if text == update_without_id
+        ));
     }
 }

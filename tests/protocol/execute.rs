@@ -5,7 +5,7 @@ use super::{reply_status, run, types, SOON};
 use crate::fake_engine::{self, FakeKernel};
 use jupyter_protocol::{ExecuteRequest, JupyterMessageContent, KernelInfoRequest, ReplyStatus};
 use std::time::Duration;
-use tchbook_wire::{Bundle, Message};
+use tchbook_wire::{Message, MimeData};
 
 #[tokio::test(flavor = "multi_thread")]
 async fn execute_publishes_busy_input_outputs_result_reply_then_idle() {
@@ -31,7 +31,7 @@ async fn execute_publishes_busy_input_outputs_result_reply_then_idle() {
 #[tokio::test(flavor = "multi_thread")]
 async fn output_keeps_its_order_with_text_batched_between_display_messages() {
     let mut kernel = FakeKernel::start().await;
-    let plain = |text: &str| Bundle::from_iter([("text/plain".to_owned(), text.into())]);
+    let plain = |text: &str| MimeData::from_iter([("text/plain".to_owned(), text.into())]);
     let display = Message::display(plain("card"), Some("d1".into())).to_line();
     let update = Message::update(plain("card 2"), "d1".into()).to_line();
     let clear = Message::Clear { wait: true }.to_line();

@@ -92,7 +92,7 @@ pub fn content_block(mime: &str, text: &str) -> String {
 pub const METADATA_BLOCK: &str = "application/vnd.tchbook.output-metadata+json";
 
 /// A MIME bundle: MIME type to content (a string, or a JSON value for `*json` types).
-pub type Bundle = Map<String, Value>;
+pub type MimeData = Map<String, Value>;
 
 /// A cell's final value as Jupyter content, from evcxr's content blocks (`(MIME type, text)`):
 /// its MIME bundle, with JSON types read as values (text that does not read stays text), and its
@@ -109,8 +109,8 @@ pub type Bundle = Map<String, Value>;
 /// assert!(data.contains_key("image/png") && !data.contains_key(METADATA_BLOCK));
 /// assert_eq!(metadata["image/png"]["alt"], "a falling line");
 /// ```
-pub fn final_value(blocks: &[(String, String)]) -> (Bundle, Bundle) {
-    let (mut data, mut metadata) = (Bundle::new(), Bundle::new());
+pub fn final_value(blocks: &[(String, String)]) -> (MimeData, Map<String, Value>) {
+    let (mut data, mut metadata) = (MimeData::new(), Map::new());
     for (mime, text) in blocks {
         if mime == METADATA_BLOCK {
             if let Ok(Value::Object(map)) = serde_json::from_str(text) {
@@ -135,18 +135,18 @@ pub enum Message {
     /// Jupyter's `display_data`, with a `display_id` when the display can be updated later.
     Display {
         #[serde(default, deserialize_with = "bundle_or_null")]
-        data: Bundle,
+        data: MimeData,
         #[serde(default, deserialize_with = "bundle_or_null")]
-        metadata: Bundle,
+        metadata: Map<String, Value>,
         #[serde(default, deserialize_with = "string_or_none")]
         display_id: Option<String>,
     },
     /// `update_display_data`: replaces what the display with this id shows.
     Update {
         #[serde(default, deserialize_with = "bundle_or_null")]
-        data: Bundle,
+        data: MimeData,
         #[serde(default, deserialize_with = "bundle_or_null")]
-        metadata: Bundle,
+        metadata: Map<String, Value>,
         display_id: String,
     },
     /// `clear_output(wait)`.
@@ -204,25 +204,25 @@ impl Message {
     /// A display of `data`, updatable later when it has a `display_id`.
     ///
     /// ```
-    /// use tchbook_wire::{Bundle, Message};
-    /// let mut data = Bundle::new();
+    /// use tchbook_wire::{MimeData, Message};
+    /// let mut data = MimeData::new();
     /// data.insert("text/plain".into(), "hi".into());
     /// let line = Message::display(data, Some("d1".into())).to_line();
     /// assert!(line.starts_with("TCHBOOK_DISPLAY {") && line.ends_with("}\n"));
     /// ```
-    pub fn display(data: Bundle, display_id: Option<String>) -> Message {
+    pub fn display(data: MimeData, display_id: Option<String>) -> Message {
         Message::Display {
             data,
-            metadata: Bundle::new(),
+            metadata: Map::new(),
             display_id,
         }
     }
 
     /// An update of the display with this id.
-    pub fn update(data: Bundle, display_id: String) -> Message {
+    pub fn update(data: MimeData, display_id: String) -> Message {
         Message::Update {
             data,
-            metadata: Bundle::new(),
+            metadata: Map::new(),
             display_id,
         }
     }
@@ -314,8 +314,8 @@ impl InputRequest {
 }
 
 /// A bundle, with `null` read as an empty one; anything else but an object does not read.
-fn bundle_or_null<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Bundle, D::Error> {
-    Ok(Option::<Bundle>::deserialize(deserializer)?.unwrap_or_default())
+fn bundle_or_null<'de, D: Deserializer<'de>>(deserializer: D) -> Result<MimeData, D::Error> {
+    Ok(Option::<MimeData>::deserialize(deserializer)?.unwrap_or_default())
 }
 
 fn string_or_none<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Option<String>, D::Error> {
@@ -334,7 +334,7 @@ mod tests {
     use super::*;
     use serde_json::json;
 
-    fn bundle(value: Value) -> Bundle {
+    fn bundle(value: Value) -> MimeData {
         match value {
             Value::Object(map) => map,
             other => panic!("not a bundle: {other}"),
@@ -391,7 +391,7 @@ mod tests {
         );
         assert_eq!(
             read(r#"TCHBOOK_DISPLAY {"op":"display","data":null,"metadata":null,"display_id":7}"#),
-            Message::display(Bundle::new(), None)
+            Message::display(MimeData::new(), None)
         );
         assert_eq!(
             read(r#"TCHBOOK_DISPLAY {"op":"clear"}"#),

@@ -51,6 +51,24 @@ impl Panic {
     pub fn ends_cell(&self) -> bool {
         self.on_main
     }
+
+    /// A panic that does not end the cell, as std's hook would have printed it: stderr text.
+    ///
+    /// ```
+    /// let panic = tchbook_wire::Panic {
+    ///     message: "boom".into(),
+    ///     location: "src/lib.rs:3:5".into(),
+    ///     thread: "worker".into(),
+    ///     on_main: false,
+    /// };
+    /// assert_eq!(panic.thread_text(), "thread 'worker' panicked at src/lib.rs:3:5:\nboom\n");
+    /// ```
+    pub fn thread_text(&self) -> String {
+        format!(
+            "thread '{}' panicked at {}:\n{}\n",
+            self.thread, self.location, self.message
+        )
+    }
 }
 
 /// The text of a panic payload: what `panic!` was given, when that is a string.

@@ -102,11 +102,11 @@ impl Bundle {
     /// ```
     /// use tchbook_prelude::display::Bundle;
     /// let mut b = Bundle::text("loss: 3 points").with_alt("a falling line");
-    /// assert!(b.metadata().as_object().unwrap().is_empty());
+    /// assert!(b.metadata().is_empty());
     /// b.png = Some(vec![0x89]);
     /// assert_eq!(b.metadata()["image/png"]["alt"], "a falling line");
     /// ```
-    pub fn metadata(&self) -> Value {
+    pub fn metadata(&self) -> Map<String, Value> {
         let alt = self.alt.as_ref().unwrap_or(&self.text);
         let mut map = Map::new();
         for (mime, present) in [
@@ -117,7 +117,7 @@ impl Bundle {
                 map.insert(mime.into(), serde_json::json!({ "alt": alt }));
             }
         }
-        Value::Object(map)
+        map
     }
 
     /// The Jupyter MIME bundle (`image/png` base64-encoded).
@@ -127,6 +127,16 @@ impl Bundle {
     /// assert_eq!(j["text/plain"], "x");
     /// ```
     pub fn to_json(&self) -> Value {
+        Value::Object(self.data())
+    }
+
+    /// The Jupyter MIME bundle as a message carries it.
+    ///
+    /// ```
+    /// let d = tchbook_prelude::display::Bundle::text("x").with_html("<b>x</b>").data();
+    /// assert_eq!(d["text/html"], "<b>x</b>");
+    /// ```
+    pub fn data(&self) -> tchbook_wire::MimeData {
         let mut map = Map::new();
         map.insert("text/plain".into(), Value::String(self.text.clone()));
         if let Some(html) = &self.html {
@@ -142,7 +152,7 @@ impl Bundle {
         if let Some((kind, json)) = &self.data {
             map.insert(data_mime(kind), json.clone());
         }
-        Value::Object(map)
+        map
     }
 
     /// evcxr's content blocks for this bundle (what `evcxr_display()` prints), keyed as the
@@ -172,10 +182,10 @@ impl Bundle {
             out.push_str(&tchbook_wire::content_block(mime, &text));
         }
         let metadata = self.metadata();
-        if metadata.as_object().is_some_and(|m| !m.is_empty()) {
+        if !metadata.is_empty() {
             out.push_str(&tchbook_wire::content_block(
                 tchbook_wire::METADATA_BLOCK,
-                &metadata.to_string(),
+                &Value::Object(metadata).to_string(),
             ));
         }
         out

@@ -1,6 +1,6 @@
 //! Live outputs: shown mid-cell through the kernel's display protocol and replaced in place.
 
-use super::bundle::Render;
+use super::bundle::{Bundle, Render};
 use crate::runtime;
 use std::time::{Duration, Instant};
 
@@ -27,11 +27,7 @@ impl DisplayHandle {
     pub fn update<T: Render + ?Sized>(&self, value: &T) {
         let bundle = value.bundle();
         match &self.id {
-            Some(id) => runtime::emit(&runtime::update_message(
-                bundle.to_json(),
-                bundle.metadata(),
-                id,
-            )),
+            Some(id) => runtime::emit(&update_message(&bundle, id)),
             None => println!("{}", bundle.text),
         }
     }
@@ -46,12 +42,7 @@ impl DisplayHandle {
     /// ```
     pub fn update_quiet<T: Render + ?Sized>(&self, value: &T) {
         if let Some(id) = &self.id {
-            let bundle = value.bundle();
-            runtime::emit(&runtime::update_message(
-                bundle.to_json(),
-                bundle.metadata(),
-                id,
-            ));
+            runtime::emit(&update_message(&value.bundle(), id));
         }
     }
 
@@ -78,11 +69,7 @@ pub fn show<T: Render + ?Sized>(value: &T) -> DisplayHandle {
     let bundle = value.bundle();
     if runtime::in_kernel() {
         let id = runtime::new_display_id();
-        runtime::emit(&runtime::display_message(
-            bundle.to_json(),
-            bundle.metadata(),
-            Some(&id),
-        ));
+        runtime::emit(&display_message(&bundle, &id));
         DisplayHandle { id: Some(id) }
     } else {
         println!("{}", bundle.text);
@@ -90,16 +77,27 @@ pub fn show<T: Render + ?Sized>(value: &T) -> DisplayHandle {
     }
 }
 
+fn display_message(bundle: &Bundle, display_id: &str) -> runtime::Message {
+    runtime::Message::Display {
+        data: bundle.data(),
+        metadata: bundle.metadata(),
+        display_id: Some(display_id.to_owned()),
+    }
+}
+
+fn update_message(bundle: &Bundle, display_id: &str) -> runtime::Message {
+    runtime::Message::Update {
+        data: bundle.data(),
+        metadata: bundle.metadata(),
+        display_id: display_id.to_owned(),
+    }
+}
+
 /// Like [`show`] but a plain process prints nothing now (the caller prints a final text later).
 pub(crate) fn show_quiet<T: Render + ?Sized>(value: &T) -> DisplayHandle {
     if runtime::in_kernel() {
         let id = runtime::new_display_id();
-        let bundle = value.bundle();
-        runtime::emit(&runtime::display_message(
-            bundle.to_json(),
-            bundle.metadata(),
-            Some(&id),
-        ));
+        runtime::emit(&display_message(&value.bundle(), &id));
         DisplayHandle { id: Some(id) }
     } else {
         DisplayHandle { id: None }
@@ -156,5 +154,5 @@ impl Live {
 /// tchbook_prelude::display::clear_output(true);
 /// ```
 pub fn clear_output(wait: bool) {
-    runtime::emit(&runtime::clear_message(wait));
+    runtime::emit(&runtime::Message::Clear { wait });
 }

@@ -29,13 +29,11 @@ mod state;
 mod tuning;
 
 pub use input::{input, input_password};
-pub use protocol::{
-    clear_message, display_message, emit, new_display_id, stream_message, update_message,
-};
+pub use protocol::{emit, new_display_id};
 pub(crate) use state::INTERRUPTED;
 pub use state::in_kernel;
 pub(crate) use state::shared;
-pub use tchbook_wire::{Message, StreamName};
+pub use tchbook_wire::{Message, MimeData, StreamName};
 pub use tuning::{set_threads, tune_allocator};
 
 use std::sync::atomic::Ordering;

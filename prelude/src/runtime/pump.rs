@@ -9,13 +9,13 @@
 //! pipes that are both readable at once, stdout is read first: nothing tells which was written
 //! first, and print-then-report is the common order.
 
-use super::protocol::stream_message;
 use super::splitter::{Chunk, LineSplitter};
 use super::state::shared;
 use std::io::Write;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicI32, Ordering};
 use std::time::{Duration, Instant};
+use tchbook_wire::{Message, StreamName};
 
 /// How long a partial line waits for more bytes before the pump flushes it as a `stream`
 /// message.
@@ -143,7 +143,7 @@ extern "C" fn on_abort(_signal: libc::c_int) {
 
 /// One stream's pipe and what the pump knows of it.
 struct Source {
-    name: &'static str,
+    name: StreamName,
     /// The pipe's read end; -1 once it is closed (poll skips negative fds).
     read_fd: libc::c_int,
     /// The fd the stream had before the pump took it over.
@@ -156,15 +156,16 @@ struct Source {
 
 /// Reads the stdout and stderr pipes (in that order) until both are closed.
 fn pump(fds: [(libc::c_int, libc::c_int); 2]) {
-    let mut sources =
-        [("stdout", fds[0]), ("stderr", fds[1])].map(|(name, (read_fd, own_fd))| Source {
+    let mut sources = [(StreamName::Stdout, fds[0]), (StreamName::Stderr, fds[1])].map(
+        |(name, (read_fd, own_fd))| Source {
             name,
             read_fd,
             own_fd,
             splitter: LineSplitter::new(name),
             last_byte: Instant::now(),
             partial_since: None,
-        });
+        },
+    );
     let mut chunk = vec![0u8; 64 * 1024];
     while sources.iter().any(|s| s.read_fd >= 0) {
         let mut polls = sources.each_ref().map(|s| libc::pollfd {
@@ -275,12 +276,15 @@ fn read_once(source: &mut Source, chunk: &mut [u8]) -> Vec<Chunk> {
     source.splitter.push(&chunk[..n as usize])
 }
 
-fn deliver(name: &'static str, chunk: Chunk, own_fd: libc::c_int) {
+fn deliver(name: StreamName, chunk: Chunk, own_fd: libc::c_int) {
     let out = ORIGINAL_OUT.lock().unwrap_or_else(|e| e.into_inner());
     match chunk {
-        Chunk::Line(bytes) if name == "stderr" => {
-            let text = String::from_utf8_lossy(&bytes);
-            write_fd(*out, stream_message(name, &text).to_line().as_bytes());
+        Chunk::Line(bytes) if name == StreamName::Stderr => {
+            let message = Message::Stream {
+                name,
+                text: String::from_utf8_lossy(&bytes).into_owned(),
+            };
+            write_fd(*out, message.to_line().as_bytes());
         }
         // A protocol line (an export runner's sync line on stderr, say) goes where it was
         // written.

@@ -1,7 +1,8 @@
 //! Splits what the cell writes to fd 1 or 2 into what the pump sends on: complete lines
 //! unchanged, protocol lines on their own, partial lines as `stream` messages when idle.
 
-use super::protocol::{MARKER, stream_message};
+use super::protocol::MARKER;
+use tchbook_wire::{Message, StreamName};
 
 /// Splits pump input into what goes to the kernel: complete lines unchanged, protocol lines
 /// (from a [`MARKER`] to the end of the line) on their own, partial lines as `stream` ops when
@@ -12,7 +13,7 @@ use super::protocol::{MARKER, stream_message};
 /// starts a line of its own (a partial line before it is sent first, as a `stream` message), so
 /// the kernel finds the key where it looks.
 pub(crate) struct LineSplitter {
-    name: &'static str,
+    name: StreamName,
     /// Bytes read; those before `start` are already handed out.
     buf: Vec<u8>,
     start: usize,
@@ -38,7 +39,7 @@ pub(crate) enum Chunk {
 }
 
 impl LineSplitter {
-    pub(crate) fn new(name: &'static str) -> Self {
+    pub(crate) fn new(name: StreamName) -> Self {
         LineSplitter {
             name,
             buf: Vec::new(),
@@ -134,7 +135,11 @@ impl LineSplitter {
 
     fn stream_line(&self, text: &[u8]) -> Vec<u8> {
         let text = String::from_utf8_lossy(text);
-        stream_message(self.name, &text).to_line().into_bytes()
+        let message = Message::Stream {
+            name: self.name,
+            text: text.into_owned(),
+        };
+        message.to_line().into_bytes()
     }
 }
 
@@ -143,8 +148,16 @@ mod tests {
     use super::*;
     use std::time::{Duration, Instant};
 
+    fn stdout(text: &str) -> Vec<u8> {
+        let message = Message::Stream {
+            name: StreamName::Stdout,
+            text: text.to_owned(),
+        };
+        message.to_line().into_bytes()
+    }
+
     fn split_in_pieces(input: &[u8], piece: usize) -> Vec<Chunk> {
-        let mut splitter = LineSplitter::new("stdout");
+        let mut splitter = LineSplitter::new(StreamName::Stdout);
         let mut out = Vec::new();
         for bytes in input.chunks(piece) {
             out.extend(splitter.push(bytes));
@@ -166,9 +179,9 @@ mod tests {
             whole,
             vec![
                 Chunk::Line(b"plain line\n".to_vec()),
-                Chunk::Stream(stream_message("stdout", "partial").to_line().into_bytes()),
+                Chunk::Stream(stdout("partial")),
                 kernel(b"k1 TCHBOOK_DISPLAY {\"op\":\"clear\",\"wait\":true}\n"),
-                Chunk::Stream(stream_message("stdout", "user text").to_line().into_bytes()),
+                Chunk::Stream(stdout("user text")),
                 kernel(b"k1 EVCXR_END_CONTENT\n"),
                 Chunk::Line(b"last\n".to_vec()),
             ]

@@ -1,16 +1,15 @@
 //! A running cell's output on its way to iopub. Ordinary lines are batched into one `stream`
 //! message per burst (stdout and stderr each, in the order they were printed; [`super::events`]
 //! says when a burst ends); the live display
-//! protocol's lines, which display parses, become their own messages, in order; a panic on the
+//! protocol's lines, which display reads into Jupyter contents, become their own messages, in
+//! order; a panic on the
 //! cell's thread is kept for the cell's error.
 
-use crate::display::{self, Line, Panic};
+use crate::display::{self, Output, Panic};
 use crate::transport::IoPub;
-use jupyter_protocol::{
-    ClearOutput, DisplayData, JupyterMessage, JupyterMessageContent, StreamContent, Transient,
-    UpdateDisplayData,
-};
+use jupyter_protocol::{JupyterMessage, JupyterMessageContent, StreamContent};
 use std::time::{Duration, Instant};
+use tchbook_wire::StreamName;
 
 pub(super) struct CellOutput<'a> {
     iopub: IoPub,
@@ -42,52 +41,25 @@ impl<'a> CellOutput<'a> {
 
     /// One line the cell printed to stdout (without its newline).
     pub fn line(&mut self, line: &str) {
-        match display::parse_line(line) {
-            Line::Text(text) => {
+        match display::read_line(line) {
+            Output::Text(text) => {
                 self.text(false, &text);
                 self.stdout.push('\n');
             }
             // The prelude's pump sends stderr's lines this way too, on stdout, to keep them in
             // order with what stdout printed before them.
-            Line::Stream { stderr, text } => {
-                self.text(stderr, &text);
+            Output::Stream { name, text } => {
+                self.text(name == StreamName::Stderr, &text);
                 if !text.ends_with('\n') {
                     // Partial lines exist to be seen now.
                     self.flush();
                 }
             }
-            Line::Panic(panic) if panic.ends_cell() && self.panic.is_none() => {
+            Output::Panic(panic) if panic.ends_cell() && self.panic.is_none() => {
                 self.panic = Some(panic);
             }
-            Line::Panic(panic) => {
-                self.stderr.push_str(&format!(
-                    "thread '{}' panicked at {}:\n{}\n",
-                    panic.thread, panic.location, panic.message
-                ));
-            }
-            Line::Display {
-                data,
-                metadata,
-                display_id,
-            } => self.publish(DisplayData {
-                data: display::media(data),
-                metadata,
-                transient: display_id.map(|id| Transient {
-                    display_id: Some(id),
-                }),
-            }),
-            Line::Update {
-                data,
-                metadata,
-                display_id,
-            } => self.publish(UpdateDisplayData {
-                data: display::media(data),
-                metadata,
-                transient: Transient {
-                    display_id: Some(display_id),
-                },
-            }),
-            Line::Clear { wait } => self.publish(ClearOutput { wait }),
+            Output::Panic(panic) => self.stderr.push_str(&panic.thread_text()),
+            Output::Content(content) => self.publish(content),
         }
     }
 

@@ -22,19 +22,11 @@ pub(super) fn install_panic_hook() {
             return;
         };
         if !panic.ends_cell() {
-            eprint!("{}", thread_panic_text(panic));
+            eprint!("{}", panic.thread_text());
         } else if let Some(runner) = RUNNER.get() {
             *runner.panic.lock().unwrap_or_else(|e| e.into_inner()) = Some(panic.clone());
         }
     });
-}
-
-/// A panic that does not end the cell, as the kernel shows it: stderr text.
-pub(super) fn thread_panic_text(panic: &Panic) -> String {
-    format!(
-        "thread '{}' panicked at {}:\n{}\n",
-        panic.thread, panic.location, panic.message
-    )
 }
 
 /// SIGINT (Ctrl-C, or a scheduler's signal) sets the prelude's interrupt flag, which its loops

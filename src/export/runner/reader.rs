@@ -4,7 +4,6 @@
 //! lines, and everything else as stream text.
 
 use super::capture::SYNC;
-use super::failure::thread_panic_text;
 use super::recorder::{plain_text, slot, Printed, Recorder, Shown};
 use serde_json::{json, Value};
 use std::time::{Duration, Instant};
@@ -103,7 +102,7 @@ impl Recorder {
             Message::Stream { name, text } => self.stream(name, &text),
             // The runner's own hook reports the program's panics (`failure.rs`); a panic line
             // from elsewhere is shown as the kernel shows a panic off the cells' thread.
-            Message::Panic(panic) => self.stream(StreamName::Stderr, &thread_panic_text(&panic)),
+            Message::Panic(panic) => self.stream(StreamName::Stderr, &panic.thread_text()),
         }
     }
 
