@@ -1,4 +1,5 @@
-//! Packs the prelude crate's sources into the kernel binary.
+//! Packs the prelude crate's sources into the kernel binary, and the export runner's (written
+//! into every exported project: `RUNNER_FILES`).
 //!
 //! The kernel writes these files into its build cache at start, so a binary installed with
 //! `cargo install --path .` works without the checkout. The prelude inherits `version`,
@@ -26,6 +27,7 @@ fn main() {
     for name in EMBEDDED_CRATES {
         println!("cargo:rerun-if-changed={name}");
     }
+    println!("cargo:rerun-if-changed=runner");
     println!("cargo:rerun-if-changed=Cargo.toml");
 
     let workspace_values = workspace_package_values(&manifest_dir.join("Cargo.toml"));
@@ -67,6 +69,30 @@ fn main() {
     }
     out.push_str("];\n");
     std::fs::write(out_dir.join("prelude_files.rs"), out).unwrap();
+    embed_runner(&manifest_dir, &out_dir, &workspace_values);
+}
+
+/// The runner crate's files as `RUNNER_FILES` (paths relative to the crate), its manifest
+/// detached from the workspace (an exported project makes it a member of its own).
+fn embed_runner(manifest_dir: &Path, out_dir: &Path, workspace_values: &[(String, String)]) {
+    let root = manifest_dir.join("runner");
+    let mut files = Vec::new();
+    collect(&root, &root, &mut files);
+    files.sort();
+    let mut out = String::from("pub(crate) static RUNNER_FILES: &[(&str, &[u8])] = &[\n");
+    for relative in &files {
+        let embedded = if relative == "Cargo.toml" {
+            let text = std::fs::read_to_string(root.join(relative)).unwrap();
+            let text = detach_from_workspace(&text, workspace_values, false);
+            std::fs::write(out_dir.join("runner-Cargo.toml"), text).unwrap();
+            "concat!(env!(\"OUT_DIR\"), \"/runner-Cargo.toml\")".to_owned()
+        } else {
+            format!("concat!(env!(\"CARGO_MANIFEST_DIR\"), \"/runner/{relative}\")")
+        };
+        writeln!(out, "    ({relative:?}, include_bytes!({embedded})),").unwrap();
+    }
+    out.push_str("];\n");
+    std::fs::write(out_dir.join("runner_files.rs"), out).unwrap();
 }
 
 /// The prelude's manifest with `path = "../NAME"` of each embedded crate made `path = "NAME"`.

@@ -4,14 +4,14 @@
 //! The project (`DIR/`):
 //!
 //! ```text
-//! Cargo.toml             the package, `:dep` lines as [dependencies], the prelude by path (and
-//!                        tchbook-wire, which the runner shares with it, where it has it)
+//! Cargo.toml             the package, `:dep` lines as [dependencies], the prelude and the runner
+//!                        by path
 //! Cargo.lock             this kernel's own lock file: the versions the kernel was tested with
 //! src/main.rs            the cells in order: items (fn, struct, impl, use, ...) at the top level
 //!                        as evcxr keeps them, statements in one function, each cell's final
 //!                        expression shown as the kernel shows it
-//! src/tchbook_runner.rs  the headless runner (src/export/runner.rs and src/export/runner/,
-//! src/tchbook_runner/    as src/tchbook_runner/): output, --record, errors
+//! tchbook-runner/        the headless runner (the workspace's `runner/` crate): output,
+//!                        --record, errors; its tchbook-wire is the prelude's
 //! tchbook-prelude/       the prelude's sources, embedded in this kernel (unless --prelude)
 //! ```
 //!
@@ -28,15 +28,12 @@
 //! The files, by job: `notebook.rs` reads the notebook's code cells; `split.rs` splits a cell's
 //! Rust as evcxr does (items, statements, final value); `translate.rs` turns the cells into one
 //! program; `generate.rs` makes the text of its `Cargo.toml` and `src/main.rs`; `project.rs`
-//! writes the project; `merge.rs` is `--merge`; `runner.rs` and `runner/` are the runner,
-//! compiled here only for their tests.
+//! writes the project; `merge.rs` is `--merge`.
 
 mod generate;
 mod merge;
 mod notebook;
 mod project;
-#[cfg(test)]
-mod runner;
 mod split;
 mod translate;
 

@@ -28,7 +28,7 @@ import nbformat
 import pytest
 
 from test_notebooks import (  # noqa: F401 (fresh_stand_ins is a fixture)
-    ALL, BOOTCAMP, DEEPLIZARD, NOTEBOOKS, ROOT, TOUR, execute, fresh_stand_ins)
+    ALL, BOOTCAMP, DEEPLIZARD, KERNEL, NOTEBOOKS, ROOT, TOUR, execute, fresh_stand_ins)
 
 TARGET = Path(os.environ.get("CARGO_TARGET_DIR") or ROOT / "target")
 BIN = Path(os.environ.get("TCHBOOK_BIN") or TARGET / "release" / "tchbook")
@@ -312,3 +312,37 @@ def test_export_overwrites_only_its_own_projects_unless_forced(tmp_path):
     tchbook("export", str(notebook))
     tchbook("export", str(notebook), "-o", str(mine), "--force")
     assert "fn cells()" in (mine / "src" / "main.rs").read_text()
+
+
+# 16 TiB of floats: more than any machine that runs this has, so libtorch's allocator refuses.
+OUT_OF_MEMORY_CELL = "let big = Tensor::zeros([1i64 << 42], (Kind::Float, Device::Cpu));\nbig.numel()"
+
+
+def test_an_exported_cell_out_of_memory_reports_what_the_kernel_reports(tmp_path):
+    import nbclient
+
+    notebook = tmp_path / "oom.ipynb"
+    nb = nbformat.v4.new_notebook()
+    cell = nbformat.v4.new_code_cell(OUT_OF_MEMORY_CELL)
+    cell.metadata["tags"] = ["raises-exception"]
+    nb.cells = [cell, nbformat.v4.new_code_cell("1 + 1")]
+    nbformat.write(nb, notebook)
+
+    project = Path(tchbook("export", str(notebook), "--prelude", str(PRELUDE)).strip())
+    done = run(build(project), tmp_path / "record.json", cwd=tmp_path)
+    assert done.returncode == 0, f"a raises-exception cell does not stop the run:\n{done.stderr[-3000:]}"
+    recorded = json.loads((tmp_path / "record.json").read_text())["cells"]
+    exported = recorded[0]["outputs"][-1]
+    assert recorded[1]["outputs"][-1]["data"]["text/plain"] == "2", "the variables are kept"
+
+    client = nbclient.NotebookClient(nbformat.read(notebook, as_version=4), kernel_name=KERNEL,
+                                     timeout=600)
+    kernel = client.execute().cells[0].outputs[-1]
+
+    assert exported["ename"] == kernel["ename"] == "OutOfMemoryError", (exported, kernel)
+    assert "16.0 TiB on the CPU" in exported["evalue"], exported["evalue"]
+    # (The kernel adds that `big` was not stored; a program has no variable store.)
+    kernel_evalue = KERNEL_STORE_NOTE.sub("", kernel["evalue"])
+    assert masked(exported["evalue"]) == masked(kernel_evalue), (exported, kernel)
+    assert "frame #" not in exported["evalue"], "libtorch's C++ frames come after, in the traceback"
+    assert exported["traceback"][1] == kernel["traceback"][1], "the cell line it happened on"

@@ -1,7 +1,8 @@
 //! rustc's diagnostics drawn against the cell's own lines.
 
-use super::reports::{ErrorReport, BLUE, BOLD, RED, RESET};
+use super::reports::ErrorReport;
 use crate::engine::{Diagnostic, DiagnosticSpan};
+use tchbook_wire::report::{BLUE, BOLD, RED, RESET};
 
 /// rustc diagnostics rendered against the cell's own lines, rustc style:
 ///

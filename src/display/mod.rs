@@ -3,22 +3,20 @@
 //! values, panics, compile errors, interrupts and crashes.
 //!
 //! One job per file: this one reads lines and MIME bundles; `table` lays out `:help`/`:vars`
-//! tables; `panic` turns a panic into the cell's error, with `torch` for libtorch's errors in
-//! it; `compile` draws rustc's diagnostics against the cell's lines; `reports` has the error
-//! report itself and the reports of interrupts, crashes and failures.
+//! tables; `compile` draws rustc's diagnostics against the cell's lines; `reports` has the
+//! reports of interrupts, crashes and failures of the evaluation process. A panic's report is
+//! `tchbook_wire::report`'s, which an exported program shows too.
 
 mod compile;
-mod panic;
 mod reports;
 mod table;
-mod torch;
 
 pub use compile::compile_report;
-pub use panic::panic_report;
 pub use reports::{
     as_interrupt, crashed_report, failure_report, interrupted_report, say_undone, ErrorReport,
 };
 pub use table::table_media;
+pub use tchbook_wire::report::{panic_report, Generated};
 pub use tchbook_wire::Panic;
 
 use jupyter_protocol::{

@@ -1,33 +1,15 @@
 //! What an `error` message carries, and the reports of a cell that did not end by itself:
 //! interrupted past the grace period, a dead evaluation process, a failure of the kernel's.
 
-/// What an `error` message and an error reply carry.
-#[derive(Debug, Clone, PartialEq)]
-pub struct ErrorReport {
-    pub ename: String,
-    pub evalue: String,
-    pub traceback: Vec<String>,
-}
-
-pub(super) const RED: &str = "\x1b[1;31m";
-pub(super) const BLUE: &str = "\x1b[1;34m";
-pub(super) const BOLD: &str = "\x1b[1m";
-pub(super) const RESET: &str = "\x1b[0m";
-/// The name of an interrupted cell's error, as Python's.
-pub(super) const INTERRUPT: &str = "KeyboardInterrupt";
+pub use tchbook_wire::report::ErrorReport;
+use tchbook_wire::report::{grace_report, headline, INTERRUPT, RED, RESET};
 
 /// The evaluation process was killed after an interrupt and restarted.
 pub fn interrupted_report(lost: &[String]) -> ErrorReport {
-    let evalue = format!(
-        "the cell did not stop within the grace period, so the evaluation process was \
-         restarted; {}",
+    grace_report(&format!(
+        "the evaluation process was restarted; {}",
         lost_sentence(lost)
-    );
-    ErrorReport {
-        ename: INTERRUPT.into(),
-        traceback: vec![format!("{RED}{INTERRUPT}{RESET}: {evalue}")],
-        evalue,
-    }
+    ))
 }
 
 /// The evaluation process died (segfault, abort) and was restarted. An allocation that failed
@@ -96,7 +78,7 @@ pub fn as_interrupt(report: &mut ErrorReport) {
         "interrupted by the user; the cell stopped with {}: {}",
         report.ename, report.evalue
     );
-    report.traceback[0] = format!("{RED}{INTERRUPT}{RESET}{BOLD}: {evalue}{RESET}");
+    report.traceback[0] = headline(INTERRUPT, &evalue);
     report.ename = INTERRUPT.to_owned();
     report.evalue = evalue;
 }

@@ -26,7 +26,6 @@ pub(super) fn package_name(stem: &str) -> String {
 pub(super) fn manifest(
     package: &str,
     prelude: &str,
-    wire: &str,
     dependencies: &BTreeMap<String, String>,
 ) -> String {
     let mut text = format!(
@@ -46,16 +45,11 @@ pub(super) fn manifest(
          \n\
          [dependencies]\n\
          tchbook-prelude = {{ path = {prelude:?} }}\n\
-         tchbook-wire = {{ path = {wire:?} }}\n\
-         libc = \"0.2\"\n\
-         serde_json = \"1\"\n",
+         tchbook-runner = {{ path = \"tchbook-runner\" }}\n",
         version = crate::VERSION,
     );
     for (name, spec) in dependencies {
-        if matches!(
-            name.as_str(),
-            "tchbook-prelude" | "tchbook-wire" | "libc" | "serde_json"
-        ) {
+        if matches!(name.as_str(), "tchbook-prelude" | "tchbook-runner") {
             continue;
         }
         let _ = writeln!(text, "{name} = {spec}");
@@ -83,8 +77,6 @@ pub(super) fn main_rs(notebook: &str, translation: &Translation) -> String {
          //! stops it too. Generated: edit the notebook and export again.\n\
          \n\
          #![allow(warnings)]\n\
-         \n\
-         mod tchbook_runner;\n\
          \n\
          use tchbook_prelude::prelude::*;\n\
          use tchbook_runner::CellError;\n\

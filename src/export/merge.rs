@@ -7,6 +7,7 @@ use serde_json::Value;
 use std::collections::BTreeMap;
 use std::io::Write;
 use std::path::Path;
+use tchbook_wire::record::{Record, RecordedCell, FORMAT};
 
 /// Writes the outputs in `record` (from an exported program's `--record`) into `notebook`.
 /// Every code cell's outputs are replaced: cells the run did not reach are left empty, as a run
@@ -18,19 +19,17 @@ pub fn merge(record: &Path, notebook: &Path) -> Result<()> {
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default();
-    if record["notebook"].as_str() != Some(name.as_str()) {
+    if record.notebook != name {
         eprintln!(
             "tchbook: note: the record is of {}, merging into {name}",
-            record["notebook"]
+            record.notebook
         );
     }
-    let mut by_cell: BTreeMap<usize, &Value> = BTreeMap::new();
-    for entry in record["cells"].as_array().into_iter().flatten() {
-        let Some(index) = entry["cell"].as_u64() else {
-            continue;
-        };
-        by_cell.insert(index as usize, entry);
-    }
+    let by_cell: BTreeMap<usize, &RecordedCell> = record
+        .cells
+        .iter()
+        .map(|entry| (entry.cell, entry))
+        .collect();
     let cells = nb["cells"].as_array_mut().context("no cells")?;
     check_unchanged(cells, &by_cell, &name)?;
     for (index, cell) in cells.iter_mut().enumerate() {
@@ -66,26 +65,36 @@ fn write_atomically(path: &Path, bytes: &[u8]) -> Result<()> {
     Ok(())
 }
 
-fn read_record(path: &Path) -> Result<Value> {
+fn read_record(path: &Path) -> Result<Record> {
     let text = std::fs::read_to_string(path)
         .with_context(|| format!("reading the record {}", path.display()))?;
-    let record: Value = serde_json::from_str(&text)
+    let value: Value = serde_json::from_str(&text)
         .with_context(|| "the record is not JSON: was it written by `--record`?")?;
-    if record["tchbook_record"] != 1 {
-        bail!("not a record written by an exported notebook's `--record`");
+    match value["tchbook_record"].as_u64() {
+        Some(format) if format == u64::from(FORMAT) => {}
+        Some(format) => bail!(
+            "the record is in format {format}, written by another version of tchbook (this one \
+             reads format {FORMAT}); export the notebook again with this tchbook, run it, then \
+             merge"
+        ),
+        None => bail!("not a record written by an exported notebook's `--record`"),
     }
-    Ok(record)
+    serde_json::from_value(value).context("the record does not read as one `--record` writes")
 }
 
 /// Refuses a record whose cells' sources are not the notebook's any more.
-fn check_unchanged(cells: &[Value], by_cell: &BTreeMap<usize, &Value>, name: &str) -> Result<()> {
+fn check_unchanged(
+    cells: &[Value],
+    by_cell: &BTreeMap<usize, &RecordedCell>,
+    name: &str,
+) -> Result<()> {
     for (index, cell) in cells.iter().enumerate() {
         if cell["cell_type"] != "code" {
             continue;
         }
         if let Some(entry) = by_cell.get(&index) {
             let hash = source_hash(&joined(&cell["source"]));
-            if entry["source_hash"].as_str() != Some(hash.as_str()) {
+            if entry.source_hash != hash {
                 bail!(
                     "cell {index} of {name} changed since it was exported and run; export and \
                      run it again, then merge"
@@ -97,14 +106,16 @@ fn check_unchanged(cells: &[Value], by_cell: &BTreeMap<usize, &Value>, name: &st
 }
 
 /// A code cell's outputs and count from its record `entry`, or none when the run did not reach it.
-fn replace_outputs(cell: &mut Value, entry: Option<&Value>) {
+fn replace_outputs(cell: &mut Value, entry: Option<&RecordedCell>) {
     let (outputs, count) = match entry {
         Some(entry) => (
-            entry["outputs"]
-                .as_array()
-                .map(|outputs| outputs.iter().map(nbformat_output).collect())
-                .unwrap_or_default(),
-            entry["execution_count"].clone(),
+            entry
+                .outputs
+                .iter()
+                .filter_map(|output| serde_json::to_value(output).ok())
+                .map(|output| nbformat_output(&output))
+                .collect(),
+            Value::from(entry.execution_count),
         ),
         None => (Vec::new(), Value::Null),
     };
@@ -171,8 +182,10 @@ mod tests {
             "cell": 0, "source_hash": source_hash("1 + 1"), "execution_count": 1,
             "outputs": [{"output_type": "stream", "name": "stdout", "text": "two\n"}],
         });
-        let record_json =
-            serde_json::json!({"tchbook_record": 1, "notebook": "n.ipynb", "cells": [entry]});
+        let record_json = serde_json::json!({
+            "tchbook_record": FORMAT, "notebook": "n.ipynb", "exported_by": "tchbook 0.1.0",
+            "completed": true, "cells": [entry],
+        });
         std::fs::write(&record, record_json.to_string()).unwrap();
         // A reader that opened the notebook before the merge (a front end loading it).
         let mut reader = std::fs::File::open(&notebook).unwrap();

@@ -57,12 +57,10 @@ pub(super) fn read_code_cells(path: &Path) -> Result<Vec<CodeCell>> {
         .collect())
 }
 
-/// FNV-1a of a cell's source: `--merge` checks the cell is still the one that was run.
+/// The first 64 bits of a cell's source's SHA-256: `--merge` checks the cell is still the one
+/// that was run.
 pub(super) fn source_hash(source: &str) -> String {
-    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
-    for byte in source.as_bytes() {
-        hash ^= u64::from(*byte);
-        hash = hash.wrapping_mul(0x0100_0000_01b3);
-    }
-    format!("{hash:016x}")
+    use sha2::Digest;
+    let digest = sha2::Sha256::digest(source.as_bytes());
+    digest[..8].iter().map(|b| format!("{b:02x}")).collect()
 }

@@ -8,26 +8,12 @@ use super::ExportOptions;
 use anyhow::{bail, Context, Result};
 use std::path::{Path, PathBuf};
 
-/// The runner every exported project carries, by path under its `src/`: `runner.rs` and the
-/// files of `runner/` here become `tchbook_runner.rs` and `tchbook_runner/` there, where
-/// `mod tchbook_runner;` finds them as it finds them here.
-macro_rules! runner_files {
-    ($($file:literal),*) => {
-        &[
-            ("tchbook_runner.rs", include_str!("runner.rs")),
-            $((concat!("tchbook_runner/", $file), include_str!(concat!("runner/", $file))),)*
-        ]
-    };
-}
-const RUNNER: &[(&str, &str)] = runner_files!(
-    "capture.rs",
-    "cells.rs",
-    "failure.rs",
-    "process.rs",
-    "reader.rs",
-    "record.rs",
-    "recorder.rs"
-);
+// The runner every exported project carries (the `runner/` crate), as `RUNNER_FILES`: paths
+// relative to the crate, and its contents.
+include!(concat!(env!("OUT_DIR"), "/runner_files.rs"));
+/// Where the runner goes in a project, and how its manifest names `tchbook-wire` in the workspace.
+const RUNNER_DIR: &str = "tchbook-runner";
+const RUNNER_WIRE: &str = "path = \"../wire\"";
 /// This workspace's lock file: an exported project resolves to the same versions.
 const LOCK: &str = include_str!("../../Cargo.lock");
 
@@ -64,13 +50,7 @@ pub fn export(options: &ExportOptions) -> Result<PathBuf> {
     let wire_path = wire(&out_dir, &prelude_path)?;
     write_if_changed(
         &out_dir.join("Cargo.toml"),
-        manifest(
-            &package,
-            &prelude_path,
-            &wire_path,
-            &translation.dependencies,
-        )
-        .as_bytes(),
+        manifest(&package, &prelude_path, &translation.dependencies).as_bytes(),
     )?;
     // Only seeds the resolution: cargo keeps the versions it can use and drops the rest.
     if !out_dir.join("Cargo.lock").exists() {
@@ -80,7 +60,10 @@ pub fn export(options: &ExportOptions) -> Result<PathBuf> {
         &out_dir.join("src/main.rs"),
         main_rs(&name, &translation).as_bytes(),
     )?;
-    write_files(&out_dir.join("src"), RUNNER)?;
+    write_runner(&out_dir, &wire_path)?;
+    // An export from before the runner was a crate left it in src/.
+    let _ = std::fs::remove_file(out_dir.join("src/tchbook_runner.rs"));
+    let _ = std::fs::remove_dir_all(out_dir.join("src/tchbook_runner"));
     Ok(out_dir)
 }
 
@@ -183,15 +166,33 @@ fn wire(out_dir: &Path, prelude: &str) -> Result<String> {
     Ok(wire.display().to_string())
 }
 
-/// Writes `files` (path relative to `dir`, contents) under `dir`.
-fn write_files(dir: &Path, files: &[(&str, &str)]) -> Result<()> {
-    for (relative, contents) in files {
+/// Writes the runner crate into the project, its `tchbook-wire` dependency pointed at `wire`
+/// (relative to the project, or absolute): the prelude's, since cargo refuses two packages of
+/// one name at different paths.
+fn write_runner(out_dir: &Path, wire: &str) -> Result<()> {
+    let dir = out_dir.join(RUNNER_DIR);
+    let wire = if Path::new(wire).is_relative() {
+        format!("../{wire}")
+    } else {
+        wire.to_owned()
+    };
+    for (relative, contents) in RUNNER_FILES {
         let path = dir.join(relative);
         if let Some(parent) = path.parent() {
             std::fs::create_dir_all(parent)
                 .with_context(|| format!("creating {}", parent.display()))?;
         }
-        write_if_changed(&path, contents.as_bytes())?;
+        if *relative == "Cargo.toml" {
+            let manifest = String::from_utf8_lossy(contents);
+            assert!(
+                manifest.contains(RUNNER_WIRE),
+                "runner/Cargo.toml names wire so"
+            );
+            let manifest = manifest.replace(RUNNER_WIRE, &format!("path = {wire:?}"));
+            write_if_changed(&path, manifest.as_bytes())?;
+        } else {
+            write_if_changed(&path, contents)?;
+        }
     }
     Ok(())
 }
@@ -235,8 +236,13 @@ mod tests {
             "the stale module is gone"
         );
         assert!(project.join("tchbook-prelude/src/lib.rs").is_file());
-        let manifest = std::fs::read_to_string(project.join("Cargo.toml")).unwrap();
-        assert!(manifest.contains("tchbook-wire = { path = \"tchbook-prelude/wire\" }"));
+        // The runner reads the prelude's lines with the prelude's own copy of the wire crate.
+        let runner = std::fs::read_to_string(project.join("tchbook-runner/Cargo.toml")).unwrap();
+        assert!(
+            runner.contains("tchbook-wire = { path = \"../tchbook-prelude/wire\" }"),
+            "{runner}"
+        );
+        assert!(project.join("tchbook-runner/src/lib.rs").is_file());
         std::fs::remove_dir_all(&dir).unwrap();
     }
 
@@ -327,23 +333,5 @@ mod tests {
             assert_eq!(entries.len(), 1, "{name}: only the notebook is there");
             std::fs::remove_dir_all(dir).unwrap();
         }
-    }
-
-    #[test]
-    fn every_runner_file_is_carried_into_the_project() {
-        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("src/export/runner");
-        let mut on_disk: Vec<String> = std::fs::read_dir(&dir)
-            .unwrap()
-            .map(|entry| entry.unwrap().file_name().to_string_lossy().into_owned())
-            .map(|name| format!("tchbook_runner/{name}"))
-            .collect();
-        on_disk.push("tchbook_runner.rs".to_owned());
-        on_disk.sort();
-        let mut carried: Vec<String> = RUNNER.iter().map(|(path, _)| path.to_string()).collect();
-        carried.sort();
-        assert_eq!(
-            carried, on_disk,
-            "list every file of src/export/runner/ in RUNNER"
-        );
     }
 }

@@ -24,7 +24,7 @@
 //! The prelude asks for input with evcxr's own lines, which evcxr answers with one line on stdin
 //! ([`InputRequest`]). Writers: the prelude (`prelude/src/runtime/`) and the panic hook
 //! ([`install_panic_hook`]). Readers: the kernel (`src/display/`) and the runner of exported
-//! notebooks (`src/export/runner.rs`). Both sides use these types, so they cannot disagree; the
+//! notebooks (the `tchbook-runner` crate). Both sides use these types, so they cannot disagree; the
 //! prelude's tests check that what its writer emits reads back as the same [`Message`].
 //!
 //! Only a keyed line is read as a message: a cell that prints `TCHBOOK_DISPLAY {...}` or
@@ -41,6 +41,8 @@
 pub mod env;
 pub mod key;
 mod panic;
+pub mod record;
+pub mod report;
 
 pub use key::{
     carries_key, keyed, keyed_with, line_key, new_line_key, unkeyed, unkeyed_with, MARK,

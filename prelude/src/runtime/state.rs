@@ -10,7 +10,7 @@ const MAGIC: u64 = 0x7463_6862_6f6f_6b32; // "tchbook2"
 
 /// The message a cell ends with when the user interrupts it (`interrupt::MESSAGE`; the
 /// runtime's `input()`, below the `interrupt` layer, stops with it too).
-pub(crate) const INTERRUPTED: &str = "KeyboardInterrupt: interrupted by the user";
+pub(crate) const INTERRUPTED: &str = tchbook_wire::report::INTERRUPTED;
 
 /// Process-wide state.
 ///

@@ -25,8 +25,16 @@ impl<E: Evaluator> Shell<E> {
             Err(error) => return Some(error_report(&request.code, &error, &ran.stderr_tail)),
         };
         if let Some(panic) = ran.panic {
-            let source = ran.finished.source.as_deref();
-            let mut report = display::panic_report(&panic, &request.code, source);
+            // evcxr's generated crate for the cell.
+            let generated = ran
+                .finished
+                .source
+                .as_deref()
+                .map(|source| display::Generated {
+                    file: "src/lib.rs",
+                    source,
+                });
+            let mut report = display::panic_report(&panic, &request.code, generated);
             if value.interrupted {
                 display::as_interrupt(&mut report);
             }

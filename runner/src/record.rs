@@ -4,30 +4,27 @@
 use super::process::{lock, runner};
 use super::recorder::Recorder;
 use super::Notebook;
-use serde_json::{json, Value};
+use tchbook_wire::record::{Record, RecordedCell, FORMAT};
 use tchbook_wire::StreamName;
 
 impl Recorder {
-    fn to_json(&self, notebook: &Notebook, completed: bool) -> Value {
-        let cells: Vec<Value> = self
-            .cells
-            .iter()
-            .map(|c| {
-                json!({
-                    "cell": c.cell,
-                    "source_hash": c.hash,
-                    "execution_count": c.execution_count,
-                    "outputs": c.outputs,
+    fn record(&self, notebook: &Notebook, completed: bool) -> Record {
+        Record {
+            tchbook_record: FORMAT,
+            notebook: notebook.name.to_owned(),
+            exported_by: notebook.exported_by.to_owned(),
+            completed,
+            cells: self
+                .cells
+                .iter()
+                .map(|c| RecordedCell {
+                    cell: c.cell,
+                    source_hash: c.hash.to_owned(),
+                    execution_count: c.execution_count,
+                    outputs: c.outputs.clone(),
                 })
-            })
-            .collect();
-        json!({
-            "tchbook_record": 1,
-            "notebook": notebook.name,
-            "exported_by": notebook.exported_by,
-            "completed": completed,
-            "cells": cells,
-        })
+                .collect(),
+        }
     }
 }
 
@@ -37,9 +34,9 @@ pub(super) fn write_record(completed: bool) -> bool {
     let Some(path) = &runner.record else {
         return true;
     };
-    let json = lock(runner).to_json(runner.notebook, completed);
+    let record = lock(runner).record(runner.notebook, completed);
     let temporary = path.with_extension("partial");
-    let written = serde_json::to_vec_pretty(&json)
+    let written = serde_json::to_vec_pretty(&record)
         .map_err(std::io::Error::other)
         .and_then(|bytes| std::fs::write(&temporary, bytes))
         .and_then(|()| std::fs::rename(&temporary, path));

@@ -1,11 +1,13 @@
 //! A cell's outputs as nbformat outputs (streams coalesced, displays updated in place, clears
 //! applied as nbclient applies them), and the text printed for them on the real stdout/stderr.
 
-use serde_json::{json, Value};
+use serde_json::Value;
 use std::collections::HashMap;
 use std::io::Write;
 use std::time::{Duration, Instant};
-use tchbook_wire::StreamName;
+use tchbook_wire::record::Output;
+use tchbook_wire::report::ErrorReport;
+use tchbook_wire::{MimeData, StreamName};
 
 /// The index of `stream` in the recorder's per-stream arrays.
 pub(super) fn slot(stream: StreamName) -> usize {
@@ -21,7 +23,7 @@ pub(super) struct CellRecord {
     pub(super) cell: usize,
     pub(super) hash: &'static str,
     pub(super) execution_count: usize,
-    pub(super) outputs: Vec<Value>,
+    pub(super) outputs: Vec<Output>,
 }
 
 /// Where a display with an id was recorded, for later updates.
@@ -74,7 +76,7 @@ impl Recorder {
     }
 
     /// Output that arrives first after a `clear_output(wait=True)` clears the cell first.
-    pub(super) fn push_output(&mut self, output: Value) -> Option<usize> {
+    pub(super) fn push_output(&mut self, output: Output) -> Option<usize> {
         if std::mem::take(&mut self.clear_pending) {
             self.clear_now();
         }
@@ -102,16 +104,20 @@ impl Recorder {
         }
         let Some(cell) = self.current() else { return };
         // Consecutive writes to one stream are one output, as nbconvert's coalescing leaves them.
-        if let Some(last) = cell.outputs.last_mut() {
-            if last["output_type"] == "stream" && last["name"] == stream.as_str() {
-                if let Some(Value::String(existing)) = last.get_mut("text") {
-                    existing.push_str(text);
-                    return;
-                }
+        if let Some(Output::Stream {
+            name,
+            text: existing,
+        }) = cell.outputs.last_mut()
+        {
+            if *name == stream {
+                existing.push_str(text);
+                return;
             }
         }
-        cell.outputs
-            .push(json!({"output_type": "stream", "name": stream.as_str(), "text": text}));
+        cell.outputs.push(Output::Stream {
+            name: stream,
+            text: text.to_owned(),
+        });
     }
 
     pub(super) fn begin(&mut self, cell: usize, hash: &'static str, execution_count: usize) {
@@ -141,15 +147,13 @@ impl Recorder {
             return;
         }
         let (data, metadata) = tchbook_wire::final_value(&value);
-        let data = Value::Object(data);
         self.print(StreamName::Stdout, &format!("{}\n", plain_text(&data)));
-        let count = self.current().map_or(0, |c| c.execution_count);
-        self.push_output(json!({
-            "output_type": "execute_result",
-            "execution_count": count,
-            "data": data,
-            "metadata": metadata,
-        }));
+        let execution_count = self.current().map_or(0, |c| c.execution_count);
+        self.push_output(Output::ExecuteResult {
+            execution_count,
+            data,
+            metadata,
+        });
     }
 
     /// The last text of displays updated since they were last printed, in a stable order.
@@ -169,21 +173,23 @@ impl Recorder {
         }
     }
 
-    pub(super) fn error(&mut self, ename: &str, evalue: &str, traceback: Vec<String>) {
+    pub(super) fn error(&mut self, report: ErrorReport) {
+        let ErrorReport {
+            ename,
+            evalue,
+            traceback,
+        } = report;
         self.print(StreamName::Stderr, &format!("{}\n", traceback.join("\n")));
-        self.push_output(json!({
-            "output_type": "error",
-            "ename": ename,
-            "evalue": evalue,
-            "traceback": traceback,
-        }));
+        self.push_output(Output::Error {
+            ename,
+            evalue,
+            traceback,
+        });
     }
 }
 
-/// A final value (one string per MIME type, as evcxr gives it) as a Jupyter bundle: JSON types
-/// parsed, the rest as text.
 /// The text printed for a bundle: its `text/plain`.
-pub(super) fn plain_text(data: &Value) -> String {
+pub(super) fn plain_text(data: &MimeData) -> String {
     match data.get("text/plain") {
         Some(Value::String(text)) => text.trim_end_matches('\n').to_owned(),
         Some(other) => other.to_string(),

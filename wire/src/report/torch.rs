@@ -2,14 +2,14 @@
 //! for the end, and out of memory said in a few words.
 
 /// A libtorch error inside a panic message: its first sentence(s) and everything after.
-pub(super) struct TorchError {
-    pub(super) summary: String,
-    pub(super) rest: String,
+pub struct TorchError {
+    pub summary: String,
+    pub rest: String,
 }
 
 /// `called Result::unwrap() on an Err value: Torch("msg\nException raised from ...")` → the
 /// message (unescaped) split where libtorch's own frames begin.
-pub(super) fn torch_error(message: &str) -> Option<TorchError> {
+pub fn torch_error(message: &str) -> Option<TorchError> {
     let start = message.find("Torch(\"")? + "Torch(\"".len();
     let end = message.rfind("\")").filter(|&end| end >= start)?;
     let text = unescape_debug(&message[start..end]);
@@ -62,7 +62,7 @@ fn unescape_debug(text: &str) -> String {
 }
 
 /// The short form of libtorch's out-of-memory errors, CPU and CUDA, or `None` for others.
-pub(super) fn out_of_memory(summary: &str) -> Option<String> {
+pub fn out_of_memory(summary: &str) -> Option<String> {
     if let Some(at) = summary.find("you tried to allocate ") {
         // CPU: "[enforce fail at alloc_cpu.cpp:..] ... DefaultCPUAllocator: not enough memory:
         // you tried to allocate 40000000000 bytes."

@@ -1,9 +1,17 @@
 //! A panic as the cell's error: its message, and the cell line it happened on or was called
 //! from.
 
-use super::reports::{ErrorReport, BLUE, BOLD, INTERRUPT, RED, RESET};
-use super::torch::{out_of_memory, torch_error};
-use tchbook_wire::Panic;
+use super::{headline, Cause, ErrorReport, BLUE, INTERRUPT, RESET};
+use crate::Panic;
+
+/// The source a cell was compiled in: a panic located in `file` (a path ending so) at a line of
+/// `source` is a panic in the cell, on the cell's line with the same text. The kernel's is
+/// evcxr's generated crate (`src/lib.rs`), an exported program's its `src/main.rs`.
+#[derive(Debug, Clone, Copy)]
+pub struct Generated<'a> {
+    pub file: &'a str,
+    pub source: &'a str,
+}
 
 /// A panic: the message, where it happened and, when the location is in the cell, that line
 /// (numbered as in the cell when the line can be found there).
@@ -13,30 +21,19 @@ use tchbook_wire::Panic;
 /// who want them. Out of memory names the size asked for and the memory free. A panic inside a
 /// library (tch's `tensor_generated.rs`) is traced back to the cell line that called the
 /// library function it happened in. An interrupt never points into the prelude's sources.
-pub fn panic_report(panic: &Panic, cell: &str, generated_source: Option<&str>) -> ErrorReport {
-    let torch = torch_error(&panic.message);
-    let (ename, evalue) = match (panic.message.strip_prefix(INTERRUPT), &torch) {
-        (Some(rest), _) => (
-            INTERRUPT.to_owned(),
-            rest.trim_start_matches(':').trim().to_owned(),
-        ),
-        (None, Some(torch)) => match out_of_memory(&torch.summary) {
-            Some(short) => ("OutOfMemoryError".to_owned(), short),
-            None => ("TorchError".to_owned(), torch.summary.clone()),
-        },
-        (None, None) => ("panic".to_owned(), panic.message.clone()),
+pub fn panic_report(panic: &Panic, cell: &str, generated: Option<Generated>) -> ErrorReport {
+    let cause = Cause::of(&panic.message);
+    let ename = cause.ename();
+    let evalue = cause.evalue().to_owned();
+    let shown = if evalue.is_empty() {
+        "interrupted"
+    } else {
+        &evalue
     };
-    let mut traceback = vec![format!(
-        "{RED}{ename}{RESET}{BOLD}: {evalue}{RESET}",
-        evalue = if evalue.is_empty() {
-            "interrupted"
-        } else {
-            &evalue
-        }
-    )];
+    let mut traceback = vec![headline(ename, shown)];
     if !panic.location.is_empty() {
-        let in_cell = cell_line(&panic.location, generated_source).map(|line| {
-            // evcxr wraps the cell in generated code; its lines keep their text, so the
+        let in_cell = cell_line(&panic.location, generated).map(|line| {
+            // The cell is wrapped in generated code whose lines keep their text, so the
             // cell's own line number is where that text is.
             let wanted = line.trim().to_owned();
             let number = cell.lines().position(|l| l.trim() == wanted);
@@ -66,26 +63,27 @@ pub fn panic_report(panic: &Panic, cell: &str, generated_source: Option<&str>) -
             }
         }
     }
-    if let Some(torch) = torch.filter(|t| !t.rest.is_empty()) {
-        traceback.push(format!("libtorch's full report:\n{}", torch.rest));
+    if let Some(details) = cause.details() {
+        traceback.push(format!("libtorch's full report:\n{details}"));
     }
     ErrorReport {
-        ename,
+        ename: ename.to_owned(),
         evalue,
         traceback,
     }
 }
 
 /// The source line a panic location in the cell's generated crate points at.
-fn cell_line(location: &str, generated_source: Option<&str>) -> Option<String> {
+fn cell_line(location: &str, generated: Option<Generated>) -> Option<String> {
+    let generated = generated?;
     let mut parts = location.rsplitn(3, ':');
     let _column = parts.next()?;
     let line: usize = parts.next()?.parse().ok()?;
     let file = parts.next()?;
-    if !file.ends_with("src/lib.rs") {
+    if !file.ends_with(generated.file) {
         return None;
     }
-    let text = generated_source?.lines().nth(line.checked_sub(1)?)?;
+    let text = generated.source.lines().nth(line.checked_sub(1)?)?;
     Some(text.to_owned())
 }
 
@@ -129,6 +127,32 @@ mod tests {
     use super::*;
 
     #[test]
+    fn a_panic_in_an_exported_programs_cell_is_placed_on_the_cells_line() {
+        let main_rs =
+            "fn cells() {\n    tchbook_runner::begin(0);\nlet x = 1;\nassert!(x > 1);\n}\n";
+        let panic = Panic {
+            message: "assertion failed: x > 1".into(),
+            location: "src/main.rs:4:1".into(),
+            thread: "main".into(),
+            on_main: true,
+        };
+        let generated = Generated {
+            file: "src/main.rs",
+            source: main_rs,
+        };
+        let report = panic_report(&panic, "let x = 1;\nassert!(x > 1);", Some(generated));
+        assert_eq!(report.ename, "panic");
+        assert!(
+            report.traceback[1].starts_with("  at cell line 2\n"),
+            "{report:?}"
+        );
+        assert!(
+            report.traceback[1].ends_with("assert!(x > 1);"),
+            "{report:?}"
+        );
+    }
+
+    #[test]
     fn keyboard_interrupt_panics_are_named_so() {
         let panic = Panic {
             message: "KeyboardInterrupt: interrupted by the user".into(),
@@ -139,7 +163,10 @@ mod tests {
         let report = panic_report(
             &panic,
             "let x = 1;\nloop_body();",
-            Some("a\nb\n    loop_body();\n"),
+            Some(Generated {
+                file: "src/lib.rs",
+                source: "a\nb\n    loop_body();\n",
+            }),
         );
         assert_eq!(report.ename, "KeyboardInterrupt");
         assert_eq!(report.evalue, "interrupted by the user");

@@ -1,9 +1,9 @@
-//! The headless runner of an exported notebook: `tchbook export` writes this file, unchanged,
-//! into every exported project as `src/tchbook_runner.rs`, and the files of `runner/` beside it
-//! as `src/tchbook_runner/` (the kernel also compiles them, for their tests; every file of
-//! `runner/` must be listed in `project.rs`). It depends on std, libc, serde_json and
-//! `tchbook_wire` (the prelude's messages, read as the kernel reads them) only; the prelude is
-//! reached through the `attach` function the generated `main` passes in.
+//! The headless runner of an exported notebook: `tchbook export` writes this crate, unchanged,
+//! into every exported project as `tchbook-runner/` (the kernel embeds it, build.rs), and the
+//! project's generated `src/main.rs` calls [`run`]. It depends on std, libc, serde_json and
+//! `tchbook_wire` (the prelude's messages, read as the kernel reads them; the error reports and
+//! the record, made as the kernel makes them) only; the prelude is reached through the `attach`
+//! function the generated `main` passes in.
 //!
 //! The exported program runs the cells in order in one process, as "run all" does in the kernel,
 //! and its output goes through the same prelude code as in the kernel: [`run`] points fds 1 and 2
@@ -24,9 +24,10 @@
 //! reader sees it, then one to stdout, so everything a cell printed (including a partial line the
 //! pump flushed to stdout on behalf of stderr) is in before the cell's outputs are closed.
 //!
-//! Errors are the kernel's: a panic on the main thread ends the cell with an `error` output
-//! (`panic`, or `KeyboardInterrupt` for the prelude's interrupt panic) and stops the run, as "run
-//! all" stops, unless the cell is tagged `raises-exception`; a panic on another thread is stderr
+//! Errors are the kernel's (`tchbook_wire::report`): a panic on the main thread ends the cell
+//! with an `error` output (`panic`, `TorchError`, `OutOfMemoryError`, or `KeyboardInterrupt` for
+//! the prelude's interrupt panic) and stops the run, as "run all" stops, unless the cell is
+//! tagged `raises-exception`; a panic on another thread is stderr
 //! text; an error returned by `?` is printed to stderr as evcxr prints it, and stops the run
 //! (later cells may need what that cell did not define).
 //!
@@ -38,9 +39,7 @@
 //! - `recorder.rs`: a cell's outputs as nbformat outputs, and the text printed for them;
 //! - `cells.rs`: what the generated cells call (`begin`, `end`, `:timing`, `:fmt`, `:types`);
 //! - `failure.rs`: panics and interrupts as the kernel reports them;
-//! - `record.rs`: the `--record` file.
-
-#![allow(dead_code)]
+//! - `record.rs`: the `--record` file (`tchbook_wire::record`'s types).
 
 mod capture;
 mod cells;
@@ -50,9 +49,7 @@ mod reader;
 mod record;
 mod recorder;
 
-// What the generated cells call; the kernel, which compiles the runner for its tests only,
-// does not.
-#[allow(unused_imports)]
+// What the generated cells call.
 pub use cells::{allow_error, begin, end, set_format, toggle_timing, toggle_types};
 
 use process::{lock, runner, Runner, RUNNER};

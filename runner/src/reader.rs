@@ -5,8 +5,10 @@
 
 use super::capture::SYNC;
 use super::recorder::{plain_text, slot, Printed, Recorder, Shown};
-use serde_json::{json, Value};
+use serde_json::{Map, Value};
 use std::time::{Duration, Instant};
+use tchbook_wire::record::Output;
+use tchbook_wire::MimeData;
 use tchbook_wire::{InputRequest, Message, StreamName, BEGIN_CONTENT, END_CONTENT};
 
 /// How often an updated display's text is printed again while its cell runs.
@@ -91,12 +93,12 @@ impl Recorder {
                 data,
                 metadata,
                 display_id,
-            } => self.display(Value::Object(data), Value::Object(metadata), display_id),
+            } => self.display(data, metadata, display_id),
             Message::Update {
                 data,
                 metadata,
                 display_id,
-            } => self.update(Value::Object(data), Value::Object(metadata), display_id),
+            } => self.update(data, metadata, display_id),
             Message::Clear { wait: true } => self.clear_pending = true,
             Message::Clear { wait: false } => self.clear_now(),
             Message::Stream { name, text } => self.stream(name, &text),
@@ -107,10 +109,10 @@ impl Recorder {
     }
 
     /// A new display: printed, recorded, and remembered under its id for later updates.
-    fn display(&mut self, data: Value, metadata: Value, id: Option<String>) {
+    fn display(&mut self, data: MimeData, metadata: Map<String, Value>, id: Option<String>) {
         let text = plain_text(&data);
         self.print(StreamName::Stdout, &format!("{text}\n"));
-        let output = json!({"output_type": "display_data", "data": data, "metadata": metadata});
+        let output = Output::DisplayData { data, metadata };
         if let (Some(at), Some(id)) = (self.push_output(output), id) {
             let cell = self.cells.len() - 1;
             self.displays.insert(id.clone(), Shown { cell, output: at });
@@ -127,7 +129,7 @@ impl Recorder {
 
     /// An update of the display `id`: replaced in the record; its text printed again when it
     /// changed and `UPDATE_PRINT_INTERVAL` has passed, else kept for the cell's end.
-    fn update(&mut self, data: Value, metadata: Value, id: String) {
+    fn update(&mut self, data: MimeData, metadata: Map<String, Value>, id: String) {
         let text = plain_text(&data);
         let shown = self.displays.get(&id).copied();
         let output = shown.and_then(|shown| {
@@ -136,8 +138,7 @@ impl Recorder {
                 .and_then(|c| c.outputs.get_mut(shown.output))
         });
         if let Some(output) = output {
-            output["data"] = data;
-            output["metadata"] = metadata;
+            *output = Output::DisplayData { data, metadata };
         }
         let printed = self.printed.entry(id).or_default();
         let due = printed
@@ -193,8 +194,8 @@ mod tests {
             &mut r,
             "TCHBOOK_DISPLAY {\"op\":\"stream\",\"name\":\"stdout\",\"text\":\"done\"}\n",
         );
-        let outputs = &r.cells[0].outputs;
-        assert_eq!(outputs.len(), 3, "{outputs:?}");
+        let outputs = serde_json::to_value(&r.cells[0].outputs).unwrap();
+        assert_eq!(outputs.as_array().unwrap().len(), 3, "{outputs}");
         assert_eq!(outputs[0]["text"], "epoch 1\nepoch 2\n");
         assert_eq!(outputs[1]["output_type"], "display_data");
         assert_eq!(outputs[1]["data"]["text/plain"], "100%");
@@ -212,7 +213,7 @@ mod tests {
              {\"image/png\":{\"alt\":\"a line\"}}\nEVCXR_END_CONTENT\n",
         );
         r.end(Some(Duration::from_millis(12)));
-        let outputs = &r.cells[0].outputs;
+        let outputs = serde_json::to_value(&r.cells[0].outputs).unwrap();
         assert_eq!(outputs[0]["text"], "Took 12ms\n");
         assert_eq!(outputs[1]["output_type"], "execute_result");
         assert_eq!(outputs[1]["execution_count"], 1);
@@ -236,8 +237,8 @@ mod tests {
             "new\nEVCXR_BEGIN_CONTENT text/plain\n()\nEVCXR_END_CONTENT\n",
         );
         r.end(None);
-        let outputs = &r.cells[0].outputs;
-        assert_eq!(outputs.len(), 1, "{outputs:?}");
+        let outputs = serde_json::to_value(&r.cells[0].outputs).unwrap();
+        assert_eq!(outputs.as_array().unwrap().len(), 1, "{outputs}");
         assert_eq!(outputs[0]["text"], "new\n");
     }
 
@@ -248,7 +249,10 @@ mod tests {
         r.bytes(StreamName::Stderr, b"TCHBOOK_EXPORT_SYNC 7\n");
         assert_eq!(r.synced, [7, 7]);
         assert_eq!(r.cells[0].outputs.len(), 1);
-        assert_eq!(r.cells[0].outputs[0]["text"], "50%");
+        assert_eq!(
+            serde_json::to_value(&r.cells[0].outputs[0]).unwrap()["text"],
+            "50%"
+        );
     }
 
     #[test]
@@ -259,7 +263,7 @@ mod tests {
         lines(&mut r, "EVCXR_END_CONTENT\n");
         r.end(None);
         assert_eq!(r.synced[slot(StreamName::Stderr)], 3);
-        let outputs = &r.cells[0].outputs;
+        let outputs = serde_json::to_value(&r.cells[0].outputs).unwrap();
         assert_eq!(outputs[0]["text"], "warning\n");
         assert_eq!(outputs[1]["data"]["text/plain"], "42");
     }
@@ -272,8 +276,8 @@ mod tests {
             "TCHBOOK_DISPLAY {\"op\":\"panic\",\"message\":\"boom\",\"location\":\"a.rs:1:2\",\
              \"thread\":\"w\",\"main\":false}\nEVCXR_INPUT_REQUEST:Name\n",
         );
-        let outputs = &r.cells[0].outputs;
-        assert_eq!(outputs.len(), 1, "{outputs:?}");
+        let outputs = serde_json::to_value(&r.cells[0].outputs).unwrap();
+        assert_eq!(outputs.as_array().unwrap().len(), 1, "{outputs}");
         assert_eq!(outputs[0]["name"], "stderr");
         assert_eq!(
             outputs[0]["text"],
@@ -286,7 +290,7 @@ mod tests {
         let mut r = recorder_with_cell();
         lines(&mut r, "TCHBOOK_DISPLAY {\"op\":\"dance\"}\n");
         assert_eq!(
-            r.cells[0].outputs[0]["text"],
+            serde_json::to_value(&r.cells[0].outputs[0]).unwrap()["text"],
             "TCHBOOK_DISPLAY {\"op\":\"dance\"}\n"
         );
     }
