@@ -23,11 +23,11 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 WORKLOADS = ["iris", "cifar", "fashion", "mlp", "loader"]
 
-# glibc's malloc tunables that the prelude sets with mallopt at start-up (FINDINGS: oneDNN's
-# ~37 MB per-step temporaries otherwise go through mmap/munmap and page-fault every step). The
-# "pytorch, tuned malloc" rows give PyTorch the same setting through glibc's environment
-# variables, so the table shows what the prelude gains by default and what is left once both
-# sides have it. Values in bytes; keep in step with what the prelude sets.
+# glibc's malloc tunables that the prelude sets with mallopt at start-up (NOTES.md's baseline:
+# oneDNN's ~37 MB per-step temporaries otherwise go through mmap/munmap and page-fault every
+# step). The "pytorch, tuned malloc" rows give PyTorch the same setting through glibc's
+# environment variables, so the table shows what the prelude gains by default and what is left
+# once both sides have it. Values in bytes; keep in step with what the prelude sets.
 MALLOC_ENV = {  # prelude/src/runtime.rs, tune_allocator()
     "MALLOC_MMAP_THRESHOLD_": str(32 << 20),
     "MALLOC_MMAP_MAX_": "0",

@@ -3,7 +3,7 @@
 (`metadata.kernelspec.name`), and writes an HTML page beside each (nbconvert's lab template,
 with each image's alt text: alt-text.html.j2). `scripts/run-notebooks` (the
 README's main command) runs this after building and installing the kernel; scripts/test runs that
-script with --out, and tests/test_notebooks.py checks the notebooks it wrote there, so CI runs the
+script with --out, and tests/shipped_notebooks/ checks the notebooks it wrote there, so CI runs the
 very code a new user runs and the notebooks execute once.
 
     python notebooks/run.py                  # every notebook; HTML beside each

@@ -5,8 +5,8 @@
 #
 #   tar -xJf target/gpu-check/gpu-check.tar.xz -C /tmp && bash /tmp/gpu-check/run.sh
 #
-# It runs every check in turn, each under a time limit so that one hang cannot take the whole
-# 10-minute slot: gpu_check, the prelude's CUDA-relevant tests, notebooks 01-05 (exported
+# It runs every check in turn, each under a time limit so that one hang cannot take all of the
+# runner's 600 s: gpu_check, the prelude's CUDA-relevant tests, notebooks 01-05 (exported
 # programs, outputs recorded), and the training-loop benchmark on CUDA against PyTorch eager.
 # Everything it produces goes to $OUT (default ./gpu-check-out) as two files, because the GPU
 # machine returns at most 8: summary.txt (one line per step) and gpu-check-results.tar.gz (every

@@ -11,7 +11,7 @@ leave their cells empty. A small notebook written here checks the rest of the co
 final values, a `raises-exception` cell that panics, `:timing`, a panic that stops the run, an
 interrupt that a cell never checks, and `--merge`.
 
-Needs what tests/test_notebooks.py needs (the kernelspec installed, which scripts/test does) and
+Needs what tests/shipped_notebooks/ needs (the kernelspec installed, which scripts/test does) and
 cargo. `TCHBOOK_BIN` names the kernel binary (default: `$CARGO_TARGET_DIR/release/tchbook`, else
 `target/release/tchbook`).
 """
@@ -27,7 +27,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from test_notebooks import (  # noqa: F401 (fresh_stand_ins is a fixture)
+from shipped_notebooks.runs import (  # noqa: F401 (fresh_stand_ins is a fixture)
     ALL, BOOTCAMP, DEEPLIZARD, KERNEL, NOTEBOOKS, ROOT, TOUR, execute, fresh_stand_ins)
 
 TARGET = Path(os.environ.get("CARGO_TARGET_DIR") or ROOT / "target")
@@ -164,7 +164,7 @@ def test_exported_notebook_records_what_the_kernel_shows(name, projects, tmp_pat
     assert record["completed"] is True and record["notebook"] == name
     recorded = {entry["cell"]: entry for entry in record["cells"]}
 
-    kernel = execute(name).nb  # the same run tests/test_notebooks.py checks (cached)
+    kernel = execute(name).nb  # the same run tests/shipped_notebooks/ checks (cached)
     code_cells = [(i, c) for i, c in enumerate(kernel.cells) if c.cell_type == "code"]
     assert sorted(recorded) == [i for i, _ in code_cells], "every code cell ran, in order"
     for count, (index, cell) in enumerate(code_cells, start=1):

@@ -2,14 +2,14 @@
 pinned in scripts/requirements.txt.
 
 scripts/run-notebooks already executes every shipped notebook with nbclient, on the kernel its
-metadata names, from notebooks/, honouring `raises-exception` (tests/test_notebooks.py checks
+metadata names, from notebooks/, honouring `raises-exception` (tests/shipped_notebooks/ checks
 what it wrote); nbmake drives the same nbclient the same way. So rather than a second run of all
 of them (a minute and a half and more), this checks what nbmake adds: that it collects the
 shipped notebooks and leaves out the one that installs software (notebooks/conftest.py), and that
 it passes the tour, which has a cell tagged `raises-exception` (an interrupted training loop),
 on the tchbook kernel.
 
-Needs the `tchbook` kernelspec where Jupyter finds it, as tests/test_notebooks.py does.
+Needs the `tchbook` kernelspec where Jupyter finds it, as tests/shipped_notebooks/ does.
 """
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""tchbook's own latency and memory numbers (the kernel engineer's quick check; the full
+"""tchbook's own latency and memory numbers (a quick check of the kernel alone; the full
 side-by-side comparison is bench/kernels.py).
 
     python bench/kernel/kernel_latency.py [--binary target/release/tchbook] [--reps 20]

@@ -150,7 +150,7 @@ fn main() -> ExitCode {
     if args.imp == Impl::Prelude {
         prelude_loops::start();
     } else {
-        // Only so that plain tch sees the GPU too (FINDINGS: --as-needed drops libtorch_cuda).
+        // Only so that plain tch sees the GPU too (--as-needed drops libtorch_cuda from the link).
         tchbook_prelude::device::load_cuda();
     }
     if args.device != Device::Cpu && !tch::Cuda::is_available() {

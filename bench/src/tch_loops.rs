@@ -1,4 +1,4 @@
-//! The reference side: the same loops in plain tch 0.24, as FINDINGS.md measured them, with
+//! The reference side: the same loops in plain tch 0.24, as NOTES.md's baseline measured them, with
 //! `tch::data::Iter2` for batches and no prelude. It is in the table so that anything the
 //! prelude gives back of what tch gains (a hidden copy, sync or per-step allocation) shows as
 //! the prelude row falling behind this one.
