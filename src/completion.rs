@@ -16,17 +16,17 @@
 
 mod analyzer;
 mod index;
+mod messages;
 pub mod server;
-mod wire;
 
 use analyzer::{Analyzer, Limits, Setup};
+use messages::{Index, Reply, Request};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime};
-use wire::{Index, Reply, Request};
 
-pub use wire::Source;
+pub use messages::Source;
 
 /// How long a completion waits for a warm rust-analyzer: JupyterLab's 1 s, less the round trip
 /// and the engine's share.
@@ -283,8 +283,8 @@ fn is_internal(name: &str) -> bool {
     name.starts_with("internal_") || name.starts_with("f_internal_")
 }
 
-impl From<wire::Item> for Match {
-    fn from(item: wire::Item) -> Match {
+impl From<messages::Item> for Match {
+    fn from(item: messages::Item) -> Match {
         Match {
             text: item.text,
             kind: item.kind,

@@ -1,8 +1,8 @@
 //! Installing the kernelspec, the up-front build of tch and the prelude, and `tchbook doctor`.
 
-use crate::build::cache::{self, BuildCache};
-use crate::build::env;
-use crate::build::libtorch::{detect_libtorch, Libtorch};
+use crate::cellbuild::cache::{self, BuildCache};
+use crate::cellbuild::env;
+use crate::cellbuild::libtorch::{detect_libtorch, Libtorch};
 use crate::engine::{Engine, EngineOptions};
 use anyhow::{bail, Context, Result};
 use std::path::{Path, PathBuf};

@@ -84,7 +84,7 @@ pub fn run(connection_file: &Path, watch_parent: bool) -> Result<()> {
         watch_parent,
     )?;
     drop(setup.build);
-    crate::build::cache::remove_private_root();
+    crate::cellbuild::cache::remove_private_root();
     // Exit without running destructors: evcxr's would wait for the (killed) child.
     std::process::exit(0)
 }

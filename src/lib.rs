@@ -18,9 +18,11 @@
 //! - `commands`: the `:` command language, read once for the engine, export and `syntax`.
 //! - [`syntax`]: `is_complete` and the code point ↔ byte offset conversions.
 //! - [`history`]: this session's cells for `history_request`.
-//! - [`build`]: build speed: the cargo front end, the link plan, the persistent per-user build
+//! - [`cellbuild`]: cell build speed: the cargo front end, the link plan, the persistent per-user build
 //!   cache with the embedded prelude sources, libtorch discovery, the environment variables the
-//!   kernel sets, and the roles this binary plays.
+//!   kernel sets.
+//! - `role`: which of its roles (kernel, evaluation process, cargo front end, rustc wrapper,
+//!   linker) this binary plays, decided once at the top of `main`.
 //! - [`export`]: `tchbook export`: a notebook as a Cargo project that runs it headless, and
 //!   `--merge`, which writes what that program recorded back into the notebook.
 //! - [`install`]: kernelspec install/uninstall, the up-front build, `tchbook doctor`.
@@ -32,7 +34,7 @@
 //! reason): transport's shell reader task verifies and parses it → dispatch's shell loop
 //! publishes `busy` and `execute_input` (via the iopub channel) and hands the code to the
 //! engine ([`engine::Evaluator::execute`]) → the engine thread has evcxr compile it (through
-//! [`build`]'s cargo front end and link plan) and run it in the evaluation process; every stdout
+//! [`cellbuild`]'s cargo front end and link plan) and run it in the evaluation process; every stdout
 //! line the cell prints reaches the engine's output pump thread, which passes it on as an
 //! engine event → dispatch turns events into `stream` / `display_data` / `update_display_data`
 //! / `clear_output` with display's help (the prelude's lines are `tchbook_wire` messages) while
@@ -40,7 +42,7 @@
 //! output, so dispatch publishes the result or error, sends `execute_reply` on shell, then
 //! `idle`.
 
-pub mod build;
+pub mod cellbuild;
 mod commands;
 pub mod completion;
 pub mod dispatch;
@@ -52,8 +54,11 @@ pub mod history;
 pub mod install;
 pub mod kernel;
 pub mod launch;
+mod role;
 pub mod syntax;
 pub mod transport;
+
+pub use role::Role;
 
 /// The kernel's version, part of the build cache key and of the banner.
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");

@@ -1,8 +1,9 @@
 use clap::{Args, Parser, Subcommand};
 use std::path::PathBuf;
 use std::process::ExitCode;
-use tchbook::build::{env, Role};
+use tchbook::cellbuild::env;
 use tchbook::install::{self, Location};
+use tchbook::Role;
 
 /// tchbook: a Jupyter kernel for tensor notebooks in Rust.
 #[derive(Parser)]
@@ -129,7 +130,7 @@ fn main() -> ExitCode {
     if kernel {
         // Before any thread starts: without a place for the build cache the kernel builds in a
         // private directory of its own (`TCHBOOK_CACHE_DIR` then names it for its children).
-        if let Err(error) = tchbook::build::cache::use_private_root() {
+        if let Err(error) = tchbook::cellbuild::cache::use_private_root() {
             eprintln!("tchbook: {error:#}");
             return ExitCode::FAILURE;
         }
@@ -141,7 +142,7 @@ fn main() -> ExitCode {
     }
     let result = run(command);
     if kernel {
-        tchbook::build::cache::remove_private_root();
+        tchbook::cellbuild::cache::remove_private_root();
     }
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -217,7 +218,7 @@ fn run(command: Command) -> anyhow::Result<()> {
             force,
         })
         .map(|dir| println!("{}", dir.display())),
-        Command::Doctor => install::doctor(&tchbook::kernel::rustc_version().1),
+        Command::Doctor => install::doctor(&tchbook::kernel::rustc_version().banner),
         Command::Analyzer { dir } => tchbook::completion::server::serve(&dir),
     }
 }

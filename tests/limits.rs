@@ -69,7 +69,7 @@ async fn many_cells_do_not_grow_the_evaluation_process_maps() {
     let after = map_count(evaluation);
     let per_cell = (after as f64 - before as f64) / CELLS as f64;
     eprintln!("{before} maps before, {after} after {CELLS} cells: {per_cell:.2} per cell");
-    // Each cell's library stays loaded (src/build/link/mod.rs says why): its two segments
+    // Each cell's library stays loaded (src/cellbuild/link/mod.rs says why): its two segments
     // are the most a cell may leave behind.
     assert!(
         per_cell <= 2.05,

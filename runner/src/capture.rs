@@ -1,8 +1,8 @@
 //! The program's own output captured: fds 1 and 2 pointed at pipes, one reader thread per pipe
 //! handing the bytes to the recorder, and the sync that finds a cell's end in-band.
 
+use super::outputs::slot;
 use super::process::{lock, runner};
-use super::recorder::slot;
 use std::io::Write;
 use std::time::{Duration, Instant};
 use tchbook_wire::StreamName;

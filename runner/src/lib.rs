@@ -36,7 +36,7 @@
 //!   hook share;
 //! - `capture.rs`: fds 1 and 2 on pipes, the reader threads, the sync at a cell's end;
 //! - `reader.rs`: the lines read from the pipes (display protocol, content blocks, sync lines);
-//! - `recorder.rs`: a cell's outputs as nbformat outputs, and the text printed for them;
+//! - `outputs.rs`: a cell's outputs as nbformat outputs, and the text printed for them;
 //! - `cells.rs`: what the generated cells call (`begin`, `end`, `:timing`, `:fmt`, `:types`);
 //! - `failure.rs`: panics and interrupts as the kernel reports them;
 //! - `record.rs`: the `--record` file (`tchbook_wire::record`'s types).
@@ -44,10 +44,10 @@
 mod capture;
 mod cells;
 mod failure;
+mod outputs;
 mod process;
 mod reader;
 mod record;
-mod recorder;
 
 // What the generated cells call.
 pub use cells::{allow_error, begin, end, set_format, toggle_timing, toggle_types};

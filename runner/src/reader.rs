@@ -4,7 +4,7 @@
 //! lines, and everything else as stream text.
 
 use super::capture::SYNC;
-use super::recorder::{plain_text, slot, Printed, Recorder, Shown};
+use super::outputs::{plain_text, slot, Printed, Recorder, Shown};
 use serde_json::{Map, Value};
 use std::time::{Duration, Instant};
 use tchbook_wire::record::Output;

@@ -1,8 +1,8 @@
 //! The `--record` file: every cell run so far with its outputs, rewritten (atomically) after
 //! each cell so a killed job keeps what it did; `tchbook export --merge` reads it.
 
+use super::outputs::Recorder;
 use super::process::{lock, runner};
-use super::recorder::Recorder;
 use super::Notebook;
 use tchbook_wire::record::{Record, RecordedCell, FORMAT};
 use tchbook_wire::StreamName;

@@ -5,7 +5,7 @@
 //! answered with a failure, and the next request starts a new process. The notebook's
 //! variables live in the evaluation process and are never touched.
 
-use super::wire::{Reply, Request};
+use super::messages::{Reply, Request};
 use std::io::{BufRead, BufReader, Write};
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};

@@ -19,7 +19,7 @@ mod store;
 pub(crate) use declared::defined_items;
 pub(crate) use store::{build, load, save};
 
-use super::wire::{Index, Item};
+use super::messages::{Index, Item};
 use context::{context, Context};
 use declared::{declared_type, let_names, type_key};
 

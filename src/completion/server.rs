@@ -10,7 +10,7 @@
 //! and tch are analysed) out of kernels that never complete.
 
 use super::index;
-use super::wire::{Item, Reply, Request};
+use super::messages::{Item, Reply, Request};
 use anyhow::{Context, Result};
 use evcxr::StandaloneAnalyzer;
 use std::io::{BufRead, Write};

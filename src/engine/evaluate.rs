@@ -6,7 +6,7 @@ use super::diagnostics::{describe_evcxr_error, diagnostic};
 use super::interrupt::kill_process_group;
 use super::pump::PumpMessage;
 use super::{CellError, CellValue, Event, Finished, Interrupter, Table};
-use crate::build::cache;
+use crate::cellbuild::cache;
 use crate::commands::Command;
 use crate::completion::{self, Prepared, Source};
 use crossbeam_channel::Sender;

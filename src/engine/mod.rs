@@ -36,7 +36,7 @@ pub use commands::Table;
 pub use evaluator::{Evaluator, Interrupts};
 pub use interrupt::{exit_with_parent, Interrupter};
 
-use crate::build::cache::BuildCache;
+use crate::cellbuild::cache::BuildCache;
 use crate::completion::{Prepared, Source};
 use crossbeam_channel::{unbounded, Receiver, Sender};
 use evaluate::State;

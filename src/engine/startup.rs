@@ -1,12 +1,12 @@
 //! Starting the engine: the build directory seeded (and repaired) from the build cache
-//! (`build::seed`), the evaluation process (`build::process`) with evcxr's context on it, and
+//! (`cellbuild::seed`), the evaluation process (`cellbuild::process`) with evcxr's context on it, and
 //! the start-up cell that loads the prelude and the panic hook.
 
 use super::diagnostics::describe_evcxr_error;
 use super::evaluate::{release_freed_memory, State};
 use super::pump::PumpMessage;
 use super::{EngineOptions, Interrupter, Startup, PRELUDE_IMPORT};
-use crate::build::{process, seed};
+use crate::cellbuild::{process, seed};
 use crossbeam_channel::Sender;
 use evcxr::{CommandContext, EvalContext};
 use std::path::{Path, PathBuf};
@@ -25,7 +25,7 @@ pub(super) fn start(
     // The cache seeds and keeps build directories only where there is a prelude to build.
     let cache = options.cache.as_ref().filter(|_| options.prelude.is_ok());
     let mut seeded = seed::prepare(cache, &options.build_dir, stamp)?;
-    let mut repairs: Vec<String> = crate::build::cache::private_root_note()
+    let mut repairs: Vec<String> = crate::cellbuild::cache::private_root_note()
         .into_iter()
         .chain(std::mem::take(&mut seeded.repairs))
         .collect();

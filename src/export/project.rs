@@ -114,7 +114,7 @@ fn prelude(checkout: Option<&Path>, out_dir: &Path) -> Result<String> {
     let Some(dir) = checkout else {
         // As the build cache writes it: files an earlier export wrote and this prelude no longer
         // has are removed (a `runtime.rs` beside the `runtime/mod.rs` that replaced it).
-        crate::build::cache::write_prelude_copy(&out_dir.join("tchbook-prelude"))?;
+        crate::cellbuild::cache::write_prelude_copy(&out_dir.join("tchbook-prelude"))?;
         return Ok("tchbook-prelude".to_owned());
     };
     let dir = std::fs::canonicalize(dir)

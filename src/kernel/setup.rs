@@ -2,9 +2,9 @@
 //! kernel's build directory in it, the environment evcxr reads, and the facts kernel_info
 //! reports.
 
-use crate::build::cache::{BuildCache, BuildDir};
-use crate::build::env;
-use crate::build::libtorch::detect_libtorch;
+use crate::cellbuild::cache::{BuildCache, BuildDir};
+use crate::cellbuild::env;
+use crate::cellbuild::libtorch::detect_libtorch;
 use crate::completion::Completer;
 use crate::dispatch::Facts;
 use crate::engine::{EngineOptions, PRELUDE_IMPORT};
@@ -37,10 +37,10 @@ pub(super) fn setup() -> Setup {
         None => prelude,
     };
     env::set_for_build(libtorch.as_ref().ok(), &build.dir);
-    let (rustc_version, rustc_banner) = rustc_version();
+    let rustc = rustc_version();
     let facts = Facts {
-        rustc_version,
-        rustc_banner,
+        rustc_version: rustc.version,
+        rustc_banner: rustc.banner,
         torch: libtorch.as_ref().ok().and_then(|l| l.version.clone()),
         libtorch_dir: libtorch.as_ref().ok().map(|l| l.dir.display().to_string()),
         cuda_devices: None,
@@ -74,8 +74,15 @@ fn interrupt_grace() -> Duration {
     })
 }
 
-/// `("1.95.0", "rustc 1.95.0 (59807616e 2026-04-14)")`.
-pub fn rustc_version() -> (String, String) {
+/// The Rust compiler cells are built with, as `rustc --version` names it.
+pub struct Rustc {
+    /// `1.95.0`.
+    pub version: String,
+    /// `rustc 1.95.0 (59807616e 2026-04-14)`, or why there is none.
+    pub banner: String,
+}
+
+pub fn rustc_version() -> Rustc {
     let banner = env::tool("rustc")
         .arg("--version")
         .output()
@@ -88,5 +95,5 @@ pub fn rustc_version() -> (String, String) {
         .nth(1)
         .unwrap_or("unknown")
         .to_owned();
-    (version, banner)
+    Rustc { version, banner }
 }

@@ -21,7 +21,7 @@
 //! image and, on a host without the image's prebuilt cache, the first build of tch and the
 //! prelude (about 2 minutes on two cores).
 
-use crate::build::libtorch::detect_libtorch;
+use crate::cellbuild::libtorch::detect_libtorch;
 use crate::install::{self, Location};
 use anyhow::{bail, Context, Result};
 use clap::{Args, ValueEnum};
@@ -221,16 +221,16 @@ pub fn install(location: &Location, args: &RemoteArgs) -> Result<PathBuf> {
 /// gateway_provisioners' `kernel-launchers/` directory, from the Python on PATH (the one the
 /// gateway runs), else tchbook's venv.
 fn gateway_launchers() -> Result<PathBuf> {
-    let venv = std::env::var_os(crate::build::env::VENV)
+    let venv = std::env::var_os(crate::cellbuild::env::VENV)
         .map(PathBuf::from)
-        .unwrap_or_else(|| crate::build::cache::cache_root().join("venv"));
+        .unwrap_or_else(|| crate::cellbuild::cache::cache_root().join("venv"));
     let pythons = [
         PathBuf::from("python3"),
         PathBuf::from("python"),
         venv.join("bin/python"),
     ];
     for python in &pythons {
-        let output = crate::build::env::tool(python)
+        let output = crate::cellbuild::env::tool(python)
             .args(["-c", "import importlib.util as u; s = u.find_spec('gateway_provisioners'); print(s.submodule_search_locations[0] if s else '')"])
             .output();
         let Ok(output) = output else { continue };

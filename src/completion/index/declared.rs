@@ -1,7 +1,7 @@
 //! What the cell's own text declares, for the index's lookups: the type a `let` gives a name,
 //! the names `let` binds, the items a notebook defined, and a type's key in the index.
 
-use super::super::wire::Item;
+use super::super::messages::Item;
 use super::context::is_ident_char;
 
 /// The index's key for a type as rustc or evcxr write it: `&mut alloc::vec::Vec<i32>` → `Vec`.

@@ -1,7 +1,7 @@
 //! Making and keeping the index: rust-analyzer asked once per build cache, the answers kept
 //! there as JSON.
 
-use super::super::wire::{Index, Item, Reply};
+use super::super::messages::{Index, Item, Reply};
 use anyhow::{bail, Result};
 use std::io::Write;
 use std::path::Path;

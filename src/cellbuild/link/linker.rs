@@ -2,7 +2,7 @@
 //! the rlibs it holds.
 
 use super::LinkPlan;
-use crate::build::env;
+use crate::cellbuild::env;
 use std::ffi::OsString;
 use std::os::unix::process::CommandExt;
 use std::path::Path;

@@ -3,8 +3,8 @@
 
 use super::record::{absolute, save, Record};
 use super::{CELL_CRATE, CHECK_DIR};
-use crate::build::env;
-use crate::build::link::{self, LinkPlan};
+use crate::cellbuild::env;
+use crate::cellbuild::link::{self, LinkPlan};
 use anyhow::{Context, Result};
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};

@@ -1,7 +1,7 @@
 //! The records: a cell crate's rustc command as cargo chose it, stored per build directory with
 //! its paths relative to it, so that records travel with the template into every slot.
 
-use crate::build::link::{self, LinkPlan};
+use crate::cellbuild::link::{self, LinkPlan};
 use serde::{Deserialize, Serialize};
 use std::io::Write;
 use std::path::{Path, PathBuf};

@@ -2,9 +2,9 @@
 //! run for the cell crate.
 
 use super::record::relative;
-use crate::build::cache::crate_entries;
-use crate::build::digest::Key;
-use crate::build::env;
+use crate::cellbuild::cache::crate_entries;
+use crate::cellbuild::digest::Key;
+use crate::cellbuild::env;
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 

@@ -59,7 +59,7 @@ pub(crate) const MAKEFLAGS: &str = "MAKEFLAGS";
 /// left in a notebook's folder would be loaded and run in its place.
 ///
 /// ```
-/// # use tchbook::build::env::library_path;
+/// # use tchbook::cellbuild::env::library_path;
 /// # use std::path::PathBuf;
 /// let path = library_path(&[PathBuf::from("/opt/torch/lib")], Some(":lib::/usr/lib:".as_ref()));
 /// assert_eq!(path, "/opt/torch/lib:/usr/lib");

@@ -13,8 +13,6 @@
 //! - [`libtorch`]: finding libtorch.
 //! - [`env`]: every environment variable the kernel sets, named once, and the only place the
 //!   kernel writes its own environment.
-//! - [`role`]: which of its roles (kernel, evaluation process, cargo front end, rustc wrapper,
-//!   linker) this binary plays, decided once at the top of `main`.
 //!
 //! evcxr drives the build; the vendored evcxr patch (vendor/README.md) lets it run this
 //! binary as its cargo and type-check cells beside their builds.
@@ -26,7 +24,4 @@ pub mod env;
 pub mod libtorch;
 pub(crate) mod link;
 pub(crate) mod process;
-mod role;
 pub(crate) mod seed;
-
-pub use role::Role;

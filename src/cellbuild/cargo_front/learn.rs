@@ -3,8 +3,8 @@
 
 use super::record::{self, relative, Record};
 use super::{key, CELL_CRATE};
-use crate::build::env;
-use crate::build::link;
+use crate::cellbuild::env;
+use crate::cellbuild::link;
 use anyhow::{Context, Result};
 use std::ffi::OsString;
 use std::io::{BufRead, BufReader, Write};

@@ -4,7 +4,7 @@
 //! wrapper) and by rustc (a replayed cell's linker). Each helper role is marked by a variable
 //! its starter sets (`env`); the role is read once, first thing in `main`.
 
-use super::{cargo_front, env, link};
+use crate::cellbuild::{cargo_front, env, link};
 use std::ffi::OsString;
 use std::path::PathBuf;
 
