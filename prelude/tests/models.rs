@@ -161,15 +161,20 @@ fn a_model_defined_in_a_cell_prints_as_pytorch_prints_it() {
     );
 }
 
-// Fields read only through their `Debug`, as `repr` reads them.
-#[allow(dead_code)]
+#[expect(
+    dead_code,
+    reason = "fields read only through their Debug, as repr reads them"
+)]
 #[derive(Debug)]
 struct Block {
     conv: nn::Conv2D,
     norm: nn::BatchNorm,
 }
 
-#[allow(dead_code)]
+#[expect(
+    dead_code,
+    reason = "fields read only through their Debug, as repr reads them"
+)]
 #[derive(Debug)]
 struct Nested {
     block: Block,

@@ -2,8 +2,6 @@
 //! client ([`Client`]) and what one execute_request caused ([`Execution`]) here, the real
 //! kernel process in `process` (the in-process kernel on a fake engine is `fake_engine`).
 
-#![allow(dead_code)]
-
 use jupyter_protocol::connection_info::Transport;
 use jupyter_protocol::{
     ConnectionInfo, ExecuteRequest, JupyterMessage, JupyterMessageContent, KernelInfoRequest,
@@ -32,7 +30,6 @@ pub const REPLY: Duration = Duration::from_secs(120);
 /// A client's five connections to a kernel, and the helpers tests drive it with.
 pub struct Client {
     pub info: ConnectionInfo,
-    pub session: String,
     pub shell: ClientShellConnection,
     pub iopub: ClientIoPubConnection,
     pub control: ClientControlConnection,
@@ -161,7 +158,6 @@ impl Client {
         assert!(welcome.is_some(), "the kernel sent no iopub_welcome");
         Client {
             info,
-            session,
             shell,
             iopub,
             control,

@@ -47,7 +47,6 @@ pub struct RunManager {
     samples: i64,
     handle: Option<DisplayHandle>,
     /// Where runs are logged; `None`: not at all.
-    #[cfg_attr(not(feature = "tensorboard"), allow(dead_code))]
     runs_dir: Option<PathBuf>,
     /// Every run's TensorBoard folder so far.
     log_dirs: Vec<PathBuf>,
@@ -140,6 +139,19 @@ impl RunManager {
         return self.tb.as_ref().map(|tb| tb.log_dir());
         #[cfg(not(feature = "tensorboard"))]
         None
+    }
+
+    /// The folder each run's TensorBoard folder is made in (`runs` by default, as PyTorch's
+    /// `SummaryWriter`); `None` after [`without_tensorboard`](Self::without_tensorboard).
+    /// Without the prelude's `tensorboard` feature nothing is written there.
+    ///
+    /// ```
+    /// use tchbook_prelude::prelude::*;
+    /// assert_eq!(RunManager::new().runs_root(), Some(std::path::Path::new("runs")));
+    /// assert_eq!(RunManager::new().without_tensorboard().runs_root(), None);
+    /// ```
+    pub fn runs_root(&self) -> Option<&Path> {
+        self.runs_dir.as_deref()
     }
 
     /// Every run's TensorBoard folder so far, in the order of the runs.
