@@ -30,6 +30,9 @@
 //!   start in a pod, a container or on a remote host, and the kernelspecs that make them do so.
 //! - [`download`]: `tchbook download`, the real data sets where the prelude's loaders look.
 //!
+//! `tests/layers.rs` fails on an import cycle between these modules, and on the engine, display
+//! or transport importing what the list above says they know nothing of.
+//!
 //! How an `execute_request` flows (DEVELOPERS.md, "The path of a cell", gives each hop's
 //! reason): transport's shell reader task verifies and parses it → dispatch's shell loop
 //! publishes `busy` and `execute_input` (via the iopub channel) and hands the code to the

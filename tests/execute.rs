@@ -1,92 +1,9 @@
-//! execute_request: ordering, counting, errors, panics, crashes, queues.
+//! execute_request on the real kernel: errors, panics, crashes, stop_on_error, what evcxr and the
+//! evaluation process add (the message order and counting are `protocol::execute`'s, on the fake
+//! engine).
 
 use crate::support::{Kernel, REPLY, STARTUP};
 use jupyter_protocol::{ExecuteRequest, JupyterMessageContent, ReplyStatus};
-use std::time::Duration;
-
-#[tokio::test(flavor = "multi_thread")]
-async fn execute_publishes_busy_input_outputs_result_reply_then_idle() {
-    let mut kernel = Kernel::start().await;
-    let execution = kernel.run_ok("println!(\"hello\");\n1 + 1").await;
-    assert_eq!(
-        execution.types(),
-        [
-            "status",
-            "execute_input",
-            "stream",
-            "execute_result",
-            "status"
-        ],
-        "{:?}",
-        execution.iopub
-    );
-    assert_eq!(execution.stdout(), "hello\n");
-    assert_eq!(execution.result().as_deref(), Some("2"));
-    assert_eq!(execution.execution_count(), 1);
-    // The reply came before idle: idle was the last message, read after the reply.
-    kernel.assert_iopub_quiet(Duration::from_millis(300)).await;
-}
-
-#[tokio::test(flavor = "multi_thread")]
-async fn execution_count_starts_at_one_and_counts_only_non_silent_requests() {
-    let mut kernel = Kernel::start().await;
-    assert_eq!(kernel.run_ok("let a = 1;").await.execution_count(), 1);
-    let silent = ExecuteRequest {
-        silent: true,
-        store_history: false,
-        ..ExecuteRequest::new("a + 1".into())
-    };
-    let execution = kernel.execute_with(silent, STARTUP).await;
-    assert_eq!(execution.execution_count(), 1);
-    assert!(!execution.types().contains(&"execute_input".to_string()));
-    assert!(!execution.types().contains(&"execute_result".to_string()));
-    assert_eq!(kernel.run_ok("a").await.execution_count(), 2);
-}
-
-#[tokio::test(flavor = "multi_thread")]
-async fn two_hundred_queued_executes_are_answered_in_order_with_no_output_after_idle() {
-    let mut kernel = Kernel::start().await;
-    kernel.run_ok("let mut counter = 0u32;").await;
-    let mut sent = Vec::new();
-    // Every 50th cell compiles and prints; the others are evcxr commands and comments, which
-    // evcxr answers without compiling, so the test measures the kernel, not rustc.
-    for i in 0..200 {
-        let code = match i % 50 {
-            0 => format!("counter += 1; println!(\"cell {i}\");"),
-            n if n % 2 == 1 => ":vars".to_owned(),
-            _ => format!("// cell {i}"),
-        };
-        sent.push(kernel.send_shell(ExecuteRequest::new(code)).await);
-    }
-    for (i, request) in sent.iter().enumerate() {
-        let reply = kernel.shell_reply(STARTUP).await;
-        assert_eq!(
-            reply.parent_header.as_ref().unwrap().msg_id,
-            request.header.msg_id,
-            "reply {i} out of order"
-        );
-        let JupyterMessageContent::ExecuteReply(content) = &reply.content else {
-            panic!("{reply:?}")
-        };
-        assert_eq!(content.status, ReplyStatus::Ok, "cell {i}");
-        assert_eq!(content.execution_count.value(), i + 2);
-    }
-    for (i, request) in sent.iter().enumerate() {
-        let iopub = kernel.iopub_until_idle(&request.header.msg_id, REPLY).await;
-        let types: Vec<_> = iopub.iter().map(|m| m.header.msg_type.as_str()).collect();
-        let expected: &[&str] = match i % 50 {
-            0 => &["status", "execute_input", "stream", "status"],
-            n if n % 2 == 1 => &["status", "execute_input", "execute_result", "status"],
-            _ => &["status", "execute_input", "status"],
-        };
-        assert_eq!(types, expected, "cell {i}");
-    }
-    kernel.assert_iopub_quiet(Duration::from_millis(500)).await;
-    assert_eq!(
-        kernel.run_ok("counter").await.result().as_deref(),
-        Some("4")
-    );
-}
 
 #[tokio::test(flavor = "multi_thread")]
 async fn stop_on_error_aborts_executes_queued_behind_a_failure() {

@@ -8,6 +8,9 @@
 
 mod fake_engine;
 mod support;
+// The prelude's import scan, which checks the kernel's layers too.
+#[path = "../prelude/tests/layer_scan.rs"]
+mod layer_scan;
 
 mod cache;
 mod completion;
@@ -20,6 +23,7 @@ mod hostile_network;
 mod hostile_output;
 mod install;
 mod interrupt;
+mod layers;
 mod lifecycle;
 mod limits;
 mod processes;

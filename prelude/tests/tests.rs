@@ -4,6 +4,7 @@
 mod data;
 mod device;
 mod display;
+mod layer_scan;
 mod layers;
 mod loader;
 mod memory;
