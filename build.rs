@@ -138,10 +138,8 @@ fn workspace_package_values(root_manifest: &Path) -> Vec<(String, String)> {
             in_section = trimmed == "[workspace.package]";
             continue;
         }
-        if in_section {
-            if let Some((key, value)) = trimmed.split_once('=') {
-                values.push((key.trim().to_owned(), value.trim().to_owned()));
-            }
+        if in_section && let Some((key, value)) = trimmed.split_once('=') {
+            values.push((key.trim().to_owned(), value.trim().to_owned()));
         }
     }
     values
@@ -161,11 +159,11 @@ fn detach_from_workspace(manifest: &str, values: &[(String, String)], root: bool
             continue;
         }
         let compact = trimmed.replace(' ', "");
-        if let Some(key) = compact.strip_suffix(".workspace=true") {
-            if let Some((_, value)) = values.iter().find(|(k, _)| k == key) {
-                writeln!(out, "{key} = {value}").unwrap();
-                continue;
-            }
+        if let Some(key) = compact.strip_suffix(".workspace=true")
+            && let Some((_, value)) = values.iter().find(|(k, _)| k == key)
+        {
+            writeln!(out, "{key} = {value}").unwrap();
+            continue;
         }
         out.push_str(line);
         out.push('\n');

@@ -2,9 +2,9 @@
 
 use crate::cellbuild::cache::{self, BuildCache};
 use crate::cellbuild::env;
-use crate::cellbuild::libtorch::{detect_libtorch, Libtorch};
+use crate::cellbuild::libtorch::{Libtorch, detect_libtorch};
 use crate::engine::{Engine, EngineOptions};
-use anyhow::{bail, Context, Result};
+use anyhow::{Context, Result, bail};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -145,7 +145,8 @@ pub fn prebuild_prelude(libtorch: &Libtorch) -> Result<()> {
         template.display()
     );
     std::fs::create_dir_all(&template)?;
-    env::set_for_build(Some(libtorch), &template);
+    // SAFETY: the install command runs on main's thread alone until the engine below starts.
+    unsafe { env::set_for_build(Some(libtorch), &template) };
     let started = std::time::Instant::now();
     let engine = Engine::spawn(EngineOptions {
         build_dir: template.clone(),
@@ -221,7 +222,9 @@ pub fn doctor(rustc_banner: &str) -> Result<()> {
         libtorch.version.as_deref().unwrap_or("version unknown")
     );
     if let Err(why) = cache::configured_root() {
-        bail!("no place for the build cache: {why}. Set HOME, or TCHBOOK_CACHE_DIR to a directory of yours");
+        bail!(
+            "no place for the build cache: {why}. Set HOME, or TCHBOOK_CACHE_DIR to a directory of yours"
+        );
     }
     let cache = BuildCache::new(libtorch.version.as_deref());
     let free = cache::free_space(&cache.dir)

@@ -1,9 +1,9 @@
 use clap::{Args, Parser, Subcommand};
 use std::path::PathBuf;
 use std::process::ExitCode;
+use tchbook::Role;
 use tchbook::cellbuild::env;
 use tchbook::install::{self, Location};
-use tchbook::Role;
 
 /// tchbook: a Jupyter kernel for tensor notebooks in Rust.
 #[derive(Parser)]
@@ -116,7 +116,8 @@ fn main() -> ExitCode {
     }
     // Before any thread starts, and before this process starts any other: nothing it starts
     // may load libraries from the folder it runs in.
-    env::drop_relative_library_path();
+    // SAFETY: this process has one thread until `run` below (logging starts none).
+    unsafe { env::drop_relative_library_path() };
     init_logging();
     let Some(command) = Cli::parse().into_command() else {
         eprintln!("tchbook: give a command (install, uninstall, kernel) or --connection-file");
@@ -125,20 +126,25 @@ fn main() -> ExitCode {
     let kernel = matches!(command, Command::Kernel { .. } | Command::Launch(_));
     if matches!(command, Command::Launch(_)) {
         // A gateway's bare environment has no HOME: the build cache's place comes from it.
-        tchbook::launch::fill_login_environment();
+        // SAFETY: still one thread (see above).
+        unsafe { tchbook::launch::fill_login_environment() };
     }
     if kernel {
         // Before any thread starts: without a place for the build cache the kernel builds in a
         // private directory of its own (`TCHBOOK_CACHE_DIR` then names it for its children).
-        if let Err(error) = tchbook::cellbuild::cache::use_private_root() {
+        // SAFETY: still one thread (see above).
+        if let Err(error) = unsafe { tchbook::cellbuild::cache::use_private_root() } {
             eprintln!("tchbook: {error:#}");
             return ExitCode::FAILURE;
         }
     }
     if kernel || matches!(command, Command::Install { .. } | Command::Doctor) {
         // Before any thread starts: it sets environment variables evcxr reads.
-        env::pin_toolchain();
-        env::set_for_cargo_front();
+        // SAFETY: still one thread (see above).
+        unsafe {
+            env::pin_toolchain();
+            env::set_for_cargo_front();
+        }
     }
     let result = run(command);
     if kernel {

@@ -90,7 +90,7 @@ pub const MAX_NESTING: usize = 256;
 /// assert!(too_deeply_nested(&deep).unwrap().contains("3000 levels"));
 /// ```
 pub fn too_deeply_nested(code: &str) -> Option<String> {
-    use ra_ap_rustc_lexer::{tokenize, FrontmatterAllowed, TokenKind};
+    use ra_ap_rustc_lexer::{FrontmatterAllowed, TokenKind, tokenize};
     let (mut depth, mut deepest) = (0usize, 0usize);
     for token in tokenize(code, FrontmatterAllowed::No) {
         match token.kind {
@@ -115,7 +115,7 @@ pub fn too_deeply_nested(code: &str) -> Option<String> {
 /// The brackets outside strings and comments, by rustc's own lexer (rust-analyzer's copy of it,
 /// already built for the parse below): an unterminated string or block comment is unclosed too.
 fn delimiters(code: &str) -> Delimiters {
-    use ra_ap_rustc_lexer::{tokenize, FrontmatterAllowed, LiteralKind, TokenKind};
+    use ra_ap_rustc_lexer::{FrontmatterAllowed, LiteralKind, TokenKind, tokenize};
     let mut open = Vec::new();
     for token in tokenize(code, FrontmatterAllowed::No) {
         let unterminated = match token.kind {

@@ -19,7 +19,7 @@
 //! queues at most [`SUBSCRIBER_QUEUE`] messages for each subscriber, dropping beyond that for
 //! it alone, so one client that stops reading does not hold up everyone's output.
 
-use anyhow::{bail, Context, Result};
+use anyhow::{Context, Result, bail};
 use bytes::Bytes;
 use jupyter_protocol::{
     ConnectionInfo, Header, IoPubWelcome, JupyterMessage, JupyterMessageContent, Transport,
@@ -31,8 +31,8 @@ use std::collections::{HashSet, VecDeque};
 use std::net::IpAddr;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
-use tokio::sync::mpsc::{unbounded_channel, UnboundedReceiver, UnboundedSender};
 use tokio::sync::Notify;
+use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender, unbounded_channel};
 use zeromq::{Socket, SocketOptions, SocketRecv, SocketSend};
 
 /// The largest message, all frames together, that any socket takes from a client, unless
@@ -187,10 +187,10 @@ impl DigestHistory {
         let signature: Arc<[u8]> = signature.into();
         self.seen.insert(Arc::clone(&signature));
         self.order.push_back(signature);
-        if self.order.len() > Self::CAPACITY {
-            if let Some(oldest) = self.order.pop_front() {
-                self.seen.remove(&oldest);
-            }
+        if self.order.len() > Self::CAPACITY
+            && let Some(oldest) = self.order.pop_front()
+        {
+            self.seen.remove(&oldest);
         }
         true
     }
@@ -374,20 +374,20 @@ fn parse(raw: RawMessage) -> Result<JupyterMessage, RuntimeError> {
     }
     let header: Header = serde_json::from_slice(&raw.jparts[0])?;
     let mut content: Value = serde_json::from_slice(&raw.jparts[3])?;
-    if header.msg_type == "history_request" {
-        if let Value::Object(map) = &mut content {
-            for (key, default) in [
-                ("output", Value::Bool(false)),
-                ("raw", Value::Bool(true)),
-                ("unique", Value::Bool(false)),
-                ("n", Value::from(0)),
-                ("start", Value::from(0)),
-                ("stop", Value::from(0)),
-                ("pattern", Value::from("*")),
-            ] {
-                if map.get(key).is_none_or(Value::is_null) {
-                    map.insert(key.to_owned(), default);
-                }
+    if header.msg_type == "history_request"
+        && let Value::Object(map) = &mut content
+    {
+        for (key, default) in [
+            ("output", Value::Bool(false)),
+            ("raw", Value::Bool(true)),
+            ("unique", Value::Bool(false)),
+            ("n", Value::from(0)),
+            ("start", Value::from(0)),
+            ("stop", Value::from(0)),
+            ("pattern", Value::from("*")),
+        ] {
+            if map.get(key).is_none_or(Value::is_null) {
+                map.insert(key.to_owned(), default);
             }
         }
     }
@@ -408,7 +408,7 @@ fn parse(raw: RawMessage) -> Result<JupyterMessage, RuntimeError> {
                 return Err(RuntimeError::ParseError {
                     msg_type: header.msg_type,
                     source: error,
-                })
+                });
             }
         };
     Ok(JupyterMessage {

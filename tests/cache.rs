@@ -7,7 +7,7 @@
 //! cargo's fingerprints stay valid and nothing but the damage is rebuilt.
 
 use crate::lifecycle::wait_for_exit;
-use crate::support::{loopback_connection, Kernel, REPLY};
+use crate::support::{Kernel, REPLY, loopback_connection};
 use jupyter_protocol::ShutdownRequest;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};

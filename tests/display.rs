@@ -84,11 +84,12 @@ pause();
     match &iopub[3].1.content {
         JupyterMessageContent::UpdateDisplayData(d) => {
             assert_eq!(d.transient.display_id.as_deref(), Some("progress"));
-            assert!(d
-                .data
-                .content
-                .iter()
-                .any(|m| matches!(m, MediaType::Html(h) if h.contains("epoch 2"))));
+            assert!(
+                d.data
+                    .content
+                    .iter()
+                    .any(|m| matches!(m, MediaType::Html(h) if h.contains("epoch 2")))
+            );
         }
         other => panic!("{other:?}"),
     }
@@ -337,10 +338,12 @@ async fn every_image_of_a_plot_carries_alt_text_live_and_as_the_final_value() {
             );
         }
         // The metadata block is the kernel's to take out, never a MIME type of the output.
-        assert!(!data
-            .as_object()
-            .unwrap()
-            .contains_key(tchbook_wire::METADATA_BLOCK));
+        assert!(
+            !data
+                .as_object()
+                .unwrap()
+                .contains_key(tchbook_wire::METADATA_BLOCK)
+        );
         kinds.push(message.header.msg_type.clone());
     }
     assert!(

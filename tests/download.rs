@@ -21,8 +21,8 @@ fn scratch(name: &str) -> std::path::PathBuf {
         .prefix(&format!("tchbook-download-{name}"))
         .tempdir()
         .unwrap();
-    let dir = dir_temp.path().to_path_buf();
-    dir
+
+    dir_temp.path().to_path_buf()
 }
 
 #[test]

@@ -171,7 +171,7 @@ fn run_script(
             other => {
                 return Err(CellError::Failed(format!(
                     "fake engine: no command {other:?}"
-                )))
+                )));
             }
         };
     }

@@ -2,7 +2,7 @@
 //! and the notebook's variables must survive all of it.
 
 use crate::protocol::frames;
-use crate::support::{children, Kernel, REPLY};
+use crate::support::{Kernel, REPLY, children};
 use std::time::Duration;
 use zeromq::{Socket, SocketRecv, SocketSend};
 

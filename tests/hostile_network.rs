@@ -2,7 +2,7 @@
 //! that trusts them. None of them needs the connection's key, so anyone who can reach a port
 //! can do what they do; the kernel must drop such a peer and serve everyone else as before.
 
-use crate::support::{is_gone, Kernel, REPLY};
+use crate::support::{Kernel, REPLY, is_gone};
 use std::io::{ErrorKind, Read, Write};
 use std::net::TcpStream;
 use std::time::{Duration, Instant};

@@ -111,9 +111,11 @@ fn install_with_prefix_writes_under_share_jupyter() {
         .status()
         .unwrap();
     assert!(status.success());
-    assert!(prefix
-        .join("share/jupyter/kernels/tchbook/kernel.json")
-        .exists());
+    assert!(
+        prefix
+            .join("share/jupyter/kernels/tchbook/kernel.json")
+            .exists()
+    );
     let _ = std::fs::remove_dir_all(&prefix);
 }
 

@@ -11,10 +11,10 @@ async fn start_long_cell(kernel: &mut Kernel, body: &str) -> jupyter_protocol::J
     let sent = kernel.send_shell(ExecuteRequest::new(code)).await;
     loop {
         let message = kernel.next_iopub(STARTUP).await;
-        if let JupyterMessageContent::StreamContent(s) = &message.content {
-            if s.text.contains("started") {
-                break;
-            }
+        if let JupyterMessageContent::StreamContent(s) = &message.content
+            && s.text.contains("started")
+        {
+            break;
         }
     }
     sent

@@ -1,7 +1,7 @@
 //! Start-up (what kernel_info reports of the real machine, what it refuses to start on) and
 //! shutdown (with restart) on control and shell.
 
-use crate::support::{children, is_gone, loopback_connection, refused_start, Kernel, REPLY};
+use crate::support::{Kernel, REPLY, children, is_gone, loopback_connection, refused_start};
 use jupyter_protocol::{JupyterMessageContent, ShutdownRequest};
 use std::time::{Duration, Instant};
 

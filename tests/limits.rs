@@ -1,6 +1,6 @@
 //! Limits a long notebook meets: memory it cannot have, thousands of cells, huge output.
 
-use crate::support::{children, Kernel};
+use crate::support::{Kernel, children};
 use std::time::Instant;
 
 #[tokio::test(flavor = "multi_thread")]

@@ -3,7 +3,7 @@
 //! in a session of its own.
 
 use crate::lifecycle::wait_for_exit;
-use crate::support::{children, is_gone, wait_until_gone, Kernel, REPLY};
+use crate::support::{Kernel, REPLY, children, is_gone, wait_until_gone};
 use jupyter_protocol::{InterruptRequest, ShutdownRequest};
 use std::time::Duration;
 

@@ -154,7 +154,9 @@ fn main() -> ExitCode {
         tchbook_prelude::device::load_cuda();
     }
     if args.device != Device::Cpu && !tch::Cuda::is_available() {
-        eprintln!("--device cuda asked for, but tch sees no CUDA device (tch::Cuda::is_available() is false)");
+        eprintln!(
+            "--device cuda asked for, but tch sees no CUDA device (tch::Cuda::is_available() is false)"
+        );
         return ExitCode::from(2);
     }
     tch::set_num_threads(args.threads);
@@ -173,7 +175,11 @@ fn main() -> ExitCode {
                  \"seconds\": {}, \"steps\": {}, \"last\": {}}}",
                 args.workload,
                 args.threads,
-                if args.device == Device::Cpu { "cpu" } else { "cuda" },
+                if args.device == Device::Cpu {
+                    "cpu"
+                } else {
+                    "cuda"
+                },
                 r.seconds,
                 r.steps,
                 r.last

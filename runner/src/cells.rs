@@ -1,11 +1,11 @@
 //! What the generated `fn cells()` calls: each cell's start and end, `raises-exception` cells,
 //! and the `:` commands a program honours (`:timing`, `:fmt`, `:types`).
 
+use super::CellError;
 use super::capture::sync;
 use super::failure::record_panic;
 use super::process::{lock, runner};
 use super::record::write_record;
-use super::CellError;
 use std::time::Instant;
 
 /// Starts code cell number `position` (0-based, in notebook order).

@@ -3,10 +3,10 @@
 //! text, and an interrupt a cell never answers ends the program after the grace period.
 
 use super::capture::sync;
-use super::process::{lock, runner, RUNNER};
+use super::process::{RUNNER, lock, runner};
 use super::record::write_record;
 use std::time::{Duration, Instant};
-use tchbook_wire::report::{grace_report, panic_report, Generated};
+use tchbook_wire::report::{Generated, grace_report, panic_report};
 use tchbook_wire::{Message, Panic};
 
 /// Reports panics through `tchbook_wire`'s hook: one on the main thread (the cells') is kept
@@ -30,7 +30,7 @@ pub(super) fn install_panic_hook() {
 /// ever, so, as the kernel does, the flag gets a grace period (`TCHBOOK_INTERRUPT_GRACE`, default
 /// 3 s): still pending after it, the cell is recorded as interrupted and the program exits (130).
 pub(super) fn watch_interrupts(pending: fn() -> bool) {
-    use tchbook_wire::env::{interrupt_grace, DEFAULT_INTERRUPT_GRACE, INTERRUPT_GRACE};
+    use tchbook_wire::env::{DEFAULT_INTERRUPT_GRACE, INTERRUPT_GRACE, interrupt_grace};
     let value = std::env::var(INTERRUPT_GRACE).ok();
     let grace = interrupt_grace(value.as_deref()).unwrap_or_else(|why| {
         eprintln!("tchbook: {why}");

@@ -52,7 +52,7 @@ mod record;
 // What the generated cells call.
 pub use cells::{allow_error, begin, end, set_format, toggle_timing, toggle_types};
 
-use process::{lock, runner, Runner, RUNNER};
+use process::{RUNNER, Runner, lock, runner};
 use std::io::Write;
 use std::process::ExitCode;
 use tchbook_wire::StreamName;
@@ -99,7 +99,9 @@ pub fn run(
     }
     // This run's line key: the prelude keys its protocol lines with it, and the reader takes
     // no other line for protocol, so whatever a cell prints stays text (`tchbook_wire::key`).
-    std::env::set_var(tchbook_wire::env::LINE_KEY, capture::new_line_key());
+    // SAFETY: the generated `main` calls `run` first, and this process starts its first other
+    // thread below (`capture_output`), so no thread reads the environment meanwhile.
+    unsafe { std::env::set_var(tchbook_wire::env::LINE_KEY, capture::new_line_key()) };
     capture::capture_output();
     attach();
     failure::install_panic_hook();

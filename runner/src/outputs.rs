@@ -108,11 +108,10 @@ impl Recorder {
             name,
             text: existing,
         }) = cell.outputs.last_mut()
+            && *name == stream
         {
-            if *name == stream {
-                existing.push_str(text);
-                return;
-            }
+            existing.push_str(text);
+            return;
         }
         cell.outputs.push(Output::Stream {
             name: stream,

@@ -1,8 +1,8 @@
 //! The process-wide runner: what the cells (on the main thread), the two reader threads, the
 //! panic hook and the interrupt watch share, each part behind its own lock.
 
-use super::outputs::Recorder;
 use super::Notebook;
+use super::outputs::Recorder;
 use std::sync::{Condvar, Mutex, MutexGuard, OnceLock};
 use std::time::Instant;
 use tchbook_wire::Panic;

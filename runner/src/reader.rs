@@ -4,12 +4,12 @@
 //! lines, and everything else as stream text.
 
 use super::capture::SYNC;
-use super::outputs::{plain_text, slot, Printed, Recorder, Shown};
+use super::outputs::{Printed, Recorder, Shown, plain_text, slot};
 use serde_json::{Map, Value};
 use std::time::{Duration, Instant};
-use tchbook_wire::record::Output;
 use tchbook_wire::MimeData;
-use tchbook_wire::{InputRequest, Message, StreamName, BEGIN_CONTENT, END_CONTENT};
+use tchbook_wire::record::Output;
+use tchbook_wire::{BEGIN_CONTENT, END_CONTENT, InputRequest, Message, StreamName};
 
 /// How often an updated display's text is printed again while its cell runs.
 const UPDATE_PRINT_INTERVAL: Duration = Duration::from_secs(10);

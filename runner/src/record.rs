@@ -1,11 +1,11 @@
 //! The `--record` file: every cell run so far with its outputs, rewritten (atomically) after
 //! each cell so a killed job keeps what it did; `tchbook export --merge` reads it.
 
+use super::Notebook;
 use super::outputs::Recorder;
 use super::process::{lock, runner};
-use super::Notebook;
-use tchbook_wire::record::{Record, RecordedCell, FORMAT};
 use tchbook_wire::StreamName;
+use tchbook_wire::record::{FORMAT, Record, RecordedCell};
 
 impl Recorder {
     fn record(&self, notebook: &Notebook, completed: bool) -> Record {

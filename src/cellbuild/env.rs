@@ -81,16 +81,22 @@ pub fn library_path(dirs: &[PathBuf], inherited: Option<&OsStr>) -> OsString {
 /// [`library_path`]), so that nothing the kernel starts (cargo, rustc, the linker, the
 /// evaluation process, rust-analyzer) loads libraries from the folder it was started in. Call
 /// from `main` before any thread starts.
-pub fn drop_relative_library_path() {
+///
+/// # Safety
+/// Writes this process's environment: call it only while the process has one thread
+/// (`std::env::set_var`'s rule).
+pub unsafe fn drop_relative_library_path() {
     let Some(inherited) = std::env::var_os(LD_LIBRARY_PATH) else {
         return;
     };
     let clean = library_path(&[], Some(&inherited));
     if clean != inherited {
         if clean.is_empty() {
-            std::env::remove_var(LD_LIBRARY_PATH);
+            // SAFETY: one thread, as this function's caller promises (# Safety).
+            unsafe { std::env::remove_var(LD_LIBRARY_PATH) };
         } else {
-            std::env::set_var(LD_LIBRARY_PATH, clean);
+            // SAFETY: one thread, as this function's caller promises (# Safety).
+            unsafe { std::env::set_var(LD_LIBRARY_PATH, clean) };
         }
     }
 }
@@ -117,7 +123,11 @@ pub(crate) fn tool(program: impl AsRef<OsStr>) -> Command {
 /// `rustc -vV` and `rustc --print target-libdir` in the kernel's own, the notebook's folder,
 /// whose toolchain file may name a `rustc` of the folder's own. Call from `main` before any
 /// thread starts. Does nothing without rustup (a toolchain not under `.../toolchains/`).
-pub fn pin_toolchain() {
+///
+/// # Safety
+/// Writes this process's environment: call it only while the process has one thread
+/// (`std::env::set_var`'s rule).
+pub unsafe fn pin_toolchain() {
     if std::env::var_os(RUSTUP_TOOLCHAIN).is_some() {
         return;
     }
@@ -125,39 +135,53 @@ pub fn pin_toolchain() {
         return;
     };
     let sysroot = PathBuf::from(String::from_utf8_lossy(&output.stdout).trim());
-    if sysroot.parent().and_then(Path::file_name) == Some(OsStr::new("toolchains")) {
-        if let Some(name) = sysroot.file_name() {
-            std::env::set_var(RUSTUP_TOOLCHAIN, name);
-        }
+    if sysroot.parent().and_then(Path::file_name) == Some(OsStr::new("toolchains"))
+        && let Some(name) = sysroot.file_name()
+    {
+        // SAFETY: one thread, as this function's caller promises (# Safety).
+        unsafe { std::env::set_var(RUSTUP_TOOLCHAIN, name) };
     }
 }
 
 /// Makes this process's evcxr use the cargo front end. Call from `main` before any thread
 /// starts. Does nothing where cargo cannot be found: evcxr then reports that itself.
-pub fn set_for_cargo_front() {
+///
+/// # Safety
+/// Writes this process's environment: call it only while the process has one thread
+/// (`std::env::set_var`'s rule).
+pub unsafe fn set_for_cargo_front() {
     let Some(real) = super::cargo_front::real_cargo() else {
         return;
     };
     let Ok(me) = std::env::current_exe() else {
         return;
     };
-    // SAFETY (of every write here): called from main before any other thread exists.
-    std::env::set_var(REAL_CARGO, real);
-    std::env::set_var(EVCXR_CARGO, me);
-    std::env::set_var(CHECK_SOURCE_SUPPORTED, "1");
+    // SAFETY: one thread, as this function's caller promises (# Safety).
+    unsafe { std::env::set_var(REAL_CARGO, real) };
+    // SAFETY: one thread, as this function's caller promises (# Safety).
+    unsafe { std::env::set_var(EVCXR_CARGO, me) };
+    // SAFETY: one thread, as this function's caller promises (# Safety).
+    unsafe { std::env::set_var(CHECK_SOURCE_SUPPORTED, "1") };
 }
 
 /// The environment evcxr and the evaluation process read: evcxr builds in `build_dir`, tch
 /// against `libtorch` when there is one. Call before starting any thread.
-pub fn set_for_build(libtorch: Option<&Libtorch>, build_dir: &Path) {
+///
+/// # Safety
+/// Writes this process's environment: call it only while the process has one thread
+/// (`std::env::set_var`'s rule).
+pub unsafe fn set_for_build(libtorch: Option<&Libtorch>, build_dir: &Path) {
     if let Some(libtorch) = libtorch {
-        std::env::set_var(LIBTORCH, &libtorch.dir);
+        // SAFETY: one thread, as this function's caller promises (# Safety).
+        unsafe { std::env::set_var(LIBTORCH, &libtorch.dir) };
     }
-    std::env::set_var(EVCXR_TMPDIR, build_dir);
+    // SAFETY: one thread, as this function's caller promises (# Safety).
+    unsafe { std::env::set_var(EVCXR_TMPDIR, build_dir) };
     // A fresh key for every kernel (one inherited from a kernel that started this one, from a
     // cell, included): the evaluation process keys its protocol lines with it, and the kernel
     // reads no other line as protocol (`tchbook_wire::key`).
-    std::env::set_var(LINE_KEY, tchbook_wire::new_line_key(rand::random()));
+    // SAFETY: one thread, as this function's caller promises (# Safety).
+    unsafe { std::env::set_var(LINE_KEY, tchbook_wire::new_line_key(rand::random())) };
     // Keeps evcxr from reading an `evcxr.toml` meant for evcxr_jupyter; tchbook's own lives in
     // `~/.config/tchbook` (or `$EVCXR_CONFIG_DIR` when set).
     // Without HOME there is no such place: an empty HOME would make it relative, that is
@@ -167,7 +191,8 @@ pub fn set_for_build(libtorch: Option<&Libtorch>, build_dir: &Path) {
             Some(home) if home.is_absolute() => home.join(".config/tchbook"),
             _ => PathBuf::from("/nonexistent/tchbook-config"),
         };
-        std::env::set_var(EVCXR_CONFIG_DIR, config);
+        // SAFETY: one thread, as this function's caller promises (# Safety).
+        unsafe { std::env::set_var(EVCXR_CONFIG_DIR, config) };
     }
 }
 

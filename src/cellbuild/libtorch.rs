@@ -41,10 +41,10 @@ pub fn detect_libtorch() -> Result<Libtorch, String> {
         .unwrap_or_else(|| cache::cache_root().join("venv"));
     pythons.push(venv.join("bin").join("python"));
     for python in &pythons {
-        if let Some(dir) = torch_package_of(python) {
-            if dir.join("lib").is_dir() {
-                return Ok(libtorch_at(dir));
-            }
+        if let Some(dir) = torch_package_of(python)
+            && dir.join("lib").is_dir()
+        {
+            return Ok(libtorch_at(dir));
         }
     }
     Err(

@@ -10,8 +10,8 @@ use std::io::{BufRead, BufReader, Write};
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, Command, Stdio};
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 use tokio::sync::oneshot;
 
@@ -96,12 +96,12 @@ fn serve_jobs(setup: &Setup, queue: &crossbeam_channel::Receiver<Job>, warm: &At
         if job.reply.is_closed() {
             continue;
         }
-        if let Some(process) = &mut running {
-            if let Ok(Some(status)) = process.child.try_wait() {
-                tracing::warn!("the analyzer process ended ({status}); starting a new one");
-                running = None;
-                warm.store(false, Ordering::Release);
-            }
+        if let Some(process) = &mut running
+            && let Ok(Some(status)) = process.child.try_wait()
+        {
+            tracing::warn!("the analyzer process ended ({status}); starting a new one");
+            running = None;
+            warm.store(false, Ordering::Release);
         }
         let answer = match &mut running {
             Some(process) => exchange(process, &job.request, setup.limits),
@@ -204,7 +204,7 @@ fn exchange(process: &mut Running, request: &Request, limits: Limits) -> Answer 
         match process.lines.recv_timeout(Duration::from_millis(250)) {
             Ok(line) => {
                 return serde_json::from_str(&line)
-                    .map_err(|e| format!("unreadable reply from the analyzer process: {e}"))
+                    .map_err(|e| format!("unreadable reply from the analyzer process: {e}"));
             }
             Err(crossbeam_channel::RecvTimeoutError::Disconnected) => {
                 let status = process.child.wait().map(|s| s.to_string());
@@ -220,14 +220,14 @@ fn exchange(process: &mut Running, request: &Request, limits: Limits) -> Answer 
                         limits.hang
                     ));
                 }
-                if let Some(rss) = resident_bytes(process.child.id()) {
-                    if rss > limits.memory {
-                        return Err(format!(
-                            "rust-analyzer grew to {} MiB (limit {} MiB); killed",
-                            rss >> 20,
-                            limits.memory >> 20
-                        ));
-                    }
+                if let Some(rss) = resident_bytes(process.child.id())
+                    && rss > limits.memory
+                {
+                    return Err(format!(
+                        "rust-analyzer grew to {} MiB (limit {} MiB); killed",
+                        rss >> 20,
+                        limits.memory >> 20
+                    ));
                 }
             }
         }

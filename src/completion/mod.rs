@@ -226,10 +226,10 @@ impl Completer {
         let path = self.index_path.as_ref()?;
         let modified = std::fs::metadata(path).and_then(|m| m.modified()).ok()?;
         let mut held = self.index.lock().unwrap_or_else(|p| p.into_inner());
-        if let Some((when, index)) = held.as_ref() {
-            if *when == modified {
-                return Some(index.clone());
-            }
+        if let Some((when, index)) = held.as_ref()
+            && *when == modified
+        {
+            return Some(index.clone());
         }
         let index = Arc::new(index::load(path)?);
         *held = Some((modified, index.clone()));

@@ -14,7 +14,7 @@ use super::messages::{Item, Reply, Request};
 use anyhow::{Context, Result};
 use evcxr::StandaloneAnalyzer;
 use std::io::{BufRead, Write};
-use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::path::Path;
 
 /// Names evcxr's wrapper adds around a cell; never offered to the user.
@@ -80,7 +80,7 @@ fn answer(analyzer: &mut Option<StandaloneAnalyzer>, dir: &Path, request: &Reque
             Err(error) => {
                 return Reply::Failed {
                     message: format!("starting rust-analyzer in {}: {error:#}", dir.display()),
-                }
+                };
             }
         },
     };

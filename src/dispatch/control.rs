@@ -1,10 +1,10 @@
 //! The control loop: interrupt, shutdown and kernel_info while the shell may be busy.
 
+use super::Shared;
 use super::interrupt_request::interrupt_request;
 use super::kernel_info_request::kernel_info_request;
 use super::shutdown_request::shutdown_request;
 use super::unknown_request::unknown_request;
-use super::Shared;
 use crate::engine::Interrupts;
 use crate::transport::Router;
 use jupyter_protocol::{InterruptReply, JupyterMessageContent, Status};

@@ -1,13 +1,13 @@
 //! The shell loop: one request at a time, in arrival order, each between `busy` and `idle`;
 //! with stop_on_error, the execute_requests queued behind a failed cell are aborted.
 
+use super::Shared;
 use super::comm::{comm_close, comm_info_request, comm_msg, comm_open};
 use super::history_request::history_request;
 use super::is_complete_request::is_complete_request;
 use super::kernel_info_request::kernel_info_request;
 use super::shutdown_request::shutdown_request;
 use super::unknown_request::unknown_request;
-use super::Shared;
 use crate::completion::Completer;
 use crate::engine::{Evaluator, Startup};
 use crate::history::History;

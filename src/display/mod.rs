@@ -13,11 +13,11 @@ mod table;
 
 pub use compile::compile_report;
 pub use reports::{
-    as_interrupt, crashed_report, failure_report, interrupted_report, say_undone, ErrorReport,
+    ErrorReport, as_interrupt, crashed_report, failure_report, interrupted_report, say_undone,
 };
 pub use table::table_media;
-pub use tchbook_wire::report::{panic_report, Generated};
 pub use tchbook_wire::Panic;
+pub use tchbook_wire::report::{Generated, panic_report};
 
 use jupyter_protocol::{
     ClearOutput, DisplayData, JupyterMessageContent, Media, Transient, UpdateDisplayData,

@@ -2,7 +2,7 @@
 //! interrupted past the grace period, a dead evaluation process, a failure of the kernel's.
 
 pub use tchbook_wire::report::ErrorReport;
-use tchbook_wire::report::{grace_report, headline, INTERRUPT, RED, RESET};
+use tchbook_wire::report::{INTERRUPT, RED, RESET, grace_report, headline};
 
 /// The evaluation process was killed after an interrupt and restarted.
 pub fn interrupted_report(lost: &[String]) -> ErrorReport {

@@ -1,7 +1,7 @@
 //! One cell through evcxr: the cell's `:` commands rewritten, its input requests passed on, and
 //! what its outcome means for the user (a value, a table, a compile error, a lost process).
 
-use super::commands::{rewrite_commands, Listing, PlainFormat, Rewritten};
+use super::commands::{Listing, PlainFormat, Rewritten, rewrite_commands};
 use super::diagnostics::{describe_evcxr_error, diagnostic};
 use super::interrupt::kill_process_group;
 use super::pump::PumpMessage;
@@ -279,10 +279,10 @@ impl State {
             return None;
         }
         self.plain_format = format;
-        if self.prelude_loaded {
-            if let Err(error) = self.context.execute(&self.plain_format.prelude_call()) {
-                tracing::warn!("passing the output format to the prelude failed: {error}");
-            }
+        if self.prelude_loaded
+            && let Err(error) = self.context.execute(&self.plain_format.prelude_call())
+        {
+            tracing::warn!("passing the output format to the prelude failed: {error}");
         }
         (!self.plain_format.followed()).then(|| {
             format!(

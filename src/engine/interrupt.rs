@@ -173,13 +173,15 @@ pub fn exit_with_parent(interrupter: Interrupter) {
     }
     let spawned = std::thread::Builder::new()
         .name("tchbook-parent".into())
-        .spawn(move || loop {
-            std::thread::sleep(Duration::from_millis(500));
-            // SAFETY: as above.
-            if unsafe { libc::getppid() } != parent {
-                tracing::warn!("the kernel's parent (pid {parent}) died; exiting");
-                interrupter.kill();
-                std::process::exit(1);
+        .spawn(move || {
+            loop {
+                std::thread::sleep(Duration::from_millis(500));
+                // SAFETY: as above.
+                if unsafe { libc::getppid() } != parent {
+                    tracing::warn!("the kernel's parent (pid {parent}) died; exiting");
+                    interrupter.kill();
+                    std::process::exit(1);
+                }
             }
         });
     if let Err(error) = spawned {

@@ -31,16 +31,16 @@ mod interrupt;
 mod pump;
 mod startup;
 
-pub(crate) use commands::timeit_code;
 pub use commands::Table;
+pub(crate) use commands::timeit_code;
 pub use evaluator::{Evaluator, Interrupts};
-pub use interrupt::{exit_with_parent, Interrupter};
+pub use interrupt::{Interrupter, exit_with_parent};
 
 use crate::cellbuild::cache::BuildCache;
 use crate::completion::{Prepared, Source};
-use crossbeam_channel::{unbounded, Receiver, Sender};
+use crossbeam_channel::{Receiver, Sender, unbounded};
 use evaluate::State;
-use pump::{pump, PumpMessage};
+use pump::{PumpMessage, pump};
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 use tokio::sync::{mpsc, oneshot};

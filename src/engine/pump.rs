@@ -2,7 +2,7 @@
 //! and every engine event only after the lines printed before it.
 
 use super::Event;
-use crossbeam_channel::{never, select, Receiver};
+use crossbeam_channel::{Receiver, never, select};
 use evcxr::EvalContextOutputs;
 use std::time::Duration;
 use tokio::sync::mpsc;

@@ -3,9 +3,9 @@
 //! the start-up cell that loads the prelude and the panic hook.
 
 use super::diagnostics::describe_evcxr_error;
-use super::evaluate::{release_freed_memory, State};
+use super::evaluate::{State, release_freed_memory};
 use super::pump::PumpMessage;
-use super::{EngineOptions, Interrupter, Startup, PRELUDE_IMPORT};
+use super::{EngineOptions, Interrupter, PRELUDE_IMPORT, Startup};
 use crate::cellbuild::{process, seed};
 use crossbeam_channel::Sender;
 use evcxr::{CommandContext, EvalContext};

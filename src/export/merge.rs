@@ -2,12 +2,12 @@
 //! `--record` written into the notebook, as nbformat stores them.
 
 use super::notebook::{joined, read_notebook, source_hash};
-use anyhow::{bail, Context, Result};
+use anyhow::{Context, Result, bail};
 use serde_json::Value;
 use std::collections::BTreeMap;
 use std::io::Write;
 use std::path::Path;
-use tchbook_wire::record::{Record, RecordedCell, FORMAT};
+use tchbook_wire::record::{FORMAT, Record, RecordedCell};
 
 /// Writes the outputs in `record` (from an exported program's `--record`) into `notebook`.
 /// Every code cell's outputs are replaced: cells the run did not reach are left empty, as a run

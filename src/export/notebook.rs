@@ -1,7 +1,7 @@
 //! Reading a notebook file: its code cells as the export translates them, and the hash that ties
 //! a record's cells to the sources that were run.
 
-use anyhow::{bail, Context, Result};
+use anyhow::{Context, Result, bail};
 use serde_json::Value;
 use std::path::Path;
 

@@ -1,11 +1,11 @@
 //! Writing the exported Cargo project: the manifest and `src/main.rs` (`generate.rs`), the
 //! seeded lock file, the runner's sources, and the prelude's (unless `--prelude`).
 
+use super::ExportOptions;
 use super::generate::{main_rs, manifest, package_name};
 use super::notebook::read_code_cells;
 use super::translate::translate;
-use super::ExportOptions;
-use anyhow::{bail, Context, Result};
+use anyhow::{Context, Result, bail};
 use std::path::{Path, PathBuf};
 
 // The runner every exported project carries (the `runner/` crate), as `RUNNER_FILES`: paths

@@ -1,7 +1,7 @@
 //! A cell's Rust split as evcxr splits it: items go to the program's top level, statements into
 //! the function that runs the cells, and the final expression is shown as the kernel shows it.
 
-use anyhow::{bail, Context, Result};
+use anyhow::{Context, Result, bail};
 use ra_ap_syntax::ast::{self, HasName};
 use ra_ap_syntax::{AstNode, Edition, NodeOrToken, SourceFile, SyntaxKind, SyntaxNode};
 

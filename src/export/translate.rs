@@ -2,10 +2,10 @@
 //! items to the top level (one definition per name, as evcxr keeps them), statements and final
 //! values into the body of `fn cells()`, each cell between the runner's `begin` and `end`.
 
-use super::notebook::{source_hash, CodeCell};
+use super::notebook::{CodeCell, source_hash};
 use super::split::split_cell;
 use crate::commands::{Cell, Command, Line};
-use anyhow::{bail, Context, Result};
+use anyhow::{Context, Result, bail};
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
@@ -220,9 +220,10 @@ mod tests {
         let t = translate(&cells).unwrap();
         assert_eq!(t.dependencies["rand"], "\"0.8\"");
         assert!(t.body.contains("tchbook_runner::toggle_timing();"));
-        assert!(t
-            .body
-            .contains("// :vars: dropped by `tchbook export` (the variables' types"));
+        assert!(
+            t.body
+                .contains("// :vars: dropped by `tchbook export` (the variables' types")
+        );
         assert!(t.body.contains("std::hint::black_box({ x + 1 })"));
         assert!(t.body.contains("tchbook_runner::begin(3);"));
     }
@@ -259,8 +260,9 @@ mod tests {
         let mut c = cell(5, "panic!(\"boom\");");
         c.tags = vec!["raises-exception".to_owned()];
         let t = translate(&[c]).unwrap();
-        assert!(t
-            .body
-            .contains("tchbook_runner::allow_error(|| -> Result<(), CellError> {"));
+        assert!(
+            t.body
+                .contains("tchbook_runner::allow_error(|| -> Result<(), CellError> {")
+        );
     }
 }

@@ -14,7 +14,7 @@ use jupyter_protocol::ConnectionInfo;
 use std::path::Path;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
-use tokio::signal::unix::{signal, SignalKind};
+use tokio::signal::unix::{SignalKind, signal};
 
 mod setup;
 
@@ -74,7 +74,8 @@ pub fn run(connection_file: &Path, watch_parent: bool) -> Result<()> {
     // so at once.
     transport::check_signing(&connection)?;
     // Everything that writes the environment happens here, before any thread starts.
-    let setup = setup::setup();
+    // SAFETY: `main` calls `run` as the kernel process's whole work, with no thread started.
+    let setup = unsafe { setup::setup() };
     let engine = Engine::spawn(setup.options);
     serve_process(
         &connection,

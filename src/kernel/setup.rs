@@ -19,9 +19,11 @@ pub(super) struct Setup {
     pub build: BuildDir,
 }
 
-/// Finds libtorch and the build cache and writes the environment. It writes the process's
-/// environment, so it must run before any thread starts.
-pub(super) fn setup() -> Setup {
+/// Finds libtorch and the build cache and writes the environment.
+///
+/// # Safety
+/// Writes this process's environment: call it only while the process has one thread.
+pub(super) unsafe fn setup() -> Setup {
     let libtorch = detect_libtorch();
     let cache = BuildCache::new(libtorch.as_ref().ok().and_then(|l| l.version.as_deref()));
     let prelude = match &libtorch {
@@ -36,7 +38,8 @@ pub(super) fn setup() -> Setup {
         Some(why) => Err(why.clone()),
         None => prelude,
     };
-    env::set_for_build(libtorch.as_ref().ok(), &build.dir);
+    // SAFETY: one thread, as this function's caller promises (# Safety).
+    unsafe { env::set_for_build(libtorch.as_ref().ok(), &build.dir) };
     let rustc = rustc_version();
     let facts = Facts {
         rustc_version: rustc.version,
@@ -66,7 +69,7 @@ pub(super) fn setup() -> Setup {
 /// `TCHBOOK_INTERRUPT_GRACE` seconds, 3 by default, and by default with a warning where the
 /// value is unusable.
 fn interrupt_grace() -> Duration {
-    use tchbook_wire::env::{interrupt_grace, DEFAULT_INTERRUPT_GRACE, INTERRUPT_GRACE};
+    use tchbook_wire::env::{DEFAULT_INTERRUPT_GRACE, INTERRUPT_GRACE, interrupt_grace};
     let value = std::env::var(INTERRUPT_GRACE).ok();
     interrupt_grace(value.as_deref()).unwrap_or_else(|why| {
         tracing::warn!("{why}");

@@ -8,7 +8,7 @@
 //! `RESPONSE_ADDRESS`, `PUBLIC_KEY`), which is what the launchers' bootstrap scripts read.
 //! Each value comes from its flag, else from that variable.
 
-use anyhow::{bail, Result};
+use anyhow::{Result, bail};
 use clap::Args;
 
 /// Arguments of `tchbook launch`; see the module docs for where each comes from.
@@ -89,13 +89,13 @@ impl LaunchArgs {
                  a kernel yourself use `tchbook kernel --connection-file FILE`"
             ),
         };
-        if let Some(policy) = &self.transport_encryption {
-            if policy.trim().eq_ignore_ascii_case("required") {
-                bail!(
-                    "--transport-encryption required: tchbook's sockets do not support \
+        if let Some(policy) = &self.transport_encryption
+            && policy.trim().eq_ignore_ascii_case("required")
+        {
+            bail!(
+                "--transport-encryption required: tchbook's sockets do not support \
                      CurveZMQ; set the gateway's transport encryption to `auto` or `disabled`"
-                );
-            }
+            );
         }
         Ok(LaunchRequest {
             kernel_id: required(

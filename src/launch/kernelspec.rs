@@ -23,9 +23,9 @@
 
 use crate::cellbuild::libtorch::detect_libtorch;
 use crate::install::{self, Location};
-use anyhow::{bail, Context, Result};
+use anyhow::{Context, Result, bail};
 use clap::{Args, ValueEnum};
-use serde_json::{json, Value};
+use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
 
 /// Seconds a gateway waits for the connection information; see the module docs.

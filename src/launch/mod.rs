@@ -49,7 +49,7 @@ pub struct Launched {
 
 /// Steps 1–4 of the module docs; the caller runs the kernel (step 5).
 pub fn start(args: &LaunchArgs) -> Result<Launched> {
-    fill_login_environment();
+    // (`main` has filled in the login environment, before any thread started.)
     let request = args.resolve()?;
     // Everything that can be wrong with the arguments is found before the gateway is told
     // anything, so it never connects to a kernel that is about to exit.
@@ -106,7 +106,11 @@ pub fn start(args: &LaunchArgs) -> Result<Launched> {
 /// the password database, `PATH` as the system default with cargo's bin directory first.
 /// Runs before any thread starts; `main` runs it first, and [`start`] again (it changes nothing
 /// the second time).
-pub fn fill_login_environment() {
+///
+/// # Safety
+/// Writes this process's environment: call it only while the process has one thread
+/// (`std::env::set_var`'s rule).
+pub unsafe fn fill_login_environment() {
     if std::env::var_os("HOME").is_none() {
         // SAFETY: getpwuid(3) returns null or a pointer to a static entry, copied at once; no
         // other thread exists yet to call it concurrently.
@@ -119,7 +123,8 @@ pub fn fill_login_environment() {
             let home: std::ffi::OsString =
                 std::os::unix::ffi::OsStringExt::from_vec(home.into_bytes());
             tracing::info!("HOME is not set; using {}", home.to_string_lossy());
-            std::env::set_var("HOME", home);
+            // SAFETY: one thread, as this function's caller promises (# Safety).
+            unsafe { std::env::set_var("HOME", home) };
         }
     }
     if std::env::var_os("PATH").is_none() {
@@ -130,7 +135,8 @@ pub fn fill_login_environment() {
             .unwrap_or_default();
         let path = format!("{cargo_bin}/usr/local/bin:/usr/bin:/bin");
         tracing::info!("PATH is not set; using {path}");
-        std::env::set_var("PATH", path);
+        // SAFETY: one thread, as this function's caller promises (# Safety).
+        unsafe { std::env::set_var("PATH", path) };
     }
 }
 

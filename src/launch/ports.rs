@@ -9,7 +9,7 @@
 //! process takes in between makes the kernel's bind fail, the race every launcher has); the
 //! communication port's listener is kept and handed to the listener thread.
 
-use anyhow::{bail, Context, Result};
+use anyhow::{Context, Result, bail};
 use rand::Rng;
 use std::net::{IpAddr, TcpListener};
 

@@ -13,11 +13,11 @@
 //! the PEM armour). Only encryption happens here; the RSA timing issue of private-key
 //! operations (RUSTSEC-2023-0071) does not apply.
 
-use aes::cipher::{generic_array::GenericArray, BlockEncrypt, KeyInit};
 use aes::Aes128;
-use anyhow::{bail, Context, Result};
-use base64::engine::general_purpose::STANDARD as BASE64;
+use aes::cipher::{BlockEncrypt, KeyInit, generic_array::GenericArray};
+use anyhow::{Context, Result, bail};
 use base64::Engine as _;
+use base64::engine::general_purpose::STANDARD as BASE64;
 use rsa::pkcs8::DecodePublicKey;
 use rsa::{Pkcs1v15Encrypt, RsaPublicKey};
 use std::io::Write;
@@ -123,8 +123,8 @@ fn abbreviate(text: &str) -> String {
 mod tests {
     use super::*;
     use aes::cipher::BlockDecrypt;
-    use rsa::pkcs8::EncodePublicKey;
     use rsa::RsaPrivateKey;
+    use rsa::pkcs8::EncodePublicKey;
 
     /// Decrypts as the gateway's ResponseManager does, step by step.
     fn gateway_decode(payload: &str, private: &RsaPrivateKey) -> serde_json::Value {

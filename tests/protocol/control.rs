@@ -1,7 +1,7 @@
 //! Control on the fake engine: interrupts (while idle, while a cell runs, while it reads
 //! input), input_request on stdin, and shutdown on control and shell.
 
-use super::{run, types, SOON};
+use super::{SOON, run, types};
 use crate::fake_engine::{self, FakeKernel};
 use jupyter_protocol::{
     ExecuteRequest, InputReply, InterruptRequest, JupyterMessage, JupyterMessageContent,
@@ -53,10 +53,10 @@ async fn interrupt_request_on_control_ends_the_running_cell_with_keyboard_interr
 async fn wait_for_stdout(kernel: &mut FakeKernel, text: &str) {
     loop {
         let message = kernel.next_iopub(SOON).await;
-        if let JupyterMessageContent::StreamContent(s) = &message.content {
-            if s.text.contains(text) {
-                return;
-            }
+        if let JupyterMessageContent::StreamContent(s) = &message.content
+            && s.text.contains(text)
+        {
+            return;
         }
     }
 }

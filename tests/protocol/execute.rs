@@ -1,7 +1,7 @@
 //! execute_request on the fake engine: the order of a cell's messages, its output batched
 //! between display messages, execution counts, a long queue, errors and stop_on_error.
 
-use super::{reply_status, run, types, SOON};
+use super::{SOON, reply_status, run, types};
 use crate::fake_engine::{self, FakeKernel};
 use jupyter_protocol::{ExecuteRequest, JupyterMessageContent, KernelInfoRequest, ReplyStatus};
 use std::time::Duration;

@@ -8,18 +8,18 @@ use jupyter_protocol::{
     Status,
 };
 use jupyter_zmq_client::{
-    create_client_control_connection, create_client_heartbeat_connection,
-    create_client_iopub_connection, create_client_shell_connection_with_identity,
-    create_client_stdin_connection_with_identity, peek_ports, peer_identity_for_session,
-    wait_for_iopub_welcome, ClientControlConnection, ClientHeartbeatConnection,
-    ClientIoPubConnection, ClientShellConnection, ClientStdinConnection,
+    ClientControlConnection, ClientHeartbeatConnection, ClientIoPubConnection,
+    ClientShellConnection, ClientStdinConnection, create_client_control_connection,
+    create_client_heartbeat_connection, create_client_iopub_connection,
+    create_client_shell_connection_with_identity, create_client_stdin_connection_with_identity,
+    peek_ports, peer_identity_for_session, wait_for_iopub_welcome,
 };
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 mod process;
 
-pub use process::{binary, children, is_gone, refused_start, wait_until_gone, Kernel};
+pub use process::{Kernel, binary, children, is_gone, refused_start, wait_until_gone};
 
 /// How long a kernel may take to get ready. The very first start on a machine builds tch and
 /// the prelude (minutes); every later one reuses the build cache.

@@ -1,7 +1,7 @@
 //! The real `tchbook` binary as a kernel process (its own process group, as Jupyter starts
 //! kernels), and what tests ask of processes.
 
-use super::{loopback_connection, Client};
+use super::{Client, loopback_connection};
 use jupyter_protocol::ConnectionInfo;
 use std::path::PathBuf;
 use std::process::{Child, Stdio};

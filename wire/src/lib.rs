@@ -45,9 +45,9 @@ pub mod record;
 pub mod report;
 
 pub use key::{
-    carries_key, keyed, keyed_with, line_key, new_line_key, unkeyed, unkeyed_with, MARK,
+    MARK, carries_key, keyed, keyed_with, line_key, new_line_key, unkeyed, unkeyed_with,
 };
-pub use panic::{install_panic_hook, payload_text, print_line, Panic};
+pub use panic::{Panic, install_panic_hook, payload_text, print_line};
 
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::{Map, Value};

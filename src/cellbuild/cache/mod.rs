@@ -33,8 +33,8 @@ mod damage;
 mod explain;
 
 pub use damage::{
-    describe, has_manifest, is_ready, mark_ready, remove_damaged, verify, write_manifest, Check,
-    Damage,
+    Check, Damage, describe, has_manifest, is_ready, mark_ready, remove_damaged, verify,
+    write_manifest,
 };
 pub use explain::{explain, free_space, low_space_problem};
 
@@ -89,7 +89,11 @@ static PRIVATE_ROOT: std::sync::OnceLock<(PathBuf, String)> = std::sync::OnceLoc
 /// [`remove_private_root`] removes it when the kernel ends. Nothing persists from one kernel to
 /// the next then (each compiles tch once), and the first cell says so. Must run before any
 /// thread starts (it sets an environment variable).
-pub fn use_private_root() -> Result<()> {
+///
+/// # Safety
+/// Writes this process's environment: call it only while the process has one thread
+/// (`std::env::set_var`'s rule).
+pub unsafe fn use_private_root() -> Result<()> {
     let Err(why) = configured_root() else {
         return Ok(());
     };
@@ -107,7 +111,8 @@ pub fn use_private_root() -> Result<()> {
         .with_context(|| format!("creating a private build directory in {}", temp.display()))?
         .keep();
     tracing::warn!("{why}: building in {}, removed at exit", dir.display());
-    std::env::set_var(env::CACHE_DIR, &dir);
+    // SAFETY: one thread, as this function's caller promises (# Safety).
+    unsafe { std::env::set_var(env::CACHE_DIR, &dir) };
     let _ = PRIVATE_ROOT.set((dir, why));
     Ok(())
 }
@@ -127,10 +132,10 @@ pub fn private_root_note() -> Option<String> {
 
 /// Removes the private directory [`use_private_root`] made, if it made one.
 pub fn remove_private_root() {
-    if let Some((dir, _)) = PRIVATE_ROOT.get() {
-        if let Err(error) = std::fs::remove_dir_all(dir) {
-            tracing::warn!("removing {}: {error}", dir.display());
-        }
+    if let Some((dir, _)) = PRIVATE_ROOT.get()
+        && let Err(error) = std::fs::remove_dir_all(dir)
+    {
+        tracing::warn!("removing {}: {error}", dir.display());
     }
 }
 
@@ -341,7 +346,7 @@ pub struct BuildDir {
 /// (parents before their contents).
 pub(crate) fn crate_entries(
     dir: &Path,
-) -> impl Iterator<Item = walkdir::Result<walkdir::DirEntry>> {
+) -> impl Iterator<Item = walkdir::Result<walkdir::DirEntry>> + use<> {
     WalkDir::new(dir)
         .min_depth(1)
         .sort_by_file_name()

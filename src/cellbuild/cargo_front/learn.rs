@@ -1,8 +1,8 @@
 //! Learning a record: the real cargo runs once with this binary as the cell crate's rustc
 //! wrapper, which writes down the rustc command cargo chose.
 
-use super::record::{self, relative, Record};
-use super::{key, CELL_CRATE};
+use super::record::{self, Record, relative};
+use super::{CELL_CRATE, key};
 use crate::cellbuild::env;
 use crate::cellbuild::link;
 use anyhow::{Context, Result};
@@ -41,13 +41,12 @@ pub(super) fn record_with_real_cargo(
     let mut out = std::io::stdout().lock();
     for line in BufReader::new(child.stdout.take().expect("piped stdout")).lines() {
         let line = line?;
-        if let Ok(message) = serde_json::from_str::<serde_json::Value>(&line) {
-            if message["reason"] == "compiler-artifact"
-                && message["fresh"] == false
-                && message["target"]["name"] != CELL_CRATE
-            {
-                rebuilt_dependency = true;
-            }
+        if let Ok(message) = serde_json::from_str::<serde_json::Value>(&line)
+            && message["reason"] == "compiler-artifact"
+            && message["fresh"] == false
+            && message["target"]["name"] != CELL_CRATE
+        {
+            rebuilt_dependency = true;
         }
         if relay {
             writeln!(out, "{line}")?;

@@ -47,10 +47,10 @@ pub(super) fn load(path: &Path, dir: &Path) -> Option<Record> {
         if arg != "--extern" {
             continue;
         }
-        if let Some((_, file)) = args.peek().and_then(|value| value.split_once('=')) {
-            if !Path::new(file).is_file() {
-                return None;
-            }
+        if let Some((_, file)) = args.peek().and_then(|value| value.split_once('='))
+            && !Path::new(file).is_file()
+        {
+            return None;
         }
     }
     Some(record)
@@ -65,10 +65,10 @@ pub(super) fn save(record: &Record, path: &Path) {
     let Some(dir) = path.parent() else {
         return;
     };
-    if let Ok(mut temporary) = tempfile::NamedTempFile::new_in(dir) {
-        if temporary.write_all(&json).is_ok() {
-            let _ = temporary.persist(path);
-        }
+    if let Ok(mut temporary) = tempfile::NamedTempFile::new_in(dir)
+        && temporary.write_all(&json).is_ok()
+    {
+        let _ = temporary.persist(path);
     }
 }
 

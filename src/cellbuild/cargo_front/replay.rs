@@ -1,7 +1,7 @@
 //! Replaying a record: the recorded rustc command run on the current cell, speaking cargo's
 //! JSON to evcxr.
 
-use super::record::{absolute, save, Record};
+use super::record::{Record, absolute, save};
 use super::{CELL_CRATE, CHECK_DIR};
 use crate::cellbuild::env;
 use crate::cellbuild::link::{self, LinkPlan};

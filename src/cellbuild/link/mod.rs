@@ -25,7 +25,7 @@
 
 use super::cargo_front::{absolute, relative};
 use super::digest::Key;
-use anyhow::{bail, Context, Result};
+use anyhow::{Context, Result, bail};
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 use std::process::Command;

@@ -20,7 +20,7 @@ pub(crate) use declared::defined_items;
 pub(crate) use store::{build, load, save};
 
 use super::messages::{Index, Item};
-use context::{context, Context};
+use context::{Context, context};
 use declared::{declared_type, let_names, type_key};
 
 /// Items of `items` that start with `prefix`, in order.

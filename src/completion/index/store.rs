@@ -2,7 +2,7 @@
 //! there as JSON.
 
 use super::super::messages::{Index, Item, Reply};
-use anyhow::{bail, Result};
+use anyhow::{Result, bail};
 use std::io::Write;
 use std::path::Path;
 

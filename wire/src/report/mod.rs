@@ -6,8 +6,8 @@
 mod panic;
 mod torch;
 
-pub use panic::{panic_report, Generated};
-pub use torch::{out_of_memory, torch_error, TorchError};
+pub use panic::{Generated, panic_report};
+pub use torch::{TorchError, out_of_memory, torch_error};
 
 /// What an `error` message and an error reply carry.
 #[derive(Debug, Clone, PartialEq, Eq)]

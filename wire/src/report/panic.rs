@@ -1,7 +1,7 @@
 //! A panic as the cell's error: its message, and the cell line it happened on or was called
 //! from.
 
-use super::{headline, Cause, ErrorReport, BLUE, INTERRUPT, RESET};
+use super::{BLUE, Cause, ErrorReport, INTERRUPT, RESET, headline};
 use crate::Panic;
 
 /// The source a cell was compiled in: a panic located in `file` (a path ending so) at a line of
