@@ -26,6 +26,8 @@
 //! - [`launch`]: `tchbook launch`, the kernel launcher Enterprise Gateway and gateway_provisioners
 //!   start in a pod, a container or on a remote host, and the kernelspecs that make them do so.
 //! - [`download`]: `tchbook download`, the real data sets where the prelude's loaders look.
+//! - [`panels`] and [`usage`]: what JupyterLab's Variables and Kernel Usage panels show: the
+//!   evaluation process's answers on a socket of its own, and the process tree's CPU and memory.
 //!
 //! How an `execute_request` flows (DEVELOPERS.md, "The path of a cell", gives each hop's
 //! reason): transport's shell reader task verifies and parses it → dispatch's shell loop
@@ -50,8 +52,10 @@ pub mod history;
 pub mod install;
 pub mod kernel;
 pub mod launch;
+pub mod panels;
 pub mod syntax;
 pub mod transport;
+pub mod usage;
 
 /// The kernel's version, part of the build cache key and of the banner.
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");

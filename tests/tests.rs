@@ -7,6 +7,7 @@
 //! compiles tch.
 
 mod fake_engine;
+mod fake_panels;
 mod support;
 
 mod cache;
@@ -22,6 +23,7 @@ mod install;
 mod interrupt;
 mod lifecycle;
 mod limits;
+mod panels;
 mod processes;
 mod protocol;
 mod stdin;
