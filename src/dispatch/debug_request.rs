@@ -157,7 +157,6 @@ async fn inspect_variables(shared: &Shared) -> Vec<Value> {
         Some(Answer::Busy) => listed.push(json!({
             "name": RUNNING_NOTE,
             "value": "the values below are those of the last finished cell",
-            "type": "",
             "evaluateName": "",
             "variablesReference": 0,
         })),
@@ -175,6 +174,11 @@ async fn inspect_variables(shared: &Shared) -> Vec<Value> {
 
 /// A variable as DAP has it; one with fields expands through `variablesReference` (its place
 /// in the kept list, from 1).
+///
+/// Without `type`: JupyterLab's tree shows a variable's type instead of its value unless the
+/// type is one of Python's `int`, `float`, `bool`, `str` or none at all (`convertType` in
+/// @jupyterlab/debugger), so a tensor would read `x: Tensor`. The value lines name their type
+/// where it matters (`Tensor[64, 10] f32 …`, `VarStore 62,006 parameters …`).
 fn dap_variable(index: usize, variable: &Variable) -> Value {
     let reference = if variable.fields.is_empty() {
         0
@@ -184,7 +188,6 @@ fn dap_variable(index: usize, variable: &Variable) -> Value {
     json!({
         "name": variable.name,
         "value": variable.value,
-        "type": variable.type_name,
         "evaluateName": variable.name,
         "variablesReference": reference,
     })
@@ -205,7 +208,6 @@ fn fields(debugger: &Debugger, reference: u64) -> Vec<Value> {
             json!({
                 "name": f.name,
                 "value": f.value,
-                "type": f.type_name,
                 "evaluateName": format!("{}.{}", variable.name, f.name),
                 "variablesReference": 0,
             })
