@@ -55,7 +55,8 @@ pub fn kernel_json(executable: &str, libtorch: Option<&Libtorch>) -> serde_json:
         // Interrupts arrive as interrupt_request on control; SIGINT works too (see
         // DEVELOPERS.md), but a message also works when the kernel runs elsewhere.
         "interrupt_mode": "message",
-        "metadata": { "debugger": false },
+        // The bug icon, for JupyterLab's Variables panel (`debug_request`; no breakpoints).
+        "metadata": { "debugger": true },
     });
     if let Some(libtorch) = libtorch {
         spec["env"] = serde_json::json!({ "LIBTORCH": libtorch.dir.display().to_string() });

@@ -29,6 +29,8 @@
 //! - [`launch`]: `tchbook launch`, the kernel launcher Enterprise Gateway and gateway_provisioners
 //!   start in a pod, a container or on a remote host, and the kernelspecs that make them do so.
 //! - [`download`]: `tchbook download`, the real data sets where the prelude's loaders look.
+//! - [`panels`] and [`usage`]: what JupyterLab's Variables and Kernel Usage panels show: the
+//!   evaluation process's answers on a socket of its own, and the process tree's CPU and memory.
 //!
 //! `tests/layers.rs` fails on an import cycle between these modules, and on the engine, display
 //! or transport importing what the list above says they know nothing of.
@@ -57,9 +59,11 @@ pub mod history;
 pub mod install;
 pub mod kernel;
 pub mod launch;
+pub mod panels;
 mod role;
 pub mod syntax;
 pub mod transport;
+pub mod usage;
 
 pub use role::Role;
 

@@ -14,8 +14,10 @@
 //!   then prints `read: LINE`;
 //! - `wait`: runs until interrupted, then ends as the prelude's `interrupt::check()` does, with
 //!   a `KeyboardInterrupt` panic;
-//! - `sleep MS`.
+//! - `sleep MS`;
+//! - `let NAME TYPE = VALUE`: a variable, as its panels socket reports it (`fake_panels`).
 
+use crate::fake_panels::{self, FakeStore};
 use crate::support::Client;
 use crossbeam_channel::bounded;
 use jupyter_protocol::ConnectionInfo;
@@ -45,6 +47,7 @@ pub struct FakeEngine {
     requests: std::sync::mpsc::Sender<String>,
     events: mpsc::UnboundedReceiver<Event>,
     interrupter: FakeInterrupter,
+    panels: std::path::PathBuf,
 }
 
 impl FakeEngine {
@@ -53,13 +56,16 @@ impl FakeEngine {
         let (requests, queue) = std::sync::mpsc::channel::<String>();
         let (events, receiver) = mpsc::unbounded_channel();
         let _ = events.send(Event::Started(startup));
+        let store = FakeStore::default();
+        let busy = interrupter.clone();
+        let panels = fake_panels::serve(store.clone(), move || busy.running());
         let running = interrupter.clone();
         std::thread::spawn(move || {
             for code in queue {
                 record.cells.lock().unwrap().push(code.clone());
                 running.flags.running.store(true, Ordering::SeqCst);
                 running.flags.interrupted.store(false, Ordering::SeqCst);
-                let outcome = run_script(&code, &events, &running);
+                let outcome = run_script(&code, &events, &running, &store);
                 running.flags.running.store(false, Ordering::SeqCst);
                 let finished = Finished {
                     outcome,
@@ -74,6 +80,7 @@ impl FakeEngine {
             requests,
             events: receiver,
             interrupter,
+            panels,
         }
     }
 }
@@ -96,6 +103,10 @@ impl Evaluator for FakeEngine {
 
     fn queued_event(&mut self) -> Option<Event> {
         self.events.try_recv().ok()
+    }
+
+    fn panels_socket(&self) -> Option<std::path::PathBuf> {
+        Some(self.panels.clone())
     }
 
     /// Offers `compute_thing` for the identifier that ends at `position`, as the engine
@@ -127,6 +138,7 @@ fn run_script(
     code: &str,
     events: &mpsc::UnboundedSender<Event>,
     interrupter: &FakeInterrupter,
+    store: &FakeStore,
 ) -> Result<CellValue, CellError> {
     let mut value = CellValue::default();
     for line in code.lines() {
@@ -163,6 +175,10 @@ fn run_script(
                 }
                 let message = "KeyboardInterrupt: interrupted by the user";
                 events.send(Event::Stdout(panic_line(message, true)))
+            }
+            "let" => {
+                store.define(text).map_err(CellError::Failed)?;
+                Ok(())
             }
             "sleep" => {
                 std::thread::sleep(Duration::from_millis(text.parse().unwrap()));
@@ -211,6 +227,11 @@ impl FakeInterrupter {
 
     pub fn kills(&self) -> usize {
         self.flags.kills.load(Ordering::SeqCst)
+    }
+
+    /// Whether a fake cell is running.
+    pub fn running(&self) -> bool {
+        self.flags.running.load(Ordering::SeqCst)
     }
 }
 

@@ -7,6 +7,7 @@
 //! compiles tch.
 
 mod fake_engine;
+mod fake_panels;
 mod support;
 // The prelude's import scan, which checks the kernel's layers too.
 #[path = "../prelude/tests/layer_scan.rs"]
@@ -26,6 +27,7 @@ mod interrupt;
 mod layers;
 mod lifecycle;
 mod limits;
+mod panels;
 mod processes;
 mod protocol;
 mod stdin;

@@ -39,6 +39,8 @@
 //! 5. [`device`] (over `cuda`), [`models`] (over `torch_nn`).
 //! 6. [`data`] (loaders use `cuda` for pinned memory; downloads show `progress`).
 //! 7. [`train`] (over `data` and `device`), and the [`prelude`] that re-exports all of it.
+//! 8. `panels`: what JupyterLab's Variables and Kernel Usage panels show, over all of the above
+//!    (the evaluation process's runtime calls it; no cell does).
 //!
 //! The data set catalog and downloads are the `tchbook-fetch` crate's (shared with the kernel's
 //! `tchbook download`); the line messages to the kernel are `tchbook-wire`'s.
@@ -52,6 +54,7 @@ pub mod device;
 pub mod display;
 pub mod interrupt;
 pub mod models;
+mod panels;
 pub mod plot;
 pub mod progress;
 pub mod pyrepr;
@@ -69,6 +72,7 @@ pub mod prelude {
     pub use tch::{self, Device, IndexOp, Kind, Reduction, Tensor, no_grad};
 
     pub use crate::cuda;
+    pub use crate::cuda::{gpu_monitor, gpu_usage};
     pub use crate::data::{
         Cifar10, CsvTable, DataLoader, Dataset, FashionMnist, KnownDataset, Mnist, TensorDataset,
         load_iris, read_csv, standin, train_test_split, transforms,

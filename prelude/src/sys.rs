@@ -123,17 +123,22 @@ pub(crate) fn local_time(unix_secs: i64) -> (usize, i32, i32, i32, i32) {
 
 /// Bytes as PyTorch's memory_summary writes them: "1.50 GiB", "512 B".
 pub(crate) fn human_bytes(bytes: u64) -> String {
-    const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
-    if bytes < 1024 {
-        return format!("{bytes} B");
+    match binary_units(bytes) {
+        (_, "B") => format!("{bytes} B"),
+        (value, unit) => format!("{value:.2} {unit}"),
     }
+}
+
+/// `bytes` in the largest binary unit it reaches: `(2.5, "KiB")`.
+pub(crate) fn binary_units(bytes: u64) -> (f64, &'static str) {
+    const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
     let mut value = bytes as f64;
     let mut unit = 0;
     while value >= 1024.0 && unit + 1 < UNITS.len() {
         value /= 1024.0;
         unit += 1;
     }
-    format!("{value:.2} {}", UNITS[unit])
+    (value, UNITS[unit])
 }
 
 /// Escapes text for HTML.

@@ -1,10 +1,13 @@
-//! The control loop: interrupt, shutdown and kernel_info while the shell may be busy.
+//! The control loop: interrupt, shutdown and kernel_info while the shell may be busy, and
+//! JupyterLab's panels (`debug_request`, `usage_request`).
 
 use super::Shared;
+use super::debug_request::debug_request;
 use super::interrupt_request::interrupt_request;
 use super::kernel_info_request::kernel_info_request;
 use super::shutdown_request::shutdown_request;
 use super::unknown_request::unknown_request;
+use super::usage_request::usage_request;
 use crate::engine::Interrupts;
 use crate::transport::Router;
 use jupyter_protocol::{InterruptReply, JupyterMessageContent, Status};
@@ -24,6 +27,14 @@ pub async fn run_control(mut control: Router, shared: Shared, interrupter: impl 
             JupyterMessageContent::KernelInfoRequest(_) => {
                 let facts = shared.facts.lock().unwrap().clone();
                 Some(kernel_info_request(&facts).as_child_of(&message))
+            }
+            JupyterMessageContent::DebugRequest(request) => {
+                Some(debug_request(&shared, request, &message).await)
+            }
+            JupyterMessageContent::UnknownMessage(unknown)
+                if unknown.msg_type == "usage_request" =>
+            {
+                Some(usage_request(&shared, &message).await)
             }
             JupyterMessageContent::UnknownMessage(unknown) => unknown_request(&message, unknown),
             other => {

@@ -1,7 +1,10 @@
-//! `kernel_info_request`, on shell and on control: the language, and a banner naming rustc,
-//! libtorch and the device.
+//! `kernel_info_request`, on shell and on control: the language, a banner naming rustc,
+//! libtorch and the device, and the debugger (JupyterLab's Variables panel, `debug_request`).
 
-use jupyter_protocol::{CodeMirrorMode, HelpLink, KernelInfoReply, LanguageInfo, ReplyStatus};
+use jupyter_protocol::{
+    CodeMirrorMode, HelpLink, JupyterMessage, KernelInfoReply, LanguageInfo, ReplyStatus,
+    UnknownMessage,
+};
 
 /// What kernel_info reports; the device becomes known once the evaluation process is up.
 #[derive(Debug, Clone, Default)]
@@ -13,8 +16,24 @@ pub struct Facts {
     pub cuda_devices: Option<usize>,
 }
 
-pub(super) fn kernel_info_request(facts: &Facts) -> KernelInfoReply {
-    KernelInfoReply {
+/// The reply: jupyter-protocol's `KernelInfoReply` and protocol 5.5's `supported_features`,
+/// which that type lacks (ipykernel 7 sends the list with protocol version 5.3, as here).
+pub(super) struct KernelInfo(KernelInfoReply);
+
+impl KernelInfo {
+    pub(super) fn as_child_of(&self, parent: &JupyterMessage) -> JupyterMessage {
+        let mut content = serde_json::to_value(&self.0).expect("kernel_info serializes");
+        content["supported_features"] = serde_json::json!(["debugger"]);
+        let content = UnknownMessage {
+            msg_type: "kernel_info_reply".into(),
+            content,
+        };
+        JupyterMessage::new(content, Some(parent))
+    }
+}
+
+pub(super) fn kernel_info_request(facts: &Facts) -> KernelInfo {
+    KernelInfo(KernelInfoReply {
         status: ReplyStatus::Ok,
         protocol_version: "5.3".into(),
         implementation: "tchbook".into(),
@@ -30,9 +49,9 @@ pub(super) fn kernel_info_request(facts: &Facts) -> KernelInfoReply {
         },
         banner: banner(facts),
         help_links: help_links(),
-        debugger: false,
+        debugger: true,
         error: None,
-    }
+    })
 }
 
 fn banner(facts: &Facts) -> String {

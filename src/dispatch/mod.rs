@@ -12,18 +12,22 @@
 mod comm;
 mod complete_request;
 mod control;
+mod debug_request;
 mod execute_request;
 mod history_request;
 mod inspect_request;
 mod interrupt_request;
 mod is_complete_request;
 mod kernel_info_request;
+mod panels;
 mod shell;
 mod shutdown_request;
 mod unknown_request;
+mod usage_request;
 
 pub use control::run_control;
 pub use kernel_info_request::Facts;
+pub use panels::PanelsState;
 pub use shell::Shell;
 
 use crate::transport::IoPub;
@@ -38,6 +42,8 @@ pub struct Shared {
     pub facts: Arc<Mutex<Facts>>,
     /// Told when a shutdown was requested (the flag is `restart`).
     pub shutdown: UnboundedSender<bool>,
+    /// JupyterLab's Variables and Kernel Usage panels (`debug_request`, `usage_request`).
+    pub panels: Arc<PanelsState>,
 }
 
 impl Shared {

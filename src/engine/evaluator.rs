@@ -37,6 +37,12 @@ pub trait Evaluator: Send + 'static {
         position: usize,
     ) -> impl Future<Output = Prepared> + Send;
 
+    /// The Unix socket on which the evaluation process answers for JupyterLab's panels
+    /// (`tchbook_wire::panels`), if it has one.
+    fn panels_socket(&self) -> Option<std::path::PathBuf> {
+        None
+    }
+
     /// What the completer must be given for the documentation of the name ending at byte
     /// offset `position` of `code`, if anything.
     fn prepare_hover(

@@ -243,6 +243,11 @@ impl Evaluator for Engine {
         self.events.try_recv().ok()
     }
 
+    /// The evaluation process inherits the socket's name from the kernel's set-up.
+    fn panels_socket(&self) -> Option<PathBuf> {
+        std::env::var_os(tchbook_wire::env::PANELS_SOCKET).map(PathBuf::from)
+    }
+
     /// For Rust, the cell as evcxr wraps it, with the notebook's variables and items; evcxr's
     /// own answer for `:` commands.
     async fn prepare_completion(&mut self, code: String, position: usize) -> Prepared {

@@ -6,7 +6,7 @@
 //! engine set up from this machine (`setup`).
 
 use crate::completion::Completer;
-use crate::dispatch::{self, Facts, Shared, Shell};
+use crate::dispatch::{self, Facts, PanelsState, Shared, Shell};
 use crate::engine::{Engine, Evaluator, Interrupts};
 use crate::transport;
 use anyhow::{Context, Result};
@@ -44,6 +44,7 @@ pub async fn serve<E: Evaluator>(
         iopub: sockets.iopub.clone(),
         facts: Arc::new(Mutex::new(facts)),
         shutdown: shutdown_tx,
+        panels: Arc::new(PanelsState::new(engine.panels_socket())),
     };
     tokio::spawn(dispatch::run_control(
         sockets.control,
@@ -85,6 +86,7 @@ pub fn run(connection_file: &Path, watch_parent: bool) -> Result<()> {
         watch_parent,
     )?;
     drop(setup.build);
+    drop(setup.panels);
     crate::cellbuild::cache::remove_private_root();
     // Exit without running destructors: evcxr's would wait for the (killed) child.
     std::process::exit(0)

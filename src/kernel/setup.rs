@@ -8,6 +8,7 @@ use crate::cellbuild::libtorch::detect_libtorch;
 use crate::completion::Completer;
 use crate::dispatch::Facts;
 use crate::engine::{EngineOptions, PRELUDE_IMPORT};
+use crate::panels::PanelsDir;
 use std::time::Duration;
 
 /// What the kernel process needs to start the real engine.
@@ -17,6 +18,8 @@ pub(super) struct Setup {
     pub facts: Facts,
     /// This kernel's build directory, its own until the process ends.
     pub build: BuildDir,
+    /// The directory of the evaluation process's panels socket.
+    pub panels: Option<PanelsDir>,
 }
 
 /// Finds libtorch and the build cache and writes the environment.
@@ -40,6 +43,8 @@ pub(super) unsafe fn setup() -> Setup {
     };
     // SAFETY: one thread, as this function's caller promises (# Safety).
     unsafe { env::set_for_build(libtorch.as_ref().ok(), &build.dir) };
+    // SAFETY: one thread, as this function's caller promises (# Safety).
+    let panels = unsafe { panels_socket() };
     let rustc = rustc_version();
     let facts = Facts {
         rustc_version: rustc.version,
@@ -63,7 +68,22 @@ pub(super) unsafe fn setup() -> Setup {
         completer,
         facts,
         build,
+        panels,
     }
+}
+
+/// A directory for the panels socket, named in the environment the evaluation process inherits.
+/// Without one (no writable temporary directory) the panels stay empty; the kernel works on.
+///
+/// # Safety
+/// Writes this process's environment: call it only while the process has one thread.
+unsafe fn panels_socket() -> Option<PanelsDir> {
+    let dir = PanelsDir::create()
+        .map_err(|error| tracing::warn!("JupyterLab's panels will be empty: {error:#}"))
+        .ok()?;
+    // SAFETY: one thread, as this function's caller promises (# Safety).
+    unsafe { std::env::set_var(tchbook_wire::env::PANELS_SOCKET, dir.socket()) };
+    Some(dir)
 }
 
 /// `TCHBOOK_INTERRUPT_GRACE` seconds, 3 by default, and by default with a warning where the

@@ -183,7 +183,7 @@ pub fn remote_kernel_json(
         "interrupt_mode": "signal",
         "env": env,
         "metadata": {
-            "debugger": false,
+            "debugger": true,
             "kernel_provisioner": { "provisioner_name": provisioner, "config": provisioner_config },
             "process_proxy": { "class_name": process_proxy, "config": proxy_config },
         },

@@ -5,10 +5,12 @@
 //!
 //! This file: the transport (heartbeat, signatures, bad frames) and the requests other than
 //! execute; `execute`: cells, their output and stop_on_error; `control`: interrupts, stdin and
-//! shutdown.
+//! shutdown; `panels`: JupyterLab's Variables and Kernel Usage panels (`debug_request`,
+//! `usage_request`).
 
 mod control;
 mod execute;
+mod panels;
 
 use crate::completion::complete;
 use crate::fake_engine::{self, FakeKernel};

@@ -17,6 +17,7 @@ use jupyter_zmq_client::{
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
+pub mod panels;
 mod process;
 
 pub use process::{Kernel, binary, children, is_gone, refused_start, wait_until_gone};

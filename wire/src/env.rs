@@ -65,6 +65,10 @@ pub const PRELUDE_STATE: &str = "TCHBOOK_PRELUDE_STATE";
 /// time it starts, and inherited by its evaluation process; set by an exported notebook's runner
 /// for itself. Read by every writer and reader of the line protocol.
 pub const LINE_KEY: &str = "TCHBOOK_LINE_KEY";
+/// The Unix socket on which the evaluation process answers the kernel's requests for
+/// JupyterLab's panels ([`crate::panels`]). Set by the kernel, a path in a directory of its own;
+/// read by the vendored evcxr's runtime, which serves it.
+pub const PANELS_SOCKET: &str = "TCHBOOK_PANELS_SOCKET";
 /// When set, the prelude's `runtime::attach` leaves fds 1 and 2 alone (no stdout/stderr pump).
 pub const NO_PUMP: &str = "TCHBOOK_NO_PUMP";
 /// A base URL that replaces the data sets' canonical download locations; read by the

@@ -40,6 +40,7 @@
 
 pub mod env;
 pub mod key;
+pub mod panels;
 mod panic;
 pub mod record;
 pub mod report;

@@ -1,5 +1,6 @@
 //! `torch.cuda` for Rust: availability, devices and their properties, and the CUDA caching
-//! allocator's memory statistics.
+//! allocator's memory statistics, and each GPU's usage as NVML reports it ([`gpu_usage`],
+//! [`gpu_monitor`]).
 //!
 //! Every function works on a machine without CUDA: counts are 0, memory statistics are 0,
 //! [`memory_summary`] reports process and system RAM and says that no CUDA device is present.
@@ -14,8 +15,10 @@
 //! ```
 
 mod memory;
+mod nvml;
 mod query;
 mod summary;
+mod usage;
 
 pub use memory::{
     AllocatorState, MemoryError, MemoryStats, Stat, allocator_state, empty_cache, f_empty_cache,
@@ -29,3 +32,4 @@ pub use query::{
     versions,
 };
 pub use summary::{DeviceMemory, MemorySummary, memory_summary};
+pub use usage::{Allocator, Gpu, GpuMonitor, GpuUsage, gpu_monitor, gpu_monitor_every, gpu_usage};

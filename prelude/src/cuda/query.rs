@@ -166,7 +166,7 @@ unsafe fn lookup<F: Copy>(name: &CStr) -> Option<F> {
 /// # Safety
 /// `symbol` must be the address of a function whose signature is `F`'s, and `F` a function
 /// pointer type (its size is checked when this compiles; what it is cannot be).
-unsafe fn as_function<F: Copy>(symbol: *mut c_void) -> F {
+pub(super) unsafe fn as_function<F: Copy>(symbol: *mut c_void) -> F {
     const { assert!(size_of::<F>() == size_of::<*mut c_void>()) };
     // SAFETY: F has a pointer's size (checked above) and, by the caller's promise, is the
     // type of the function at `symbol`.
@@ -292,6 +292,28 @@ pub fn get_device_properties(index: impl Into<DeviceIndex>) -> Option<DeviceProp
             multi_processor_count: attr(16),
             total_memory: total as u64,
         })
+    }
+}
+
+/// Where CUDA device `index` sits on the PCI bus (domain, bus, device), which is how NVML's
+/// devices are matched to CUDA's ordinals (`CUDA_VISIBLE_DEVICES` renumbers the latter).
+pub(super) fn pci_location(index: usize) -> Option<(u32, u32, u32)> {
+    let d = driver()?;
+    // SAFETY: driver API calls with out-pointers to locals.
+    unsafe {
+        let mut dev = 0;
+        if (d.get)(&mut dev, c_int::try_from(index).ok()?) != 0 {
+            return None;
+        }
+        // CU_DEVICE_ATTRIBUTE_PCI_DOMAIN_ID = 50, PCI_BUS_ID = 33, PCI_DEVICE_ID = 34.
+        let mut location = [0; 3];
+        for (value, attribute) in location.iter_mut().zip([50, 33, 34]) {
+            if (d.attribute)(value, attribute, dev) != 0 {
+                return None;
+            }
+        }
+        let [domain, bus, device] = location.map(|v| v as u32);
+        Some((domain, bus, device))
     }
 }
 

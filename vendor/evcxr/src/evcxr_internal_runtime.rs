@@ -25,17 +25,24 @@ pub fn keyed(line: &str) -> String {
 
 pub struct VariableStore {
     variables: std::collections::HashMap<String, Box<dyn std::any::Any + 'static>>,
+    // tchbook patch: each variable's type name, for JupyterLab's Variables panel (a `dyn Any`
+    // cannot say it; the names live in the cells' libraries, which are never unloaded).
+    types: std::collections::HashMap<String, &'static str>,
 }
 
 impl VariableStore {
     pub fn new() -> VariableStore {
         VariableStore {
             variables: std::collections::HashMap::new(),
+            types: std::collections::HashMap::new(),
         }
     }
 
     pub fn put_variable<T: 'static>(&mut self, name: &str, value: T) {
         self.variables.insert(name.to_owned(), Box::new(value));
+        // tchbook patch: the type's name beside the value.
+        self.types
+            .insert(name.to_owned(), std::any::type_name::<T>());
     }
 
     pub fn check_variable<T: 'static>(&mut self, name: &str) -> bool {
@@ -82,6 +89,37 @@ impl VariableStore {
 
     pub fn merge(&mut self, mut other: VariableStore) {
         self.variables.extend(other.variables.drain());
+        // tchbook patch: the type names with their values.
+        self.types.extend(other.types.drain());
+    }
+}
+
+/// tchbook patch: each stored variable for JupyterLab's Variables panel, called by the
+/// evaluation process's runtime between cells (never while a cell holds the store): `visit`
+/// gets the name, the type's name and a pointer to the stored `Box<dyn Any>` (valid until the
+/// store changes), which only the prelude, built with the cells by the same rustc, reads.
+#[allow(dead_code)]
+#[unsafe(no_mangle)]
+pub extern "C" fn tchbook_variables(
+    store: *const VariableStore,
+    visit: extern "C" fn(*mut std::ffi::c_void, *const u8, usize, *const u8, usize, *const std::ffi::c_void),
+    context: *mut std::ffi::c_void,
+) {
+    if store.is_null() {
+        return;
+    }
+    // SAFETY: the runtime passes the store the last cell returned, while no cell runs.
+    let store = unsafe { &*store };
+    for (name, value) in &store.variables {
+        let type_name = store.types.get(name).copied().unwrap_or("");
+        visit(
+            context,
+            name.as_ptr(),
+            name.len(),
+            type_name.as_ptr(),
+            type_name.len(),
+            value as *const Box<dyn std::any::Any> as *const std::ffi::c_void,
+        );
     }
 }
 

@@ -93,6 +93,8 @@ impl Runtime {
             // tchbook patch: the cell's stdout, stderr and stdin guarded.
             let guard = tchbook::CellGuard::begin();
             self.variable_store_ptr = user_fn(self.variable_store_ptr);
+            // tchbook patch: the store, and the functions that read it, for the panels socket.
+            tchbook::after_cell(&shared_object, self.variable_store_ptr);
             guard.end();
         }
         // tchbook patch: keyed, so that a cell printing these words does not end itself.

@@ -16,6 +16,12 @@
 //   directory on fd 0 and wakes the read with SIGUSR2 (installed without SA_RESTART), so the
 //   read fails (EISDIR) instead of waiting, and the cell stops, reported as KeyboardInterrupt.
 //   fd 0 is the command pipe again when the cell has ended.
+// - JupyterLab's panels (`panels`): between cells, the variables evcxr stores, read on request
+//   from a socket of this process's own.
+
+mod panels;
+
+pub(super) use panels::after_cell;
 
 use std::ffi::c_int;
 use std::sync::Mutex;
@@ -62,6 +68,7 @@ pub(super) fn start() {
     if tchbook_wire::line_key().is_none() {
         return;
     }
+    panels::start();
     // SAFETY: duplicating this process's own fd 0.
     let commands = unsafe { libc::fcntl(0, libc::F_DUPFD_CLOEXEC, 3) };
     if commands < 0 {

@@ -1,0 +1,120 @@
+"""What JupyterLab's Variables panel costs a cell: the same cell with the panel off and on,
+alternated in one kernel, median of --reps each.
+
+    python bench/kernel/panels_cost.py [--binary target/release/tchbook] [--reps 20]
+
+"On" does what JupyterLab does with the debugger on: an `inspectVariables` debug_request on
+control after every iopub message of the cell (busy, execute_input, stream, idle), each waited
+for. Two times per cell, from execute_request: to the cell's `idle` (what the notebook shows),
+and to the reply of the `inspectVariables` sent after `idle` (the panel showing the cell's
+variables). The notebook holds a few tensors, a var store, a Vec and numbers, as a tutorial's
+does. Run `tchbook install` first (a warm build cache).
+"""
+
+import argparse
+import json
+import os
+import statistics
+import tempfile
+import time
+from pathlib import Path
+
+from jupyter_client.kernelspec import KernelSpecManager
+from jupyter_client.manager import KernelManager
+
+ROOT = Path(__file__).resolve().parents[2]
+
+SETUP = """let x = Tensor::randn([64, 10], (Kind::Float, Device::Cpu));
+let images = Tensor::zeros([256, 3, 32, 32], (Kind::Float, Device::Cpu));
+let labels = Tensor::zeros([256], (Kind::Int64, Device::Cpu));
+let vs = nn::VarStore::new(Device::Cpu);
+let net = Net::new(&vs.root());
+let losses: Vec<f64> = (0..100).map(|i| 1.0 / (i as f64 + 1.0)).collect();
+let lr = 0.01;
+let epochs = 2;"""
+CELL = 'println!("step");\nlet y = (&x * 2.0).sum(Kind::Float);'
+
+
+def debug(client, seq, command, arguments=None):
+    msg = client.session.msg(
+        "debug_request",
+        {"type": "request", "seq": seq, "command": command, "arguments": arguments or {}},
+    )
+    client.control_channel.send(msg)
+    while True:
+        reply = client.get_control_msg(timeout=60)
+        if reply["parent_header"].get("msg_id") == msg["header"]["msg_id"]:
+            return reply["content"]
+
+
+def run(client, code, panel, seq):
+    start = time.perf_counter()
+    msg_id = client.execute(code)
+    idle = None
+    while idle is None:
+        msg = client.get_iopub_msg(timeout=300)
+        if msg["parent_header"].get("msg_id") != msg_id:
+            continue
+        if msg["msg_type"] == "status" and msg["content"]["execution_state"] == "idle":
+            idle = time.perf_counter() - start
+        if panel:
+            seq += 1
+            reply = debug(client, seq, "inspectVariables")
+            assert reply["success"], reply
+    shown = time.perf_counter() - start
+    reply = client.get_shell_msg(timeout=300)
+    assert reply["content"]["status"] == "ok", reply["content"]
+    return idle, shown, seq
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--binary", default=os.environ.get(
+        "TCHBOOK_BIN", str(ROOT / "target" / "release" / "tchbook")))
+    parser.add_argument("--reps", type=int, default=20)
+    args = parser.parse_args()
+
+    spec_root = Path(tempfile.mkdtemp(prefix="tchbook-panels-bench-"))
+    spec_dir = spec_root / "kernels" / "tchbook-bench"
+    spec_dir.mkdir(parents=True)
+    (spec_dir / "kernel.json").write_text(json.dumps({
+        "argv": [args.binary, "kernel", "--connection-file", "{connection_file}"],
+        "display_name": "tchbook (bench)", "language": "rust",
+        "metadata": {"debugger": True},
+    }))
+    ksm = KernelSpecManager(kernel_dirs=[str(spec_root / "kernels")])
+    km = KernelManager(kernel_name="tchbook-bench", kernel_spec_manager=ksm)
+    km.start_kernel()
+    client = km.client()
+    client.start_channels()
+    try:
+        client.wait_for_ready(timeout=120)
+        seq = 0
+        run(client, SETUP, False, seq)
+        for _ in range(3):  # warm: the cell's build is replayed from here on
+            run(client, CELL, False, seq)
+        seq += 1
+        debug(client, seq, "initialize", {"clientID": "bench", "adapterID": "tchbook"})
+        times = {False: ([], []), True: ([], [])}
+        for _ in range(args.reps):
+            for panel in (False, True):
+                idle, shown, seq = run(client, CELL, panel, seq)
+                times[panel][0].append(idle)
+                times[panel][1].append(shown)
+        seq += 1
+        variables = debug(client, seq, "inspectVariables")["body"]["variables"]
+        result = {
+            "reps": args.reps,
+            "variables": len(variables),
+            "off_idle_ms": 1000 * statistics.median(times[False][0]),
+            "on_idle_ms": 1000 * statistics.median(times[True][0]),
+            "on_panel_shown_ms": 1000 * statistics.median(times[True][1]),
+        }
+        print(json.dumps(result, indent=2))
+    finally:
+        client.stop_channels()
+        km.shutdown_kernel(now=True)
+
+
+if __name__ == "__main__":
+    main()

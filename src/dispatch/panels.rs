@@ -1,0 +1,36 @@
+//! What the control loop keeps for JupyterLab's panels between requests: the client of the
+//! evaluation process's panels socket, the debugger's state and the last variables, and the
+//! usage meter's previous sample.
+
+use crate::panels::PanelsClient;
+use crate::usage::UsageMeter;
+use std::path::PathBuf;
+use std::sync::Mutex;
+use tchbook_wire::panels::Variable;
+
+/// Shared by the control loop's handlers (`debug_request`, `usage_request`).
+pub struct PanelsState {
+    pub(super) client: PanelsClient,
+    pub(super) debugger: Mutex<Debugger>,
+    pub(super) usage: Mutex<UsageMeter>,
+}
+
+impl PanelsState {
+    /// The state of a kernel whose evaluation process listens at `socket`.
+    pub fn new(socket: Option<PathBuf>) -> PanelsState {
+        PanelsState {
+            client: PanelsClient::new(socket),
+            debugger: Mutex::new(Debugger::default()),
+            usage: Mutex::new(UsageMeter::default()),
+        }
+    }
+}
+
+/// The debugger as JupyterLab sees it.
+#[derive(Default)]
+pub(super) struct Debugger {
+    /// Between `initialize` and `disconnect` (`debugInfo`'s `isStarted`).
+    pub started: bool,
+    /// The variables as of the last finished cell: what the panel shows while a cell runs.
+    pub variables: Vec<Variable>,
+}

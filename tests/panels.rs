@@ -1,0 +1,126 @@
+//! JupyterLab's panels on the real kernel: the Variables panel's requests read the notebook's
+//! variables from the evaluation process (tensors with their summaries and fields, a rich view),
+//! and `usage_request` measures the kernel's process tree. The replies' shapes are tested on
+//! the fake engine (`protocol::panels`); here, what the real processes put in them.
+
+use crate::support::panels::{debug, named, usage};
+use crate::support::{Kernel, REPLY, STARTUP, children};
+use serde_json::json;
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_variables_panel_lists_a_tensor_with_its_summary_expands_it_and_renders_it() {
+    let mut kernel = Kernel::start().await;
+    kernel
+        .run_ok(
+            "let x = Tensor::ones([64, 10], (Kind::Float, Device::Cpu)).set_requires_grad(true);\n\
+             let n = 42;\nlet name = String::from(\"tchbook\");\n\
+             let vs = nn::VarStore::new(Device::Cpu);\n\
+             let layer = nn::linear(vs.root() / \"fc\", 4, 3, Default::default());",
+        )
+        .await;
+    debug(
+        &mut kernel,
+        "initialize",
+        json!({"clientID": "jupyterlab"}),
+        REPLY,
+    )
+    .await;
+    let reply = debug(&mut kernel, "inspectVariables", json!({}), REPLY).await;
+    let x = named(&reply, "x");
+    assert_eq!(
+        x["value"], "Tensor[64, 10] f32 cpu 2.5 KiB requires_grad",
+        "{reply}"
+    );
+    assert_eq!(named(&reply, "n")["value"], "42");
+    assert_eq!(named(&reply, "name")["value"], "\"tchbook\"");
+    assert_eq!(
+        named(&reply, "vs")["value"],
+        "VarStore 15 parameters 60 B cpu"
+    );
+
+    let fields = debug(
+        &mut kernel,
+        "variables",
+        json!({"variablesReference": x["variablesReference"]}),
+        REPLY,
+    )
+    .await;
+    for (field, value) in [
+        ("shape", "[64, 10]"),
+        ("dtype", "f32"),
+        ("device", "cpu"),
+        ("numel", "640"),
+        ("bytes", "2560"),
+        ("requires_grad", "true"),
+        ("grad", "None"),
+        ("min", "1.000000"),
+        ("mean", "1.000000"),
+    ] {
+        assert_eq!(named(&fields, field)["value"], value, "{fields}");
+    }
+    let parameters = debug(
+        &mut kernel,
+        "variables",
+        json!({"variablesReference": named(&reply, "vs")["variablesReference"]}),
+        REPLY,
+    )
+    .await;
+    assert_eq!(
+        named(&parameters, "fc.weight")["value"],
+        "Tensor[3, 4] f32 cpu 48 B requires_grad"
+    );
+
+    let rich = debug(
+        &mut kernel,
+        "richInspectVariables",
+        json!({"variableName": "x"}),
+        REPLY,
+    )
+    .await;
+    assert_eq!(rich["success"], true);
+    let data = &rich["body"]["data"];
+    assert!(
+        data["text/plain"]
+            .as_str()
+            .unwrap()
+            .starts_with("tensor([[1., 1., 1."),
+        "{data}"
+    );
+    // Two dimensions: a heat map beside the printed tensor.
+    assert!(
+        data["image/png"]
+            .as_str()
+            .is_some_and(|png| png.len() > 100),
+        "{data}"
+    );
+    assert!(
+        data["text/html"]
+            .as_str()
+            .unwrap()
+            .contains("data:image/png;base64,")
+    );
+    assert!(
+        rich["body"]["metadata"]["image/png"]["alt"]
+            .as_str()
+            .is_some()
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn usage_reply_sums_the_kernel_and_its_evaluation_process() {
+    let mut kernel = Kernel::start().await;
+    kernel.run_ok("let v = vec![0u8; 64 << 20];").await;
+    let first = usage(&mut kernel, STARTUP).await;
+    assert_eq!(first["pid"], kernel.pid());
+    let cores = std::thread::available_parallelism().unwrap().get();
+    assert_eq!(first["cpu_count"], cores);
+    assert!(first["hostname"].as_str().is_some_and(|h| !h.is_empty()));
+    // The evaluation process holds the 64 MiB vector and libtorch: more than the kernel alone.
+    let memory = first["kernel_memory"].as_u64().unwrap();
+    assert!(memory > 64 << 20, "{first}");
+    assert!(!children(kernel.pid()).is_empty());
+    assert!(first["gpus"].is_array(), "{first}");
+    assert!(first["host_virtual_memory"]["total"].as_u64().unwrap() > memory);
+    let second = usage(&mut kernel, REPLY).await;
+    assert!(second["kernel_cpu"].as_f64().is_some());
+}

@@ -1,0 +1,233 @@
+//! What the kernel asks the evaluation process for JupyterLab's panels (the debugger's Variables
+//! panel, jupyter-resource-usage's Kernel Usage), and the answers.
+//!
+//! These do not travel on the cell's stdout: the evaluation process serves them on a Unix
+//! socket of its own ([`crate::env::PANELS_SOCKET`], one request per connection, one JSON line
+//! each way), from a thread of the vendored evcxr runtime, so that a request is answered while
+//! the kernel is idle without compiling anything, and GPU memory is answered while a cell runs.
+//! Variables are read only between cells: while a cell runs they are out of evcxr's store (in
+//! the cell's locals), and the answer is [`Answer::Busy`].
+//!
+//! ```text
+//! {"op":"variables"}             → {"answer":"variables","variables":[{"name":"x","type":"Tensor","value":"Tensor[2, 3] f32 cpu 24 B","fields":[...]}]}
+//! {"op":"rich","name":"x"}       → {"answer":"rich","data":{"text/plain":"tensor([...])"},"metadata":{}}
+//! {"op":"usage"}                 → {"answer":"usage","gpus":[{"index":0,"name":"NVIDIA H100","memory_used":..,"memory_total":..,"utilization":3,"allocator":null}]}
+//! anything, while a cell runs    → {"answer":"busy"}
+//! ```
+//!
+//! The runtime reads the variables from evcxr's store and hands them, each as `Box<dyn Any>` with
+//! its type's name, to the prelude's `tchbook_prelude_panels` ([`Entry`]), which knows tensors,
+//! var stores and std values; without the prelude the runtime answers with names and types.
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+/// A request from the kernel, one JSON line.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "op", rename_all = "lowercase")]
+pub enum Request {
+    /// Every variable with its one-line value and its fields.
+    Variables,
+    /// One variable's rich view (a MIME bundle).
+    Rich { name: String },
+    /// The GPUs and the caching allocator's bytes.
+    Usage,
+}
+
+/// The evaluation process's answer, one JSON line.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "answer", rename_all = "lowercase")]
+pub enum Answer {
+    Variables {
+        variables: Vec<Variable>,
+    },
+    Rich {
+        data: Map<String, Value>,
+        #[serde(default)]
+        metadata: Map<String, Value>,
+    },
+    Usage {
+        gpus: Vec<Gpu>,
+    },
+    /// A cell is running: its variables are not in the store.
+    Busy,
+    /// Something the asker should say ("no variable `y`").
+    Error {
+        message: String,
+    },
+}
+
+impl Answer {
+    /// The answer as its one line (without the newline).
+    pub fn to_line(&self) -> String {
+        serde_json::to_string(self).expect("an answer always serializes")
+    }
+}
+
+/// One variable of the notebook.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Variable {
+    pub name: String,
+    /// The type, without module paths (`Vec<f64>`, `Tensor`).
+    #[serde(rename = "type")]
+    pub type_name: String,
+    /// One line: `Tensor[64, 10] f32 cuda:0 2.5 KiB requires_grad`, `42`, `"text"`, `Vec len 3`.
+    pub value: String,
+    /// What the variable expands into (a tensor's shape, dtype, ...; a model's parameters);
+    /// empty when it does not expand.
+    #[serde(default)]
+    pub fields: Vec<Field>,
+}
+
+/// One line inside an expanded variable.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Field {
+    pub name: String,
+    #[serde(rename = "type")]
+    pub type_name: String,
+    pub value: String,
+}
+
+/// One GPU as NVML sees it, and what this process's caching allocator holds on it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Gpu {
+    /// NVML's index (all the machine's GPUs, whatever `CUDA_VISIBLE_DEVICES` says).
+    pub index: u32,
+    pub name: String,
+    /// Bytes in use on the GPU, by every process.
+    pub memory_used: u64,
+    pub memory_total: u64,
+    /// Percent of the last sample period in which a kernel ran; `None` where NVML does not say.
+    pub utilization: Option<u32>,
+    /// The evaluation process's caching allocator on this GPU, where libtorch uses it.
+    pub allocator: Option<Allocator>,
+}
+
+/// The CUDA caching allocator's bytes on one device (`torch.cuda.memory_allocated`,
+/// `memory_reserved`, `max_memory_allocated`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Allocator {
+    /// The device as the process names it, `cuda:<ordinal>`.
+    pub device: u32,
+    pub allocated: u64,
+    pub reserved: u64,
+    pub peak: u64,
+}
+
+/// One variable as the runtime hands it to the prelude's `tchbook_prelude_panels`, across a C
+/// function call between two separately built libraries (the kernel binary and the cells'):
+/// the name and type name as UTF-8, and the value as a pointer to the `Box<dyn Any>` evcxr's
+/// store holds, which only the cells' code (which made it) and the prelude (built with them, by
+/// the same rustc) read.
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct Entry {
+    pub name: *const u8,
+    pub name_len: usize,
+    pub type_name: *const u8,
+    pub type_len: usize,
+    pub value: *const std::ffi::c_void,
+}
+
+/// The prelude's entry point, `tchbook_prelude_panels`: the request's JSON, the variables
+/// (none for [`Request::Usage`], or while a cell runs), and where to write the answer's JSON
+/// (`answer(context, bytes, len)`, called once).
+pub type PreludePanels = unsafe extern "C" fn(
+    request: *const u8,
+    request_len: usize,
+    entries: *const Entry,
+    count: usize,
+    answer: extern "C" fn(*mut std::ffi::c_void, *const u8, usize),
+    context: *mut std::ffi::c_void,
+);
+
+/// The symbol of [`PreludePanels`], which the runtime looks up in the cells' libraries.
+pub const PRELUDE_PANELS_SYMBOL: &str = "tchbook_prelude_panels";
+
+/// A type's name without its module paths: `alloc::vec::Vec<tch::wrappers::tensor::Tensor>` →
+/// `Vec<Tensor>`.
+///
+/// ```
+/// use tchbook_wire::panels::short_type_name;
+/// assert_eq!(short_type_name("alloc::vec::Vec<tch::wrappers::tensor::Tensor>"), "Vec<Tensor>");
+/// assert_eq!(short_type_name("(f64, std::collections::hash::map::HashMap<alloc::string::String, i32>)"),
+///            "(f64, HashMap<String, i32>)");
+/// ```
+pub fn short_type_name(name: &str) -> String {
+    let mut out = String::with_capacity(name.len());
+    let mut word = String::new();
+    let flush = |word: &mut String, out: &mut String| {
+        out.push_str(word.rsplit("::").next().unwrap_or(word));
+        word.clear();
+    };
+    for c in name.chars() {
+        if c.is_alphanumeric() || c == '_' || c == ':' {
+            word.push(c);
+        } else {
+            flush(&mut word, &mut out);
+            out.push(c);
+        }
+    }
+    flush(&mut word, &mut out);
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_request_and_answer_reads_back_as_itself() {
+        for request in [
+            Request::Variables,
+            Request::Rich { name: "x".into() },
+            Request::Usage,
+        ] {
+            let line = serde_json::to_string(&request).unwrap();
+            assert_eq!(serde_json::from_str::<Request>(&line).unwrap(), request);
+        }
+        let answers = [
+            Answer::Variables {
+                variables: vec![Variable {
+                    name: "x".into(),
+                    type_name: "Tensor".into(),
+                    value: "Tensor[2] f32 cpu 8 B".into(),
+                    fields: vec![Field {
+                        name: "shape".into(),
+                        type_name: "Size".into(),
+                        value: "[2]".into(),
+                    }],
+                }],
+            },
+            Answer::Rich {
+                data: Map::from_iter([("text/plain".into(), Value::from("1"))]),
+                metadata: Map::new(),
+            },
+            Answer::Usage {
+                gpus: vec![Gpu {
+                    index: 0,
+                    name: "GPU".into(),
+                    memory_used: 1,
+                    memory_total: 2,
+                    utilization: Some(3),
+                    allocator: Some(Allocator {
+                        device: 0,
+                        allocated: 4,
+                        reserved: 5,
+                        peak: 6,
+                    }),
+                }],
+            },
+            Answer::Busy,
+            Answer::Error {
+                message: "no".into(),
+            },
+        ];
+        for answer in answers {
+            assert_eq!(
+                serde_json::from_str::<Answer>(&answer.to_line()).unwrap(),
+                answer
+            );
+        }
+    }
+}
