@@ -520,3 +520,66 @@ def test_tab_in_rust_in_a_terminal_ipython_is_answered_by_the_rust_kernel(hosted
     assert ("len", len("%%rust\ndistinctive_rust_name."), "function") in rust, rust
     assert all(start == len("%%rust\ndistinctive_rust_name.") for _, start, _ in rust), rust
     assert "os" in [text for text, _, _ in python], python
+
+
+def debug_request(kc, command: str, arguments: dict) -> dict:
+    """A front end's debug_request on the control channel (what JupyterLab's Variables panel
+    sends); the response's content."""
+    msg = kc.session.msg("debug_request", {"type": "request", "seq": 1, "command": command,
+                                           "arguments": arguments})
+    kc.control_channel.send(msg)
+    while True:
+        reply = kc.get_control_msg(timeout=30)
+        if reply["parent_header"].get("msg_id") == msg["header"]["msg_id"]:
+            return reply["content"]
+
+
+def test_rust_variables_are_in_the_python_kernels_variables_panel(hosted):
+    """The Python kernel's Variables panel (ipykernel's debugger answering inspectVariables and
+    variables, as JupyterLab asks them) lists `rust`; expanding it lists the Rust variables with
+    the Rust kernel's one-line summaries, and expanding a tensor its fields. In code, `rust.x` is
+    the same."""
+    from jupyter_client.manager import start_new_kernel
+
+    with jupyter_path(hosted):
+        km, kc = start_new_kernel(kernel_name=KERNEL, env=hosted["env"])
+    try:
+        reply = kc.execute_interactive("%load_ext tchbook", timeout=120)
+        assert reply["content"]["status"] == "ok", reply["content"]
+        cell = "%%rust\nlet x = Tensor::ones([2, 3], (Kind::Float, Device::Cpu));\nlet epochs = 4;"
+        reply = kc.execute_interactive(cell, timeout=CELL_TIMEOUT_S)
+        assert reply["content"]["status"] == "ok", reply["content"]
+
+        # What JupyterLab sends when the bug icon is clicked: the debugger starts, then the
+        # panel asks for the variables.
+        initialize = debug_request(kc, "initialize", {
+            "clientID": "jupyterlab", "clientName": "JupyterLab", "adapterID": "python",
+            "pathFormat": "path", "linesStartAt1": True, "columnsStartAt1": True,
+            "supportsVariableType": True, "supportsVariablePaging": True, "locale": "en"})
+        assert initialize["success"], initialize
+        assert debug_request(kc, "attach", {})["success"]
+        assert debug_request(kc, "configurationDone", {})["success"]
+        panel = debug_request(kc, "inspectVariables", {})
+        assert panel["success"], panel
+        listed = {v["name"]: v for v in panel["body"]["variables"]}
+        assert "rust" in listed, sorted(listed)
+        assert "epochs" in listed["rust"]["value"] and "x" in listed["rust"]["value"], listed["rust"]
+        reference = listed["rust"]["variablesReference"]
+        assert reference, "`rust` expands"
+
+        rust = debug_request(kc, "variables", {"variablesReference": reference})
+        assert rust["success"], rust
+        children = {v["name"]: v for v in rust["body"]["variables"]}
+        assert children["x"]["value"].startswith("Tensor[2, 3] f32 cpu"), children["x"]
+        assert children["epochs"]["value"] == "4", children["epochs"]
+        fields = debug_request(kc, "variables", {"variablesReference": children["x"]["variablesReference"]})
+        shown = {v["name"]: v["value"] for v in fields["body"]["variables"]}
+        assert "[2, 3]" in shown["shape"], shown
+
+        seen = []
+        kc.execute_interactive("print(repr(rust.x)); print(rust.x.shape)", timeout=60,
+                               output_hook=lambda m: seen.append(m["content"].get("text", "")))
+        assert "".join(seen).startswith("Tensor[2, 3] f32 cpu"), seen
+    finally:
+        kc.stop_channels()
+        km.shutdown_kernel(now=True)

@@ -7,7 +7,8 @@ The wheel carries the `tchbook` binary (on PATH once installed; `python -m tchbo
 
 starts this notebook's Rust kernel and adds `%%rust` (a Rust cell), `%rust EXPR`,
 `%rust_restart` and `%rust_status`; see `tchbook.bridge` for what is forwarded and how. Tab in
-Rust is answered by the Rust kernel (`tchbook.completion`).
+Rust is answered by the Rust kernel (`tchbook.completion`), and its variables are `rust` in the
+Python namespace, as the Variables panel shows them (`tchbook.bridge.variables`).
 """
 from __future__ import annotations
 
@@ -30,9 +31,13 @@ def load_ipython_extension(ipython) -> None:
     from . import completion
     from .magics import RustMagics
 
+    from .bridge.variables import RustVariables
+
     rust = kernel()
     ipython.register_magics(RustMagics(ipython, rust))
     completion.install(ipython, rust)
+    # The Rust variables, where the Python kernel's Variables panel lists the Python ones.
+    ipython.push({"rust": RustVariables(rust)})
     # Started now rather than in the first cell: the kernel's start overlaps the user's typing.
     rust.ensure()
 

@@ -32,9 +32,12 @@ The Rust kernel is shut down when the Python process exits (atexit), when the ex
 unloaded, and by `%rust_restart`; should the Python process die without running atexit, the Rust
 kernel notices its parent is gone and exits by itself (it polls its parent, as ipykernel does).
 
+The Rust variables are `rust` in the Python namespace (`variables`), so the Python kernel's
+Variables panel lists them beside the Python ones.
+
 One module per job: `errors` (the exceptions a Rust error becomes), `value` (a Rust cell's value),
-`kernel` (the Rust kernel process and its lifetime), `interrupts` (SIGINT while a cell runs) and
-`cell` (one cell's message loop, its stdin and its payloads).
+`kernel` (the Rust kernel process and its lifetime), `interrupts` (SIGINT while a cell runs),
+`cell` (one cell's message loop, its stdin and its payloads) and `variables` (`rust`).
 """
 from __future__ import annotations
 

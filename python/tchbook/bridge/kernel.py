@@ -20,6 +20,7 @@ from .._locate import LIBTORCH_ENV, binary, kernel_env
 from .cell import Cell
 from .errors import RustKernelDied
 from .value import RustValue
+from .variables import ask_debug
 
 # kernel_info is answered in ~0.2 s; the first cell, not the start, waits for the prelude.
 START_TIMEOUT_S = 60
@@ -200,6 +201,13 @@ class RustKernel:
             return None
         finally:
             self._lock.release()
+
+    def debug(self, command: str, arguments: dict) -> dict | None:
+        """The Rust kernel's answer to a debug request (the Variables panel's), or None when it
+        is not running or did not answer in time. Never starts a kernel."""
+        if self.kc is None or not self.alive():
+            return None
+        return ask_debug(self.kc, command, arguments)
 
     def interrupt(self) -> None:
         if self.km is not None:
