@@ -443,6 +443,22 @@ def test_colab_setup_runs_the_first_tutorial_through_rust_cells(hosted):
     assert accuracy > 0.6, f"the model did not learn: test accuracy {accuracy}"
 
 
+@contextlib.contextmanager
+def python_kernel_with_the_extension(hosted: dict):
+    """A client of the wheel's Python kernel, started on its own, with `%load_ext tchbook` run."""
+    from jupyter_client.manager import start_new_kernel
+
+    with jupyter_path(hosted):
+        km, kc = start_new_kernel(kernel_name=KERNEL, env=hosted["env"])
+    try:
+        reply = kc.execute_interactive("%load_ext tchbook", timeout=120)
+        assert reply["content"]["status"] == "ok", reply["content"]
+        yield kc
+    finally:
+        kc.stop_channels()
+        km.shutdown_kernel(now=True)
+
+
 def complete_reply(kc, code: str, cursor: int | None = None) -> dict:
     msg_id = kc.complete(code, len(code) if cursor is None else cursor)
     while True:
@@ -455,12 +471,8 @@ def test_tab_in_rust_is_answered_by_the_rust_kernel_and_in_python_by_python(host
     """What the Python kernel answers a front end's complete_request (JupyterLab's Tab) in a
     `%%rust` cell, after `%rust`, and in Python: Rust names with offsets into the whole cell where
     the cursor is in Rust, Python's names elsewhere."""
-    from jupyter_client.manager import start_new_kernel
-
-    with jupyter_path(hosted):
-        km, kc = start_new_kernel(kernel_name=KERNEL, env=hosted["env"])
-    try:
-        reply = kc.execute_interactive("%load_ext tchbook\nimport os", timeout=120)
+    with python_kernel_with_the_extension(hosted) as kc:
+        reply = kc.execute_interactive("import os", timeout=120)
         assert reply["content"]["status"] == "ok", reply["content"]
         cell = "%%rust\nlet distinctive_rust_name = vec![1, 2, 3];"
         reply = kc.execute_interactive(cell, timeout=CELL_TIMEOUT_S)
@@ -492,9 +504,6 @@ def test_tab_in_rust_is_answered_by_the_rust_kernel_and_in_python_by_python(host
 
         got = complete_reply(kc, "os.pa")
         assert any(m.endswith("path") for m in got["matches"]), got["matches"]
-    finally:
-        kc.stop_channels()
-        km.shutdown_kernel(now=True)
 
 
 TERMINAL = """
@@ -539,13 +548,7 @@ def test_rust_variables_are_in_the_python_kernels_variables_panel(hosted):
     variables, as JupyterLab asks them) lists `rust`; expanding it lists the Rust variables with
     the Rust kernel's one-line summaries, and expanding a tensor its fields. In code, `rust.x` is
     the same."""
-    from jupyter_client.manager import start_new_kernel
-
-    with jupyter_path(hosted):
-        km, kc = start_new_kernel(kernel_name=KERNEL, env=hosted["env"])
-    try:
-        reply = kc.execute_interactive("%load_ext tchbook", timeout=120)
-        assert reply["content"]["status"] == "ok", reply["content"]
+    with python_kernel_with_the_extension(hosted) as kc:
         cell = "%%rust\nlet x = Tensor::ones([2, 3], (Kind::Float, Device::Cpu));\nlet epochs = 4;"
         reply = kc.execute_interactive(cell, timeout=CELL_TIMEOUT_S)
         assert reply["content"]["status"] == "ok", reply["content"]
@@ -580,6 +583,3 @@ def test_rust_variables_are_in_the_python_kernels_variables_panel(hosted):
         kc.execute_interactive("print(repr(rust.x)); print(rust.x.shape)", timeout=60,
                                output_hook=lambda m: seen.append(m["content"].get("text", "")))
         assert "".join(seen).startswith("Tensor[2, 3] f32 cpu"), seen
-    finally:
-        kc.stop_channels()
-        km.shutdown_kernel(now=True)
