@@ -1,12 +1,12 @@
 //! Tables the kernel lays out itself (`:help`, `:vars`).
 
-use crate::engine::Table;
+use crate::engine::CommandTable;
 use jupyter_protocol::{Media, MediaType};
 
 /// A table the kernel lays out itself (`:help`, `:vars`): aligned text, and HTML whose cells are
 /// left-aligned inline (JupyterLab's default style right-aligns table cells, which makes a column
 /// of names and sentences hard to read).
-pub fn table_media(table: &Table) -> Media {
+pub fn table_media(table: &CommandTable) -> Media {
     let widths: Vec<usize> = (0..table.header.len())
         .map(|column| {
             std::iter::once(&table.header)
@@ -68,7 +68,7 @@ mod tests {
 
     #[test]
     fn tables_are_left_aligned_with_their_note_below() {
-        let table = Table {
+        let table = CommandTable {
             header: vec!["Variable".into(), "Type".into()],
             rows: vec![vec!["v".into(), "Vec<i32>".into()]],
             note: Some("a <note>".into()),

@@ -57,7 +57,7 @@ impl PlainFormat {
 /// commands evcxr runs itself that the engine follows after the cell.
 pub(super) struct Rewritten<'a> {
     pub(super) code: String,
-    /// A cell that is only `:help` or `:vars`: its answer becomes a [`Table`].
+    /// A cell that is only `:help` or `:vars`: its answer becomes a [`CommandTable`].
     pub(super) listing: Option<Listing>,
     /// The cell's commands, read once.
     pub(super) commands: Vec<Command<'a>>,
@@ -72,7 +72,7 @@ pub(super) enum Listing {
 /// A table for the front end to lay out (`:help`, `:vars`): plain values, rendered by
 /// `display`.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Table {
+pub struct CommandTable {
     pub header: Vec<String>,
     pub rows: Vec<Vec<String>>,
     /// A paragraph shown under the table.
@@ -113,10 +113,10 @@ pub(super) fn rewrite_commands(code: &str) -> Rewritten<'_> {
     }
 }
 
-impl Table {
+impl CommandTable {
     /// `:help`'s rows: evcxr's commands (its text lists `name  description` a line each) and
     /// tchbook's own, by name.
-    pub(super) fn help(evcxr_text: &str) -> Table {
+    pub(super) fn help(evcxr_text: &str) -> CommandTable {
         let mut rows: Vec<Vec<String>> = evcxr_text
             .lines()
             .filter_map(|line| line.split_once(char::is_whitespace))
@@ -128,7 +128,7 @@ impl Table {
             )
             .collect();
         rows.sort();
-        Table {
+        CommandTable {
             header: vec!["Command".into(), "Description".into()],
             rows,
             note: Some(PROCESSES_NOTE.to_owned()),
@@ -136,12 +136,14 @@ impl Table {
     }
 
     /// `:vars`: the notebook's variables and their types, by name.
-    pub(super) fn variables<'a>(variables: impl Iterator<Item = (&'a str, &'a str)>) -> Table {
+    pub(super) fn variables<'a>(
+        variables: impl Iterator<Item = (&'a str, &'a str)>,
+    ) -> CommandTable {
         let mut rows: Vec<Vec<String>> = variables
             .map(|(name, ty)| vec![name.to_owned(), ty.to_owned()])
             .collect();
         rows.sort();
-        Table {
+        CommandTable {
             header: vec!["Variable".into(), "Type".into()],
             rows,
             note: None,

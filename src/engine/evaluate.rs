@@ -5,7 +5,7 @@ use super::commands::{Listing, PlainFormat, Rewritten, rewrite_commands};
 use super::diagnostics::{describe_evcxr_error, diagnostic};
 use super::interrupt::kill_process_group;
 use super::pump::PumpMessage;
-use super::{CellError, CellValue, Event, Finished, Interrupter, Table};
+use super::{CellError, CellValue, CommandTable, Event, Finished, Interrupter};
 use crate::cellbuild::cache;
 use crate::commands::Command;
 use crate::completion::{self, Prepared, Source};
@@ -171,12 +171,12 @@ impl State {
         let mut mime: Vec<(String, String)> = outputs.content_by_mime_type.into_iter().collect();
         mime.sort();
         let table = code.listing.map(|listing| match listing {
-            Listing::Help => Table::help(
+            Listing::Help => CommandTable::help(
                 mime.iter()
                     .find(|(kind, _)| kind == "text/plain")
                     .map_or("", |(_, text)| text.as_str()),
             ),
-            Listing::Vars => Table::variables(self.context.variables_and_types()),
+            Listing::Vars => CommandTable::variables(self.context.variables_and_types()),
         });
         CellValue {
             mime,

@@ -31,7 +31,7 @@ mod interrupt;
 mod pump;
 mod startup;
 
-pub use commands::Table;
+pub use commands::CommandTable;
 pub(crate) use commands::timeit_code;
 pub use evaluator::{Evaluator, Interrupts};
 pub use interrupt::{Interrupter, exit_with_parent};
@@ -104,7 +104,7 @@ pub struct Finished {
 pub struct CellValue {
     pub mime: Vec<(String, String)>,
     /// Set for `:help` and `:vars`, whose answer the front end shows as a table.
-    pub table: Option<Table>,
+    pub table: Option<CommandTable>,
     pub timing: Option<Duration>,
     /// What a panic (an interrupt) undid of the cell's bindings, for its error to say.
     pub undone: Undone,

@@ -2,7 +2,7 @@
 
 /// Raises glibc's mmap and trim thresholds so that libtorch's large per-step temporaries (oneDNN
 /// allocates ~37 MB per conv step at batch 1000) are reused from the heap instead of being
-/// mmapped and unmapped every step — 1.9–2.4× faster on such loops (FINDINGS.md). Applied by
+/// mmapped and unmapped every step — 1.9–2.4× faster on such loops (bench/NOTES.md). Applied by
 /// [`super::attach`]; call it at the start of a plain program or benchmark. Returns whether glibc
 /// accepted the settings.
 ///
@@ -35,7 +35,7 @@ pub fn tune_allocator() -> bool {
 }
 
 /// Sets libtorch's intra-op thread count (`torch.set_num_threads`) and returns the previous one.
-/// On a small machine one thread is often fastest for tiny models (FINDINGS.md).
+/// On a small machine one thread is often fastest for tiny models (bench/NOTES.md).
 ///
 /// ```
 /// let before = tchbook_prelude::runtime::set_threads(1);
