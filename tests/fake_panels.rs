@@ -83,6 +83,9 @@ pub fn serve(store: FakeStore, running: impl Fn() -> bool + Send + 'static) -> P
                 Ok(Request::Usage) => Answer::Usage {
                     gpus: vec![fake_gpu()],
                 },
+                Ok(Request::Comm { comm_id, .. }) => Answer::Error {
+                    message: format!("no comm `{comm_id}`"),
+                },
                 Ok(_) if running() => Answer::Busy,
                 Ok(Request::Variables) => Answer::Variables {
                     variables: store.variables.lock().unwrap().clone(),

@@ -105,6 +105,9 @@ impl Recorder {
             // The runner's own hook reports the program's panics (`failure.rs`); a panic line
             // from elsewhere is shown as the kernel shows a panic off the cells' thread.
             Message::Panic(panic) => self.stream(StreamName::Stderr, &panic.thread_text()),
+            // A widget's model: a program has no front end to steer it, and the widget's display
+            // carries its text beside the view.
+            Message::CommOpen { .. } | Message::CommMsg { .. } | Message::CommClose { .. } => {}
         }
     }
 

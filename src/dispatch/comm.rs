@@ -1,21 +1,143 @@
-//! The comm messages. tchbook registers no comm targets: `comm_info_request` lists none, a
-//! `comm_open` is closed at once (as ipykernel closes one for an unknown target, so the front
-//! end does not wait on it), and `comm_msg` / `comm_close` can only name unknown comms.
+//! The comm messages: Jupyter widgets (ipywidgets' protocol, version 2, `tchbook_wire::widgets`).
+//!
+//! A widget's model lives in the evaluation process (the prelude's widgets). Its side of each
+//! comm reaches the kernel as lines of the cell's output ([`crate::display::Comm`]), which are
+//! published in order with the rest, as children of the message that caused them, and counted
+//! here as open ([`Comms`]), so `comm_info_request` lists them and a reloaded page restores its
+//! widgets. The front end's side (a slider moved, `request_state`, a closed widget) is passed
+//! to the evaluation process on its panels socket as it arrives, while a cell runs too, and
+//! whatever the prelude answers (an `echo_update`, the state asked for) is published in reply.
+//!
+//! A `comm_open` from the front end for a target the prelude does not serve is closed at once,
+//! as ipykernel closes one for an unknown target, so the front end does not wait on it.
 
 use super::Shared;
-use jupyter_protocol::{CommClose, CommInfoReply, CommMsg, CommOpen, JupyterMessage, ReplyStatus};
-use std::collections::HashMap;
+use crate::display::Comm;
+use crate::transport::IoPub;
+use jupyter_protocol::{
+    CommClose, CommId, CommInfo, CommInfoReply, CommInfoRequest, CommMsg, CommOpen, JupyterMessage,
+    JupyterMessageContent, ReplyStatus,
+};
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Mutex;
+use std::time::Duration;
+use tchbook_wire::panels::{Answer, CommType, Request};
+use tchbook_wire::widgets;
 
-pub(super) fn comm_info_request() -> CommInfoReply {
+/// How long a front end's comm message waits for the evaluation process: it answers from a
+/// thread of its own at once, unless it is starting, restarting or gone.
+const PATIENCE: Duration = Duration::from_secs(2);
+
+/// The open comms of the evaluation process, by id, with their targets.
+#[derive(Default)]
+pub struct Comms {
+    open: Mutex<BTreeMap<String, String>>,
+}
+
+impl Comms {
+    /// Publishes one of the evaluation process's comm messages as a child of `parent`, and
+    /// counts the comm open or closed.
+    pub fn publish(&self, iopub: &IoPub, comm: Comm, parent: &JupyterMessage) {
+        {
+            let mut open = self.open.lock().unwrap();
+            match &comm.content {
+                JupyterMessageContent::CommOpen(o) => {
+                    open.insert(o.comm_id.0.clone(), o.target_name.clone());
+                }
+                JupyterMessageContent::CommClose(c) => {
+                    open.remove(&c.comm_id.0);
+                }
+                _ => {}
+            }
+        }
+        let mut message = JupyterMessage::new(comm.content, Some(parent));
+        if !comm.metadata.is_empty() {
+            message.metadata = serde_json::Value::Object(comm.metadata);
+        }
+        iopub.publish(message);
+    }
+
+    /// Forgets every comm: the evaluation process that held them is gone.
+    pub fn forget_all(&self) {
+        self.open.lock().unwrap().clear();
+    }
+
+    fn target_of(&self, comm_id: &str) -> Option<String> {
+        self.open.lock().unwrap().get(comm_id).cloned()
+    }
+
+    fn insert(&self, comm_id: &str, target: &str) {
+        let mut open = self.open.lock().unwrap();
+        open.insert(comm_id.to_owned(), target.to_owned());
+    }
+
+    fn remove(&self, comm_id: &str) -> Option<String> {
+        self.open.lock().unwrap().remove(comm_id)
+    }
+}
+
+pub(super) fn comm_info_request(shared: &Shared, request: &CommInfoRequest) -> CommInfoReply {
+    let open = shared.comms.open.lock().unwrap();
+    let comms: HashMap<CommId, CommInfo> = open
+        .iter()
+        .filter(|(_, target)| request.target_name.as_ref().is_none_or(|t| t == *target))
+        .map(|(id, target)| {
+            (
+                CommId(id.clone()),
+                CommInfo {
+                    target_name: target.clone(),
+                },
+            )
+        })
+        .collect();
     CommInfoReply {
         status: ReplyStatus::Ok,
-        comms: HashMap::new(),
+        comms,
         error: None,
     }
 }
 
-pub(super) fn comm_open(shared: &Shared, message: &JupyterMessage, open: &CommOpen) {
-    tracing::info!("comm_open for unknown target {}", open.target_name);
+/// Whether `message` is one of the comm messages [`front_end_comm`] handles.
+pub(super) fn is_comm(message: &JupyterMessage) -> bool {
+    matches!(
+        message.content,
+        JupyterMessageContent::CommOpen(_)
+            | JupyterMessageContent::CommMsg(_)
+            | JupyterMessageContent::CommClose(_)
+    )
+}
+
+/// A front end's `comm_open`, `comm_msg` or `comm_close`: passed to the evaluation process,
+/// and its answer published as children of `message`.
+pub(super) async fn front_end_comm(shared: &Shared, message: &JupyterMessage) {
+    match &message.content {
+        JupyterMessageContent::CommOpen(open) => comm_open(shared, message, open).await,
+        JupyterMessageContent::CommMsg(msg) => comm_msg(shared, message, msg).await,
+        JupyterMessageContent::CommClose(close) => comm_close(shared, close).await,
+        _ => {}
+    }
+}
+
+async fn comm_open(shared: &Shared, message: &JupyterMessage, open: &CommOpen) {
+    let comm_id = &open.comm_id.0;
+    let served = [widgets::TARGET, widgets::CONTROL_TARGET].contains(&open.target_name.as_str());
+    if served {
+        let request = Request::Comm {
+            msg_type: CommType::Open,
+            comm_id: comm_id.clone(),
+            target_name: Some(open.target_name.clone()),
+            data: open.data.clone(),
+        };
+        if let Some(messages) = ask(shared, &request).await {
+            shared.comms.insert(comm_id, &open.target_name);
+            publish_all(shared, messages, message);
+            return;
+        }
+    }
+    tracing::info!(
+        "comm_open for target {} closed: nothing serves it",
+        open.target_name
+    );
     shared.iopub.publish(
         CommClose {
             comm_id: open.comm_id.clone(),
@@ -25,10 +147,60 @@ pub(super) fn comm_open(shared: &Shared, message: &JupyterMessage, open: &CommOp
     );
 }
 
-pub(super) fn comm_msg(msg: &CommMsg) {
-    tracing::info!("comm_msg for unknown comm {}", msg.comm_id.0);
+async fn comm_msg(shared: &Shared, message: &JupyterMessage, msg: &CommMsg) {
+    let comm_id = &msg.comm_id.0;
+    if shared.comms.target_of(comm_id).is_none() {
+        tracing::info!("comm_msg for unknown comm {comm_id}");
+        return;
+    }
+    let request = Request::Comm {
+        msg_type: CommType::Msg,
+        comm_id: comm_id.clone(),
+        target_name: None,
+        data: msg.data.clone(),
+    };
+    if let Some(messages) = ask(shared, &request).await {
+        publish_all(shared, messages, message);
+    }
 }
 
-pub(super) fn comm_close(close: &CommClose) {
-    tracing::info!("comm_close for unknown comm {}", close.comm_id.0);
+async fn comm_close(shared: &Shared, close: &CommClose) {
+    let comm_id = &close.comm_id.0;
+    if shared.comms.remove(comm_id).is_none() {
+        tracing::info!("comm_close for unknown comm {comm_id}");
+        return;
+    }
+    let request = Request::Comm {
+        msg_type: CommType::Close,
+        comm_id: comm_id.clone(),
+        target_name: None,
+        data: close.data.clone(),
+    };
+    let _ = ask(shared, &request).await;
+}
+
+/// The evaluation process's answer to a comm request: the messages to publish, or `None`
+/// (logged) when it does not know the comm or did not answer.
+async fn ask(shared: &Shared, request: &Request) -> Option<Vec<tchbook_wire::Message>> {
+    match shared.panels.client.ask(request, PATIENCE).await {
+        Some(Answer::Comm { messages }) => Some(messages),
+        Some(Answer::Error { message }) => {
+            tracing::info!("comm: {message}");
+            None
+        }
+        Some(other) => {
+            tracing::warn!("comm: unexpected answer {other:?}");
+            None
+        }
+        None => None,
+    }
+}
+
+fn publish_all(shared: &Shared, messages: Vec<tchbook_wire::Message>, parent: &JupyterMessage) {
+    for message in messages {
+        match Comm::from_message(message) {
+            Some(comm) => shared.comms.publish(&shared.iopub, comm, parent),
+            None => tracing::warn!("comm: the answer held a message that is not a comm's"),
+        }
+    }
 }

@@ -25,6 +25,7 @@ mod shutdown_request;
 mod unknown_request;
 mod usage_request;
 
+pub use comm::Comms;
 pub use control::run_control;
 pub use kernel_info_request::Facts;
 pub use panels::PanelsState;
@@ -44,6 +45,8 @@ pub struct Shared {
     pub shutdown: UnboundedSender<bool>,
     /// JupyterLab's Variables and Kernel Usage panels (`debug_request`, `usage_request`).
     pub panels: Arc<PanelsState>,
+    /// The evaluation process's open comms (widgets).
+    pub comms: Arc<Comms>,
 }
 
 impl Shared {

@@ -2,14 +2,15 @@
 //! with stop_on_error, the execute_requests queued behind a failed cell are aborted.
 
 use super::Shared;
-use super::comm::{comm_close, comm_info_request, comm_msg, comm_open};
+use super::comm::{comm_info_request, front_end_comm, is_comm};
 use super::history_request::history_request;
 use super::is_complete_request::is_complete_request;
 use super::kernel_info_request::kernel_info_request;
 use super::shutdown_request::shutdown_request;
 use super::unknown_request::unknown_request;
 use crate::completion::Completer;
-use crate::engine::{Evaluator, Startup};
+use crate::display::{self, Output};
+use crate::engine::{Evaluator, Event, Startup};
 use crate::history::History;
 use crate::transport::Router;
 use jupyter_protocol::{
@@ -32,9 +33,17 @@ pub struct Shell<E: Evaluator> {
     pub(super) execution_count: usize,
     pub(super) history: History,
     /// Requests received while a cell ran, in order, not handled yet.
-    queued: VecDeque<JupyterMessage>,
+    pub(super) queued: VecDeque<JupyterMessage>,
     /// How many of `queued` arrived before a failed cell's error reply (stop_on_error).
     abort_first: usize,
+    /// What the evaluation process printed between cells (a widget's callback, a thread of an
+    /// earlier cell), kept for the next cell's output as it always was.
+    pub(super) pending: VecDeque<Event>,
+    /// The last request handled: the parent of the comm messages the evaluation process sends
+    /// between cells (a callback answering the front end's last `comm_msg`).
+    pub(super) last_request: Option<JupyterMessage>,
+    /// Whether the engine still sends events.
+    engine_running: bool,
 }
 
 impl<E: Evaluator> Shell<E> {
@@ -57,22 +66,78 @@ impl<E: Evaluator> Shell<E> {
             history: History::default(),
             queued: VecDeque::new(),
             abort_first: 0,
+            pending: VecDeque::new(),
+            last_request: None,
+            engine_running: true,
         }
     }
 
-    /// Serves the shell socket until it closes.
+    /// Serves the shell socket until it closes. Between requests, the engine's events are
+    /// read too: the comm messages a widget's callback sends are published at once.
     pub async fn run(mut self) {
         loop {
             let message = match self.queued.pop_front() {
                 Some(message) => message,
-                None => match self.shell.incoming.recv().await {
+                None => match self.next_request().await {
                     Some(message) => message,
                     None => return,
                 },
             };
             self.handle(&message).await;
+            self.last_request = Some(message);
             self.abort_queued();
         }
+    }
+
+    /// The next request from the socket, handling the engine's events while none comes.
+    async fn next_request(&mut self) -> Option<JupyterMessage> {
+        loop {
+            if !self.engine_running {
+                return self.shell.incoming.recv().await;
+            }
+            tokio::select! {
+                message = self.shell.incoming.recv() => return message,
+                event = self.engine.next_event() => match event {
+                    Some(event) => self.between_cells(event),
+                    None => self.engine_running = false,
+                },
+            }
+        }
+    }
+
+    /// An engine event while no cell runs: a comm message is published (as a child of the last
+    /// request), anything else is kept for the next cell.
+    fn between_cells(&mut self, event: Event) {
+        if self.startup.is_none() && !matches!(event, Event::Started(_)) {
+            // Start-up cells are silent (`wait_for_startup`).
+            tracing::debug!("start-up output: {event:?}");
+            return;
+        }
+        match event {
+            Event::Stdout(line) => match display::read_line(&line) {
+                Output::Comm(comm) => match &self.last_request {
+                    Some(parent) => self.shared.comms.publish(&self.shared.iopub, comm, parent),
+                    None => tracing::warn!("a comm message before any request: dropped"),
+                },
+                _ => self.pending.push_back(Event::Stdout(line)),
+            },
+            Event::Started(startup) => self.started(startup),
+            // No cell asks: a thread reading stdin between cells gets an empty line.
+            Event::Input { reply, .. } => {
+                let _ = reply.send(String::new());
+            }
+            Event::Stderr(line) => self.pending.push_back(Event::Stderr(line)),
+            // Every cell's end is read by its own cell (the engine's contract).
+            Event::Finished(_) => tracing::warn!("a cell's end with no cell running: dropped"),
+        }
+    }
+
+    /// The engine's start-up report; a restarted evaluation process has none of the comms of
+    /// the one before.
+    pub(super) fn started(&mut self, startup: Startup) {
+        self.shared.comms.forget_all();
+        self.shared.facts.lock().unwrap().cuda_devices = startup.cuda_devices;
+        self.startup = Some(startup);
     }
 
     /// stop_on_error: aborts the execute_requests that arrived before a failed cell's error
@@ -151,19 +216,11 @@ impl<E: Evaluator> Shell<E> {
             JupyterMessageContent::HistoryRequest(request) => {
                 Some(history_request(&self.history, request).as_child_of(message))
             }
-            JupyterMessageContent::CommInfoRequest(_) => {
-                Some(comm_info_request().as_child_of(message))
+            JupyterMessageContent::CommInfoRequest(request) => {
+                Some(comm_info_request(&self.shared, request).as_child_of(message))
             }
-            JupyterMessageContent::CommOpen(open) => {
-                comm_open(&self.shared, message, open);
-                None
-            }
-            JupyterMessageContent::CommMsg(msg) => {
-                comm_msg(msg);
-                None
-            }
-            JupyterMessageContent::CommClose(close) => {
-                comm_close(close);
+            _ if is_comm(message) => {
+                front_end_comm(&self.shared, message).await;
                 None
             }
             JupyterMessageContent::ShutdownRequest(request) => {

@@ -20,7 +20,8 @@ pub use tchbook_wire::Panic;
 pub use tchbook_wire::report::{Generated, panic_report};
 
 use jupyter_protocol::{
-    ClearOutput, DisplayData, JupyterMessageContent, Media, Transient, UpdateDisplayData,
+    ClearOutput, CommClose, CommId, CommMsg, CommOpen, DisplayData, JupyterMessageContent, Media,
+    Transient, UpdateDisplayData,
 };
 use serde_json::{Map, Value};
 use tchbook_wire::{Message, MimeData, StreamName};
@@ -37,6 +38,71 @@ pub enum Output {
     Panic(Panic),
     /// `display_data`, `update_display_data` or `clear_output`.
     Content(JupyterMessageContent),
+    /// `comm_open`, `comm_msg` or `comm_close` of a comm of the evaluation process (a widget),
+    /// with the Jupyter message's metadata (a widget's protocol version).
+    Comm(Comm),
+}
+
+/// A comm message of the evaluation process, as it is published.
+#[derive(Debug, Clone)]
+pub struct Comm {
+    pub content: JupyterMessageContent,
+    pub metadata: Map<String, Value>,
+}
+
+impl Comm {
+    /// The comm message that `message` is, if it is one.
+    pub fn from_message(message: Message) -> Option<Comm> {
+        let (content, metadata) = match message {
+            Message::CommOpen {
+                comm_id,
+                target_name,
+                data,
+                metadata,
+            } => (
+                CommOpen {
+                    comm_id: CommId(comm_id),
+                    target_name,
+                    data,
+                    target_module: None,
+                }
+                .into(),
+                metadata,
+            ),
+            Message::CommMsg {
+                comm_id,
+                data,
+                metadata,
+            } => (
+                CommMsg {
+                    comm_id: CommId(comm_id),
+                    data,
+                }
+                .into(),
+                metadata,
+            ),
+            Message::CommClose { comm_id, data } => (
+                CommClose {
+                    comm_id: CommId(comm_id),
+                    data,
+                }
+                .into(),
+                Map::new(),
+            ),
+            _ => return None,
+        };
+        Some(Comm { content, metadata })
+    }
+
+    /// The comm's id.
+    pub fn comm_id(&self) -> &str {
+        match &self.content {
+            JupyterMessageContent::CommOpen(open) => &open.comm_id.0,
+            JupyterMessageContent::CommMsg(msg) => &msg.comm_id.0,
+            JupyterMessageContent::CommClose(close) => &close.comm_id.0,
+            _ => "",
+        }
+    }
 }
 
 /// Reads one line. Only a line with the kernel's key is a message (`tchbook_wire::key`): any
@@ -84,6 +150,7 @@ pub fn read_line(line: &str) -> Output {
         Message::Clear { wait } => Output::Content(ClearOutput { wait }.into()),
         Message::Stream { name, text } => Output::Stream { name, text },
         Message::Panic(panic) => Output::Panic(panic),
+        comm => Comm::from_message(comm).map_or_else(|| Output::Text(String::new()), Output::Comm),
     }
 }
 

@@ -13,7 +13,16 @@
 //! TCHBOOK_DISPLAY {"op":"clear","wait":true}
 //! TCHBOOK_DISPLAY {"op":"stream","name":"stdout"|"stderr","text":"50%"}
 //! TCHBOOK_DISPLAY {"op":"panic","message":..,"location":"file:line:col","thread":..,"main":true}
+//! TCHBOOK_DISPLAY {"op":"comm_open","comm_id":..,"target_name":"jupyter.widget","data":{..},"metadata":{"version":"2.1.0"}}
+//! TCHBOOK_DISPLAY {"op":"comm_msg","comm_id":..,"data":{"method":"update","state":{..},"buffer_paths":[]},"metadata":{..}}
+//! TCHBOOK_DISPLAY {"op":"comm_close","comm_id":..,"data":{}}
 //! ```
+//!
+//! The comm messages are the evaluation process's half of Jupyter's comms (ipywidgets, whose
+//! models live in the prelude: [`widgets`]); the front end's half reaches the evaluation process
+//! on the panels socket ([`panels::Request::Comm`]), even while a cell runs. Between cells the
+//! kernel still reads these lines (a widget's callback runs then), and keeps any other output
+//! for the next cell.
 //!
 //! A display's `metadata` is Jupyter's output metadata: the prelude puts each image's alt text
 //! there (`{"image/png":{"alt":"Line plot …"}}`), the key nbconvert's classic HTML template
@@ -44,6 +53,7 @@ pub mod panels;
 mod panic;
 pub mod record;
 pub mod report;
+pub mod widgets;
 
 pub use key::{
     MARK, carries_key, keyed, keyed_with, line_key, new_line_key, unkeyed, unkeyed_with,
@@ -166,6 +176,34 @@ pub enum Message {
     },
     /// A panic in the evaluation process ([`install_panic_hook`]).
     Panic(Panic),
+    /// Jupyter's `comm_open` from the evaluation process: a widget's model ([`widgets`]). The
+    /// `metadata` is the Jupyter message's own (`{"version": "2.1.0"}` for a widget), not output
+    /// metadata.
+    #[serde(rename = "comm_open")]
+    CommOpen {
+        comm_id: String,
+        target_name: String,
+        #[serde(default, deserialize_with = "bundle_or_null")]
+        data: Map<String, Value>,
+        #[serde(default, deserialize_with = "bundle_or_null")]
+        metadata: Map<String, Value>,
+    },
+    /// Jupyter's `comm_msg` from the evaluation process (a widget's `update`).
+    #[serde(rename = "comm_msg")]
+    CommMsg {
+        comm_id: String,
+        #[serde(default, deserialize_with = "bundle_or_null")]
+        data: Map<String, Value>,
+        #[serde(default, deserialize_with = "bundle_or_null")]
+        metadata: Map<String, Value>,
+    },
+    /// Jupyter's `comm_close` from the evaluation process (a widget's `close()`).
+    #[serde(rename = "comm_close")]
+    CommClose {
+        comm_id: String,
+        #[serde(default, deserialize_with = "bundle_or_null")]
+        data: Map<String, Value>,
+    },
 }
 
 /// Which stream a [`Message::Stream`] belongs to.
@@ -375,6 +413,21 @@ mod tests {
                 thread: "<unnamed>".into(),
                 on_main: false,
             }),
+            Message::CommOpen {
+                comm_id: "7f3a".into(),
+                target_name: widgets::TARGET.into(),
+                data: bundle(json!({"state": {"value": 3}, "buffer_paths": []})),
+                metadata: bundle(json!({"version": widgets::PROTOCOL_VERSION})),
+            },
+            Message::CommMsg {
+                comm_id: "7f3a".into(),
+                data: bundle(json!({"method": "update", "state": {"value": 4}})),
+                metadata: MimeData::new(),
+            },
+            Message::CommClose {
+                comm_id: "7f3a".into(),
+                data: MimeData::new(),
+            },
         ];
         for message in messages {
             let line = message.to_line();

@@ -12,8 +12,16 @@
 //! {"op":"variables"}             → {"answer":"variables","variables":[{"name":"x","type":"Tensor","value":"Tensor[2, 3] f32 cpu 24 B","fields":[...]}]}
 //! {"op":"rich","name":"x"}       → {"answer":"rich","data":{"text/plain":"tensor([...])"},"metadata":{}}
 //! {"op":"usage"}                 → {"answer":"usage","gpus":[{"index":0,"name":"NVIDIA H100","memory_used":..,"memory_total":..,"utilization":3,"allocator":null}]}
-//! anything, while a cell runs    → {"answer":"busy"}
+//! {"op":"comm","msg_type":"comm_msg","comm_id":"7f3a","data":{"method":"update","state":{"value":4}}}
+//!                                → {"answer":"comm","messages":[{"op":"comm_msg","comm_id":"7f3a","data":{"method":"echo_update",..}}]}
+//! anything else, while a cell runs → {"answer":"busy"}
 //! ```
+//!
+//! A comm request is the front end's half of a widget (`crate::widgets`): it reaches the
+//! prelude's widgets while a cell runs too, which is how a slider moved during training reaches
+//! the loop; the answer's messages are the kernel's to publish in reply (an `echo_update`, the
+//! state a `request_state` asked for). A comm the prelude does not know is an [`Answer::Error`],
+//! and the kernel closes a `comm_open` it answers so.
 //!
 //! The runtime reads the variables from evcxr's store and hands them, each as `Box<dyn Any>` with
 //! its type's name, to the prelude's `tchbook_prelude_panels` ([`Entry`]), which knows tensors,
@@ -32,6 +40,27 @@ pub enum Request {
     Rich { name: String },
     /// The GPUs and the caching allocator's bytes.
     Usage,
+    /// A front end's comm message, for the prelude's widgets.
+    Comm {
+        msg_type: CommType,
+        comm_id: String,
+        /// The target a `comm_open` names.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        target_name: Option<String>,
+        #[serde(default)]
+        data: Map<String, Value>,
+    },
+}
+
+/// Which of Jupyter's comm messages a [`Request::Comm`] is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum CommType {
+    #[serde(rename = "comm_open")]
+    Open,
+    #[serde(rename = "comm_msg")]
+    Msg,
+    #[serde(rename = "comm_close")]
+    Close,
 }
 
 /// The evaluation process's answer, one JSON line.
@@ -48,6 +77,12 @@ pub enum Answer {
     },
     Usage {
         gpus: Vec<Gpu>,
+    },
+    /// What the kernel publishes in reply to a [`Request::Comm`]: comm messages only
+    /// ([`crate::Message::CommOpen`], [`crate::Message::CommMsg`], [`crate::Message::CommClose`]).
+    Comm {
+        #[serde(default)]
+        messages: Vec<crate::Message>,
     },
     /// A cell is running: its variables are not in the store.
     Busy,
@@ -182,6 +217,18 @@ mod tests {
             Request::Variables,
             Request::Rich { name: "x".into() },
             Request::Usage,
+            Request::Comm {
+                msg_type: CommType::Msg,
+                comm_id: "7f3a".into(),
+                target_name: None,
+                data: Map::from_iter([("method".into(), Value::from("request_state"))]),
+            },
+            Request::Comm {
+                msg_type: CommType::Open,
+                comm_id: "c0".into(),
+                target_name: Some(crate::widgets::CONTROL_TARGET.into()),
+                data: Map::new(),
+            },
         ] {
             let line = serde_json::to_string(&request).unwrap();
             assert_eq!(serde_json::from_str::<Request>(&line).unwrap(), request);
@@ -216,6 +263,12 @@ mod tests {
                         reserved: 5,
                         peak: 6,
                     }),
+                }],
+            },
+            Answer::Comm {
+                messages: vec![crate::Message::CommClose {
+                    comm_id: "7f3a".into(),
+                    data: Map::new(),
                 }],
             },
             Answer::Busy,

@@ -100,6 +100,9 @@ fn respond(request: &[u8], entries: &[Entry]) -> String {
         Request::Usage => Answer::Usage {
             gpus: crate::cuda::gpu_usage().gpus,
         },
+        Request::Comm { comm_id, .. } => Answer::Error {
+            message: format!("no comm `{comm_id}` in this process"),
+        },
     };
     answer.to_line()
 }

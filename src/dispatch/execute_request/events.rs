@@ -2,6 +2,7 @@
 
 use super::output::CellOutput;
 use crate::dispatch::Shell;
+use crate::dispatch::comm::{front_end_comm, is_comm};
 use crate::display::Panic;
 use crate::engine::{CellError, Evaluator, Event, Finished};
 use jupyter_protocol::JupyterMessage;
@@ -32,7 +33,11 @@ impl<E: Evaluator> Shell<E> {
     /// seen as they come. Everything else (a display, an input request, the end) is published
     /// after the text printed before it, as it comes.
     pub(super) async fn run_cell(&mut self, message: &JupyterMessage, allow_stdin: bool) -> Ran {
-        let mut output = CellOutput::new(self.shared.iopub.clone(), message);
+        let mut output = CellOutput::new(
+            self.shared.iopub.clone(),
+            self.shared.comms.clone(),
+            message,
+        );
         let finished = loop {
             // The bound on iopub's backlog (`IoPub::room_for_output` says why here).
             self.shared.iopub.room_for_output().await;
@@ -40,27 +45,40 @@ impl<E: Evaluator> Shell<E> {
             if waited.is_some_and(|waited| waited >= BATCH_MAX) {
                 output.flush();
             }
-            let event = match self.engine.queued_event() {
+            let queued = match self.pending.pop_front() {
+                Some(event) => Some(event),
+                None => self.engine.queued_event(),
+            };
+            let event = match queued {
                 Some(event) => event,
-                None => match output.text_waiting_for() {
+                None => {
                     // `next_event` is cancel-safe (the `Evaluator` contract): an event that
-                    // comes after the timeout is the next call's.
-                    Some(waited) => {
-                        let wait = BATCH_GAP.min(BATCH_MAX.saturating_sub(waited));
-                        match tokio::time::timeout(wait, self.engine.next_event()).await {
-                            Ok(Some(event)) => event,
-                            Ok(None) => break None,
-                            Err(_) => {
-                                output.flush();
-                                continue;
-                            }
+                    // comes after the timeout, or while a request is read, is the next call's;
+                    // so is the socket's `recv`.
+                    let wait = output
+                        .text_waiting_for()
+                        .map(|waited| BATCH_GAP.min(BATCH_MAX.saturating_sub(waited)));
+                    let timeout = async {
+                        match wait {
+                            Some(wait) => tokio::time::sleep(wait).await,
+                            None => std::future::pending().await,
+                        }
+                    };
+                    tokio::select! {
+                        event = self.engine.next_event() => match event {
+                            Some(event) => event,
+                            None => break None,
+                        },
+                        Some(request) = self.shell.incoming.recv() => {
+                            self.while_running(request).await;
+                            continue;
+                        }
+                        () = timeout => {
+                            output.flush();
+                            continue;
                         }
                     }
-                    None => match self.engine.next_event().await {
-                        Some(event) => event,
-                        None => break None,
-                    },
-                },
+                }
             };
             match event {
                 Event::Stdout(line) => output.line(&line),
@@ -79,7 +97,7 @@ impl<E: Evaluator> Shell<E> {
                     let _ = reply.send(value);
                 }
                 Event::Finished(finished) => break Some(finished),
-                Event::Started(startup) => self.startup = Some(startup),
+                Event::Started(startup) => self.started(startup),
             }
         };
         output.flush();
@@ -90,6 +108,18 @@ impl<E: Evaluator> Shell<E> {
             }),
             panic: output.take_panic(),
             stderr_tail: output.take_stderr_tail(),
+        }
+    }
+
+    /// A request that arrived while the cell runs: a comm message (a widget moved) is passed
+    /// on at once, without `busy`/`idle` (the kernel is busy with the cell, and an `idle` would
+    /// say otherwise); anything else waits its turn.
+    async fn while_running(&mut self, request: JupyterMessage) {
+        if is_comm(&request) {
+            front_end_comm(&self.shared, &request).await;
+            self.last_request = Some(request);
+        } else {
+            self.queued.push_back(request);
         }
     }
 }

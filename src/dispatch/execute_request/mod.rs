@@ -64,10 +64,7 @@ impl<E: Evaluator> Shell<E> {
     async fn wait_for_startup(&mut self) {
         while self.startup.is_none() {
             match self.engine.next_event().await {
-                Some(Event::Started(startup)) => {
-                    self.shared.facts.lock().unwrap().cuda_devices = startup.cuda_devices;
-                    self.startup = Some(startup);
-                }
+                Some(Event::Started(startup)) => self.started(startup),
                 // Start-up cells are silent.
                 Some(other) => tracing::debug!("start-up output: {other:?}"),
                 None => return,

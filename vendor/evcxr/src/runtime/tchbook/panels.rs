@@ -5,7 +5,8 @@
 //
 // The variables are evcxr's store, which the last cell returned: a cell takes its variables out
 // of it into locals and puts them back at its end, so the store is read only under the lock a
-// cell's start takes (`super::running`), and a request while a cell runs is answered `busy`.
+// cell's start takes (`super::running`), and a request while a cell runs is answered `busy`;
+// GPU usage and the front end's comm messages (the prelude's widgets) are answered at any time.
 // Each cell's library that has variables carries evcxr's `tchbook_variables`, which walks the
 // store; the prelude (in the cells' dependencies) exports `tchbook_prelude_panels`, which turns
 // each value (the store's `Box<dyn Any>`) into its summary. Both are C functions looked up
@@ -90,6 +91,15 @@ fn answer(line: &str) -> String {
     if request == Request::Usage {
         // GPU memory while a cell runs is the point: no lock, no variables.
         return prelude(line, &[]).unwrap_or_else(|| Answer::Usage { gpus: Vec::new() }.to_line());
+    }
+    if let Request::Comm { comm_id, .. } = &request {
+        // A widget moved while a cell runs must reach it: no lock, no variables.
+        return prelude(line, &[]).unwrap_or_else(|| {
+            Answer::Error {
+                message: format!("no comm `{comm_id}`: the prelude is not loaded in this kernel"),
+            }
+            .to_line()
+        });
     }
     let running = super::running();
     if *running {
