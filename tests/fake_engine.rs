@@ -15,7 +15,10 @@
 //! - `wait`: runs until interrupted, then ends as the prelude's `interrupt::check()` does, with
 //!   a `KeyboardInterrupt` panic;
 //! - `sleep MS`;
-//! - `let NAME TYPE = VALUE`: a variable, as its panels socket reports it (`fake_panels`).
+//! - `let NAME TYPE = VALUE`: a variable, as its panels socket reports it (`fake_panels`);
+//! - `widget ID VALUE`: opens an IntSlider's comm; `set ID VALUE`: changes its value from the
+//!   cell; `close ID`; `await-value ID VALUE`: runs until the front end set the value (or an
+//!   interrupt), then prints `saw VALUE` (`fake_panels` keeps the widgets).
 
 use crate::fake_panels::{self, FakeStore};
 use crate::support::Client;
@@ -57,6 +60,7 @@ impl FakeEngine {
         let (events, receiver) = mpsc::unbounded_channel();
         let _ = events.send(Event::Started(startup));
         let store = FakeStore::default();
+        store.print_callbacks_to(events.clone());
         let busy = interrupter.clone();
         let panels = fake_panels::serve(store.clone(), move || busy.running());
         let running = interrupter.clone();
@@ -179,6 +183,26 @@ fn run_script(
             "let" => {
                 store.define(text).map_err(CellError::Failed)?;
                 Ok(())
+            }
+            "widget" => events.send(Event::Stdout(
+                store.open_widget(text).map_err(CellError::Failed)?,
+            )),
+            "set" => events.send(Event::Stdout(
+                store.set_widget(text).map_err(CellError::Failed)?,
+            )),
+            "close" => events.send(Event::Stdout(store.close_widget(text))),
+            "await-value" => {
+                let (id, wanted) = text.split_once(' ').unwrap_or((text, ""));
+                let wanted: i64 = wanted.parse().unwrap();
+                while store.widget_value(id) != Some(wanted) {
+                    if interrupter.was_interrupted() {
+                        let message = "KeyboardInterrupt: interrupted by the user";
+                        let _ = events.send(Event::Stdout(panic_line(message, true)));
+                        return Ok(value);
+                    }
+                    std::thread::sleep(Duration::from_millis(1));
+                }
+                events.send(Event::Stdout(format!("saw {wanted}")))
             }
             "sleep" => {
                 std::thread::sleep(Duration::from_millis(text.parse().unwrap()));

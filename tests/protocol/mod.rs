@@ -6,11 +6,12 @@
 //! This file: the transport (heartbeat, signatures, bad frames) and the requests other than
 //! execute; `execute`: cells, their output and stop_on_error; `control`: interrupts, stdin and
 //! shutdown; `panels`: JupyterLab's Variables and Kernel Usage panels (`debug_request`,
-//! `usage_request`).
+//! `usage_request`); `widgets`: comms, ipywidgets' transport.
 
 mod control;
 mod execute;
 mod panels;
+mod widgets;
 
 use crate::completion::complete;
 use crate::fake_engine::{self, FakeKernel};

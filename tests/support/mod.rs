@@ -252,6 +252,11 @@ impl Client {
             .unwrap()
     }
 
+    /// The iopub messages read past by [`Client::iopub_until_idle`] (other requests'), taken.
+    pub fn drain_backlog(&mut self) -> Vec<JupyterMessage> {
+        std::mem::take(&mut self.backlog)
+    }
+
     /// iopub messages with parent `msg_id`, up to and including its `idle`.
     pub async fn iopub_until_idle(
         &mut self,
