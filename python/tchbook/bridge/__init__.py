@@ -11,6 +11,10 @@ machinery while the cell runs, so a front end sees what the native kernel would 
   Display ids are global to a front end, so each Rust id is mapped to an id of our own
   (`tchbook-<uuid>`), kept across cells (a run table shown in one cell may be updated by a later
   one) and forgotten when the Rust kernel restarts;
+- `comm_open`, `comm_msg` and `comm_close` of the Rust kernel's widgets are re-sent on the Python
+  kernel's comm manager, each comm under an id of its own, and the front end's messages on them
+  forwarded back (`widgets.py`), so ipywidgets made in Rust work wherever the Python kernel's
+  front end renders ipywidgets (JupyterLab, Notebook, VS Code, Colab);
 - `execute_result` becomes the magic's return value (a `RustValue`), which IPython shows as the
   cell's `Out[n]` with the same bundle;
 - `error` is raised as a Python exception (`RustError`, or `KeyboardInterrupt` for an interrupt)

@@ -13,6 +13,7 @@ import zmq
 from .errors import RustKernelDied, error_for
 from .interrupts import Interrupts
 from .value import RustValue
+from .widgets import COMM_MESSAGES
 
 if TYPE_CHECKING:
     from .kernel import RustKernel
@@ -78,6 +79,10 @@ class Cell:
         return self.value
 
     def on_iopub(self, msg: dict) -> None:
+        if msg["msg_type"] in COMM_MESSAGES:
+            # A widget's, whichever request caused it (this cell, or a front end's message).
+            self.kernel.relay.from_rust(msg)
+            return
         if msg["parent_header"].get("msg_id") != self.msg_id:
             return
         from IPython.display import clear_output, publish_display_data
@@ -92,12 +97,14 @@ class Cell:
             rust_id = transient.get("display_id")
             if rust_id is not None:
                 transient["display_id"] = self.kernel.our_display_id(rust_id)
-            publish_display_data(content.get("data", {}), content.get("metadata", {}),
+            publish_display_data(self.kernel.relay.view(content.get("data", {})),
+                                 content.get("metadata", {}),
                                  transient=transient or None, update=kind == "update_display_data")
         elif kind == "clear_output":
             clear_output(wait=bool(content.get("wait")))
         elif kind == "execute_result":
-            self.value = RustValue(content.get("data", {}), content.get("metadata", {}))
+            self.value = RustValue(self.kernel.relay.view(content.get("data", {})),
+                                   content.get("metadata", {}))
         elif kind == "error":
             self.error = content
         elif kind == "status" and content.get("execution_state") == "idle":

@@ -21,6 +21,7 @@ from .cell import Cell
 from .errors import RustKernelDied
 from .value import RustValue
 from .variables import ask_debug
+from .widgets import CommRelay
 
 # kernel_info is answered in ~0.2 s; the first cell, not the start, waits for the prelude.
 START_TIMEOUT_S = 60
@@ -52,6 +53,7 @@ class RustKernel:
         self.libtorch: str | None = None
         self.log_path: Path | None = None
         self._lock = threading.Lock()
+        self.relay = CommRelay(self)
         atexit.register(self.shutdown)
 
     # --- life ------------------------------------------------------------------------------
@@ -89,6 +91,8 @@ class RustKernel:
             raise RustKernelDied(f"the Rust kernel ({exe}) did not start: {why}") from None
         self.km, self.kc = km, kc
         self.display_ids.clear()
+        self.relay.forget()
+        self.relay.start_reading()
         self.cells = 0
         self.started = time.monotonic()
         self.info = self._kernel_info()
@@ -125,6 +129,7 @@ class RustKernel:
     def _close(self) -> None:
         km, kc = self.km, self.kc
         self.km = self.kc = None
+        self.relay.forget()
         if kc is not None:
             kc.stop_channels()
         if km is not None:

@@ -1,0 +1,135 @@
+"""How soon a running training loop sees a widget moved in the front end: a slider's `update`
+sent as JupyterLab sends it (comm_msg on shell) while a cell runs a loop that reads `lr.value()`
+each step, median of --reps moves.
+
+    python bench/kernel/widget_latency.py [--binary target/release/tchbook] [--reps 20]
+
+The loop steps every millisecond (a small model's training step takes longer: the loop sees the
+change at its next step after the time measured here) and prints, when the value changes, the
+wall clock at which it saw it; the latency is that time less the time the update was sent, both
+read from the same clock (CLOCK_REALTIME) on this machine. Run `tchbook install` first (a warm
+build cache).
+"""
+
+import argparse
+import json
+import os
+import statistics
+import tempfile
+import time
+from pathlib import Path
+
+from jupyter_client.kernelspec import KernelSpecManager
+from jupyter_client.manager import KernelManager
+
+ROOT = Path(__file__).resolve().parents[2]
+
+SETUP = "let lr = IntSlider::new().min(0).max(1000).description(\"lr\");\nshow(&lr);"
+LOOP = """let mut seen = lr.value();
+let mut steps = 0u64;
+while seen < {last} {{
+    let now = lr.value();
+    if now != seen {{
+        let at = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap();
+        println!("saw {{now}} at {{}} after {{steps}} steps", at.as_nanos());
+        seen = now;
+    }}
+    steps += 1;
+    interrupt::check();
+    std::thread::sleep(std::time::Duration::from_millis(1));
+}}"""
+
+
+def start(binary):
+    spec_root = Path(tempfile.mkdtemp(prefix="tchbook-widget-bench-"))
+    spec_dir = spec_root / "kernels" / "tchbook-bench"
+    spec_dir.mkdir(parents=True)
+    (spec_dir / "kernel.json").write_text(json.dumps({
+        "argv": [binary, "kernel", "--connection-file", "{connection_file}"],
+        "display_name": "tchbook (bench)", "language": "rust",
+    }))
+    ksm = KernelSpecManager(kernel_dirs=[str(spec_root / "kernels")])
+    km = KernelManager(kernel_name="tchbook-bench", kernel_spec_manager=ksm)
+    km.start_kernel()
+    client = km.client()
+    client.start_channels()
+    client.wait_for_ready(timeout=120)
+    return km, client
+
+
+def until_idle(client, msg_id, seen=None):
+    """The iopub messages of `msg_id` up to its idle; `seen` gets each as it comes."""
+    messages = []
+    while True:
+        msg = client.get_iopub_msg(timeout=300)
+        if msg["parent_header"].get("msg_id") != msg_id:
+            continue
+        messages.append(msg)
+        if seen:
+            seen(msg)
+        if msg["msg_type"] == "status" and msg["content"]["execution_state"] == "idle":
+            return messages
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--binary", default=os.environ.get(
+        "TCHBOOK_BIN", str(ROOT / "target" / "release" / "tchbook")))
+    parser.add_argument("--reps", type=int, default=20)
+    args = parser.parse_args()
+
+    km, client = start(args.binary)
+    try:
+        setup = client.execute(SETUP)
+        opened = [m for m in until_idle(client, setup) if m["msg_type"] == "comm_open"]
+        assert opened, "the slider opened no comm: is the prelude's widgets module built?"
+        comm_id = opened[-1]["content"]["comm_id"]
+        loop = client.execute(LOOP.format(last=args.reps))
+        # The loop runs once its first step printed nothing and the cell is past its build:
+        # give it a moment, then move the slider once per rep, waiting for the loop to see it.
+        sent_at = {}
+        latencies = []
+        steps_between = []
+
+        def on_message(msg):
+            if msg["msg_type"] != "stream":
+                return
+            for line in msg["content"]["text"].splitlines():
+                if line.startswith("saw "):
+                    _, value, _, at, _, steps, _ = line.split()
+                    latencies.append((int(at) - sent_at[int(value)]) / 1e6)
+                    steps_between.append(int(steps))
+
+        pending = iter(range(1, args.reps + 1))
+        time.sleep(5)
+        value = next(pending)
+        while True:
+            sent_at[value] = time.time_ns()
+            client.session.send(client.shell_channel.socket, "comm_msg", {
+                "comm_id": comm_id,
+                "data": {"method": "update", "state": {"value": value}, "buffer_paths": []},
+            })
+            while len(latencies) < value:
+                msg = client.get_iopub_msg(timeout=60)
+                if msg["parent_header"].get("msg_id") == loop:
+                    on_message(msg)
+            value = next(pending, None)
+            if value is None:
+                break
+            time.sleep(0.05)
+        until_idle(client, loop, on_message)
+        result = {
+            "reps": args.reps,
+            "median_ms": statistics.median(latencies),
+            "min_ms": min(latencies),
+            "max_ms": max(latencies),
+            "latencies_ms": [round(x, 3) for x in latencies],
+        }
+        print(json.dumps(result, indent=2))
+    finally:
+        client.stop_channels()
+        km.shutdown_kernel(now=True)
+
+
+if __name__ == "__main__":
+    main()
