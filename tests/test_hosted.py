@@ -583,3 +583,64 @@ def test_rust_variables_are_in_the_python_kernels_variables_panel(hosted):
         kc.execute_interactive("print(repr(rust.x)); print(rust.x.shape)", timeout=60,
                                output_hook=lambda m: seen.append(m["content"].get("text", "")))
         assert "".join(seen).startswith("Tensor[2, 3] f32 cpu"), seen
+
+
+def test_rust_widgets_are_python_kernel_comms_forwarded_both_ways(hosted):
+    """A slider made in a `%%rust` cell: the Python kernel opens a comm of its own for it (the
+    front end talks to the Python kernel only), with the layout and style models it references
+    opened first and every reference mapped to the Python ids, and shows its view by the Python
+    id; a front end's update on that comm reaches the Rust slider, and its echo comes back on
+    the Python comm; comm_info lists the Python comms for a reloaded page."""
+    with python_kernel_with_the_extension(hosted) as kc:
+        seen = []
+        cell = '%%rust\nlet epochs = IntSlider::new().max(20).with_value(5).description("epochs");\nepochs'
+        reply = kc.execute_interactive(cell, timeout=CELL_TIMEOUT_S, output_hook=seen.append)
+        assert reply["content"]["status"] == "ok", reply["content"]
+        opens = {m["content"]["comm_id"]: m for m in seen if m["msg_type"] == "comm_open"}
+        assert opens, [m["msg_type"] for m in seen]
+        for comm in opens.values():
+            assert comm["content"]["target_name"] == "jupyter.widget"
+            assert comm["metadata"]["version"] == "2.1.0"
+        (slider_id,) = [i for i, m in opens.items()
+                        if m["content"]["data"]["state"]["_model_name"] == "IntSliderModel"]
+        state = opens[slider_id]["content"]["data"]["state"]
+        for ref in ("layout", "style"):
+            assert state[ref].startswith("IPY_MODEL_") and state[ref][len("IPY_MODEL_"):] in opens, state
+        (result,) = [m for m in seen if m["msg_type"] == "execute_result"]
+        view = result["content"]["data"]["application/vnd.jupyter.widget-view+json"]
+        assert view["model_id"] == slider_id
+
+        info = kc.comm_info(target_name="jupyter.widget")
+        while True:
+            info_reply = kc.get_shell_msg(timeout=30)
+            if info_reply["parent_header"].get("msg_id") == info:
+                break
+        assert slider_id in info_reply["content"]["comms"], info_reply["content"]
+
+        # The front end moves the slider: a comm_msg to the Python kernel, on the Python id.
+        moved = kc.session.msg("comm_msg", {"comm_id": slider_id, "data": {
+            "method": "update", "state": {"value": 17}, "buffer_paths": []}})
+        kc.shell_channel.send(moved)
+        echo = None
+        deadline = time.monotonic() + 30
+        while echo is None and time.monotonic() < deadline:
+            msg = kc.get_iopub_msg(timeout=30)
+            data = msg["content"].get("data") or {}
+            if msg["msg_type"] == "comm_msg" and msg["content"]["comm_id"] == slider_id \
+                    and data.get("method") == "echo_update":
+                echo = data
+        assert echo is not None and echo["state"] == {"value": 17}, echo
+        out = []
+        reply = kc.execute_interactive('%%rust\nprintln!("{}", epochs.value());', timeout=CELL_TIMEOUT_S,
+                                       output_hook=lambda m: out.append(m["content"].get("text", "")))
+        assert reply["content"]["status"] == "ok", reply["content"]
+        assert "".join(out) == "17\n", out
+
+        # Set from Rust: an update on the Python comm.
+        updates = []
+        reply = kc.execute_interactive("%%rust\nepochs.set_value(3);", timeout=CELL_TIMEOUT_S,
+                                       output_hook=updates.append)
+        assert reply["content"]["status"] == "ok", reply["content"]
+        values = [m["content"]["data"]["state"].get("value") for m in updates
+                  if m["msg_type"] == "comm_msg" and m["content"]["comm_id"] == slider_id]
+        assert values == [3], [m["msg_type"] for m in updates]

@@ -31,3 +31,4 @@ mod panels;
 mod processes;
 mod protocol;
 mod stdin;
+mod widgets;

@@ -86,3 +86,59 @@ def test_tour_help_documents_the_commands_shown(tour):
     text = tour.text("help")
     for command in (":vars", ":timing", ":timeit", ":dep"):
         assert command in text, f"{command} missing from :help"
+
+
+VIEW = "application/vnd.jupyter.widget-view+json"
+WIDGET_STATE = "application/vnd.jupyter.widget-state+json"
+
+
+def widget_models(run) -> dict:
+    """The widgets' models as the run left them: nbclient keeps each comm's state from its
+    comm_open and updates, and saves it in the notebook's metadata, as JupyterLab does on save."""
+    return run.nb.metadata["widgets"][WIDGET_STATE]["state"]
+
+
+def referenced(models: dict, ref: str) -> dict:
+    assert ref.startswith("IPY_MODEL_"), ref
+    return models[ref[len("IPY_MODEL_"):]]
+
+
+def test_tour_interact_is_a_slider_above_the_plot_it_draws(tour):
+    (view,) = tour.bundles("widgets-interact", VIEW)
+    models = widget_models(tour)
+    box = models[view["model_id"]]
+    assert box["model_name"] == "VBoxModel", box
+    children = [referenced(models, ref) for ref in box["state"]["children"]]
+    assert [c["model_name"] for c in children] == ["FloatSliderModel", "OutputModel"]
+    slider = children[0]["state"]
+    assert (slider["description"], slider["value"], slider["min"], slider["max"]) == ("frequency", 1.0, 0.5, 5.0)
+    plots = [o for o in children[1]["state"]["outputs"] if "image/png" in o.get("data", {})]
+    assert len(plots) == 1, children[1]["state"]["outputs"]
+    # Without a widget manager (this notebook on GitHub, nbconvert without the state) the HTML
+    # form of the same output stands in.
+    (html,) = tour.bundles("widgets-interact", "text/html")
+    assert "frequency" in html
+
+
+def test_tour_training_loop_steered_by_widgets_fits_its_line(tour):
+    text = tour.text("widgets-training")
+    (w,) = numbers(r"w = (-?[0-9.]+)", text)
+    (b,) = numbers(r"b = (-?[0-9.]+)", text)
+    assert abs(w - 3.0) < 0.05 and abs(b - 1.0) < 0.05, text
+    # Nobody pressed Stop in this run: it went to the end.
+    assert "stopped by the button" not in text
+
+
+def test_tour_progress_bar_is_a_tqdm_widget_that_reached_its_total(tour):
+    (view,) = tour.bundles("widgets-training", VIEW)
+    models = widget_models(tour)
+    box = models[view["model_id"]]
+    assert box["model_name"] == "HBoxModel", box
+    label, bar, info = (referenced(models, ref) for ref in box["state"]["children"])
+    assert (label["model_name"], bar["model_name"], info["model_name"]) == ("HTMLModel", "FloatProgressModel", "HTMLModel")
+    assert bar["state"]["value"] == bar["state"]["max"] == 300, bar["state"]
+    assert bar["state"]["bar_style"] == "success"
+    assert "fitting" in label["state"]["value"]
+    assert "300/300" in info["state"]["value"]
+    (html,) = tour.bundles("widgets-training", "text/html")
+    assert "300/300" in html
