@@ -36,7 +36,7 @@
 //! 3. Rendering: [`display`] — `Bundle` and `Render`, tables, live outputs, tensors as PyTorch
 //!    prints them, std values as evcxr prints them.
 //! 4. Things that render themselves: [`widgets`] (over `display` and the comms of `runtime`),
-//!    [`cuda`], [`pyrepr`], [`progress`], [`plot`], [`torch_nn`];
+//!    [`cuda`], [`pyrepr`], [`progress`] (a widget inside a kernel), [`plot`], [`torch_nn`];
 //!    and [`tensorboard`], which renders for TensorBoard (over `display`'s PNG encoder and
 //!    `sys`).
 //! 5. [`device`] (over `cuda`), [`models`] (over `torch_nn`).

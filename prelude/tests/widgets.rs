@@ -1,7 +1,7 @@
 //! Jupyter widgets: the models' full states against ipywidgets 8's model specification, the
 //! order comms open in, the display bundle, the front end's messages answered through the same
-//! C entry point the evaluation process's runtime calls, and live values seen by a running
-//! loop.
+//! C entry point the evaluation process's runtime calls, live values seen by a running loop,
+//! and progress bars as widgets inside a kernel and as text outside.
 
 use crate::{is_child, run_child};
 use serde_json::{Map, Value, json};
@@ -103,6 +103,26 @@ fn opened(messages: &[Message]) -> Vec<(String, Map<String, Value>)> {
             _ => None,
         })
         .collect()
+}
+
+/// Every model's state once the child was done: its comm_open's, with its updates applied.
+fn replay(messages: &[Message]) -> Map<String, Value> {
+    let mut states = Map::new();
+    for m in messages {
+        match m {
+            Message::CommOpen { comm_id, data, .. } => {
+                states.insert(comm_id.clone(), data["state"].clone());
+            }
+            Message::CommMsg { comm_id, data, .. } if data["method"] == "update" => {
+                let state = states[comm_id].as_object_mut().unwrap();
+                for (key, value) in data["state"].as_object().unwrap() {
+                    state.insert(key.clone(), value.clone());
+                }
+            }
+            _ => {}
+        }
+    }
+    states
 }
 
 /// The attributes of each model beyond its names, at the defaults ipywidgets 8's specification
@@ -637,6 +657,151 @@ fn the_front_ends_messages_are_answered_applied_and_called_back_while_code_runs(
     assert!(messages.iter().any(|m| matches!(m,
         Message::CommMsg { data, .. }
             if data["state"]["outputs"][0]["text"] == "3 squared is 9\n")));
+}
+
+const PROGRESS_CHILD: &str = "widgets::progress_child";
+
+#[test]
+#[ignore = "runs only as the child process of another test"]
+fn progress_child() {
+    if !is_child(PROGRESS_CHILD) {
+        return;
+    }
+    runtime::attach();
+    let mut bar = Progress::new(3, "batch").description("epoch 1");
+    for _ in 0..3 {
+        bar.tick();
+    }
+    bar.finish();
+    let panicked = std::panic::catch_unwind(|| {
+        let mut bar = Progress::new(10, "batch").description("epoch 2");
+        bar.tick();
+        panic!("diverged");
+    });
+    assert!(panicked.is_err());
+}
+
+#[test]
+fn inside_a_kernel_a_progress_bar_is_tqdms_widget_with_the_html_bar_as_its_fallback() {
+    let messages = protocol(&run_child(PROGRESS_CHILD));
+    let opened = opened(&messages);
+    let rows: Vec<&(String, Map<String, Value>)> = opened
+        .iter()
+        .filter(|(_, s)| s["_model_name"] == "HBoxModel")
+        .collect();
+    assert_eq!(rows.len(), 2, "one widget per bar");
+    for ((row_id, row), (description, style)) in rows
+        .iter()
+        .zip([("epoch 1", "success"), ("epoch 2", "danger")])
+    {
+        let children: Vec<&str> = row["children"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| c.as_str().unwrap().strip_prefix("IPY_MODEL_").unwrap())
+            .collect();
+        let model = |id: &str| {
+            opened.iter().find(|(i, _)| i == id).unwrap().1["_model_name"]
+                .as_str()
+                .unwrap()
+                .to_owned()
+        };
+        assert_eq!(
+            children.iter().map(|c| model(c)).collect::<Vec<_>>(),
+            ["HTMLModel", "FloatProgressModel", "HTMLModel"]
+        );
+        // One display carries every view: the widget, the HTML bar, the text line.
+        let displays: Vec<(&Map<String, Value>, &Option<String>)> = messages
+            .iter()
+            .filter_map(|m| match m {
+                Message::Display {
+                    data, display_id, ..
+                } if data[VIEW_MIME]["model_id"] == row_id.as_str() => Some((data, display_id)),
+                _ => None,
+            })
+            .collect();
+        let [(data, Some(display_id))] = displays.as_slice() else {
+            panic!("one display of the bar: {displays:?}")
+        };
+        assert!(data["text/html"].as_str().unwrap().contains("<progress"));
+        assert!(
+            data["text/plain"]
+                .as_str()
+                .unwrap()
+                .starts_with(description)
+        );
+        // The bar's state moves by comm updates; it ends in its colour, and the display is
+        // replaced once with the final state (the saved notebook's fallback).
+        assert!(
+            messages.iter().any(|m| matches!(m,
+                Message::CommMsg { comm_id, data, .. }
+                    if comm_id == children[1] && data["state"]["bar_style"] == style)),
+            "{description} ends {style}"
+        );
+        let finals: Vec<&Map<String, Value>> = messages
+            .iter()
+            .filter_map(|m| match m {
+                Message::Update {
+                    data,
+                    display_id: d,
+                    ..
+                } if d == display_id => Some(data),
+                _ => None,
+            })
+            .collect();
+        let last = finals.last().expect("the display replaced at the end");
+        assert_eq!(last[VIEW_MIME]["model_id"], row_id.as_str());
+        let (done, total) = if style == "success" { (3, 3) } else { (1, 10) };
+        assert_eq!(last["application/vnd.tchbook.progress+json"]["done"], done);
+        let states = replay(&messages);
+        let bar = &states[children[1]];
+        assert_eq!(bar["value"], done as f64 / total as f64);
+        assert_eq!(bar["bar_style"], style);
+        let left = states[children[0]]["value"].as_str().unwrap();
+        assert!(
+            left.starts_with(description) && left.ends_with('%'),
+            "{left}"
+        );
+        let right = states[children[2]]["value"].as_str().unwrap();
+        assert!(
+            right.starts_with(&format!("{done}/{total} [")) && right.contains("batch/s"),
+            "{right}"
+        );
+    }
+}
+
+const PLAIN_PROGRESS_CHILD: &str = "widgets::plain_progress_child";
+
+#[test]
+#[ignore = "runs only as the child process of another test"]
+fn plain_progress_child() {
+    if !is_child(PLAIN_PROGRESS_CHILD) {
+        return;
+    }
+    let mut bar = Progress::new(3, "batch").description("epoch 1");
+    for _ in 0..3 {
+        bar.tick();
+    }
+    bar.finish();
+    let slider = IntSlider::new().with_value(4).description("n");
+    show(&slider);
+}
+
+#[test]
+fn outside_a_kernel_progress_prints_its_one_line_and_widgets_their_text() {
+    let out = run_child(PLAIN_PROGRESS_CHILD);
+    assert!(!out.contains(PREFIX), "no protocol lines: {out}");
+    assert!(!out.contains("EVCXR_BEGIN_CONTENT"), "{out}");
+    let bar: Vec<&str> = out.lines().filter(|l| l.contains("epoch 1")).collect();
+    assert_eq!(bar.len(), 1, "{out}");
+    assert!(
+        bar[0].contains("100% 3/3 [") && bar[0].contains("batch/s]"),
+        "{out}"
+    );
+    assert!(
+        out.contains("IntSlider(value=4, min=0, max=100, description='n')"),
+        "{out}"
+    );
 }
 
 #[test]
