@@ -29,9 +29,8 @@ unsafe extern "C" {
     );
 }
 
-/// Asks the prelude as the evaluation process's socket thread does: a comm request, no
-/// variables.
-fn ask(msg_type: CommType, comm_id: &str, target: Option<&str>, data: Value) -> Answer {
+/// Asks the prelude as the evaluation process's socket thread does.
+fn call(request: &Request, entries: &[Entry]) -> Answer {
     extern "C" fn keep(context: *mut c_void, bytes: *const u8, len: usize) {
         // SAFETY: `context` is the `String` below; the bytes are the answer's, valid for the call.
         unsafe {
@@ -39,29 +38,35 @@ fn ask(msg_type: CommType, comm_id: &str, target: Option<&str>, data: Value) -> 
                 String::from_utf8_lossy(std::slice::from_raw_parts(bytes, len)).into_owned();
         }
     }
-    let Value::Object(data) = data else {
-        panic!("comm data is an object")
-    };
-    let request = serde_json::to_string(&Request::Comm {
-        msg_type,
-        comm_id: comm_id.to_owned(),
-        target_name: target.map(str::to_owned),
-        data,
-    })
-    .unwrap();
+    let request = serde_json::to_string(request).unwrap();
     let mut answer = String::new();
-    // SAFETY: the request is `len` bytes; no entries; `keep` writes into `answer`.
+    // SAFETY: the request is `len` bytes; the entries point to live `Box<dyn Any>`s; `keep`
+    // writes into `answer`.
     unsafe {
         tchbook_prelude_panels(
             request.as_ptr(),
             request.len(),
-            std::ptr::null(),
-            0,
+            entries.as_ptr(),
+            entries.len(),
             keep,
             &mut answer as *mut String as *mut c_void,
         )
     };
     serde_json::from_str(answer.trim()).expect("the answer is one JSON line")
+}
+
+/// A comm request, as the kernel passes on a front end's comm message (no variables).
+fn ask(msg_type: CommType, comm_id: &str, target: Option<&str>, data: Value) -> Answer {
+    let Value::Object(data) = data else {
+        panic!("comm data is an object")
+    };
+    let request = Request::Comm {
+        msg_type,
+        comm_id: comm_id.to_owned(),
+        target_name: target.map(str::to_owned),
+        data,
+    };
+    call(&request, &[])
 }
 
 /// The comm messages of an answer (panics on an error).
@@ -890,4 +895,22 @@ fn an_output_area_keeps_jupyters_output_dicts() {
     );
     out.clear();
     assert!(out.outputs().is_empty());
+}
+
+#[test]
+fn the_variables_panel_shows_a_widget_by_its_repr_without_opening_it() {
+    let slider: Box<dyn std::any::Any> = Box::new(IntSlider::new().with_value(3));
+    let (name, type_name) = ("epochs", std::any::type_name::<IntSlider>());
+    let entry = Entry {
+        name: name.as_ptr(),
+        name_len: name.len(),
+        type_name: type_name.as_ptr(),
+        type_len: type_name.len(),
+        value: &slider as *const Box<dyn std::any::Any> as *const c_void,
+    };
+    let Answer::Variables { variables } = call(&Request::Variables, &[entry]) else {
+        panic!("the variables")
+    };
+    assert_eq!(variables[0].value, "IntSlider(value=3, min=0, max=100)");
+    assert!(!slider.downcast_ref::<IntSlider>().unwrap().is_open());
 }

@@ -12,7 +12,7 @@ fn set_children(model: &Model, children: &[&dyn Widget]) {
     let references = models.iter().map(|m| spec::reference(m.id())).collect();
     model.set_with_children(
         Map::from_iter([("children".to_owned(), Value::Array(references))]),
-        Some(models),
+        models,
     );
 }
 

@@ -138,13 +138,24 @@ impl Model {
     /// Sets attributes from this side: the front end gets an `update` of the keys whose values
     /// changed if the comm is open, and their listeners are queued.
     pub(crate) fn set(&self, changes: Map<String, Value>) {
-        self.set_with_children(changes, None);
+        self.change(|_| changes, None);
+    }
+
+    /// [`set`](Self::set) of changes made from the state as it is, under the model's lock: a
+    /// read-modify-write (an output appended, a value kept within bounds) that another thread's
+    /// change cannot interleave with.
+    pub(crate) fn set_with(&self, changes: impl FnOnce(&Map<String, Value>) -> Map<String, Value>) {
+        self.change(changes, None);
     }
 
     /// [`set`](Self::set), and a box's children replaced (opened first if this model is open).
-    pub(crate) fn set_with_children(
+    pub(crate) fn set_with_children(&self, changes: Map<String, Value>, children: Vec<Arc<Model>>) {
+        self.change(|_| changes, Some(children));
+    }
+
+    fn change(
         &self,
-        changes: Map<String, Value>,
+        changes: impl FnOnce(&Map<String, Value>) -> Map<String, Value>,
         children: Option<Vec<Arc<Model>>>,
     ) {
         let open = {
@@ -159,20 +170,23 @@ impl Model {
                 part.open();
             }
         }
-        let (message, jobs) = {
+        let jobs = {
             let mut inner = lock(&self.inner);
+            let changes = changes(&inner.state);
             // Only what changed travels: a loop setting the same label each step sends nothing.
             let changed = apply(&mut inner.state, &changes);
-            let message = (inner.open && !changed.is_empty()).then(|| Message::CommMsg {
-                comm_id: self.id.clone(),
-                data: update("update", changed.clone()),
-                metadata: widgets::metadata(),
-            });
-            (message, listeners_for(&inner, changed))
+            if inner.open && !changed.is_empty() {
+                // Written under the lock, so that two threads' updates reach the front end in
+                // the order they were applied here (emit runs no user code and takes no lock of
+                // a model).
+                runtime::emit(&Message::CommMsg {
+                    comm_id: self.id.clone(),
+                    data: update("update", changed.clone()),
+                    metadata: widgets::metadata(),
+                });
+            }
+            listeners_for(&inner, changed)
         };
-        if let Some(message) = message {
-            runtime::emit(&message);
-        }
         queue_all(jobs);
     }
 

@@ -38,9 +38,11 @@ macro_rules! bounded {
 
             #[doc = concat!("Sets the value, kept within `min..=max`; the front end's views follow.\n\n```\nuse tchbook_prelude::prelude::*;\nlet w = ", stringify!($new), ";\nw.set_value(", stringify!($example), ");\nassert_eq!(w.value(), ", stringify!($example), ");\n```")]
             pub fn set_value(&self, value: $num) {
-                let (min, max) = (self.bound("min"), self.bound("max"));
-                let value = if value < min { min } else if value > max { max } else { value };
-                super::widget::set(&self.model, "value", value);
+                self.model.set_with(|state| {
+                    let (min, max) = (Self::bound(state, "min"), Self::bound(state, "max"));
+                    let value = if value < min { min } else if value > max { max } else { value };
+                    Map::from_iter([("value".to_owned(), Value::from(value))])
+                });
             }
 
             #[doc = concat!("The lower bound when building (the value follows if below it).\n\n```\nuse tchbook_prelude::prelude::*;\nlet w = ", stringify!($t), "::new().min(", stringify!($example), ");\nassert_eq!(w.value(), ", stringify!($example), ");\n```")]
@@ -51,11 +53,13 @@ macro_rules! bounded {
 
             #[doc = concat!("Sets the lower bound (the value follows if below it).\n\n```\nuse tchbook_prelude::prelude::*;\nlet w = ", stringify!($t), "::new();\nw.set_min(", stringify!($example), ");\n```")]
             pub fn set_min(&self, min: $num) {
-                let mut changes = Map::from_iter([("min".to_owned(), Value::from(min))]);
-                if self.value() < min {
-                    changes.insert("value".into(), Value::from(min));
-                }
-                self.model.set(changes);
+                self.model.set_with(|state| {
+                    let mut changes = Map::from_iter([("min".to_owned(), Value::from(min))]);
+                    if Self::bound(state, "value") < min {
+                        changes.insert("value".into(), Value::from(min));
+                    }
+                    changes
+                });
             }
 
             #[doc = concat!("The upper bound when building (the value follows if above it).\n\n```\nuse tchbook_prelude::prelude::*;\nlet w = ", stringify!($t), "::new().with_value(", stringify!($example), ").max(1 as _);\nassert!(w.value() <= 1 as _);\n```")]
@@ -66,15 +70,18 @@ macro_rules! bounded {
 
             #[doc = concat!("Sets the upper bound (the value follows if above it).\n\n```\nuse tchbook_prelude::prelude::*;\nlet w = ", stringify!($t), "::new();\nw.set_max(", stringify!($example), ");\n```")]
             pub fn set_max(&self, max: $num) {
-                let mut changes = Map::from_iter([("max".to_owned(), Value::from(max))]);
-                if self.value() > max {
-                    changes.insert("value".into(), Value::from(max));
-                }
-                self.model.set(changes);
+                self.model.set_with(|state| {
+                    let mut changes = Map::from_iter([("max".to_owned(), Value::from(max))]);
+                    if Self::bound(state, "value") > max {
+                        changes.insert("value".into(), Value::from(max));
+                    }
+                    changes
+                });
             }
 
-            fn bound(&self, key: &str) -> $num {
-                self.model.get(key).$from_json().unwrap_or_default() as $num
+            /// One of the state's numbers (0 if it has none).
+            fn bound(state: &Map<String, Value>, key: &str) -> $num {
+                state.get(key).and_then(Value::$from_json).unwrap_or_default() as $num
             }
         }
 

@@ -129,9 +129,15 @@ impl Output {
     }
 
     fn append(&self, output: Value) {
-        let mut outputs = self.outputs();
-        outputs.push(output);
-        self.set_outputs(outputs);
+        // Read and written under the model's lock: a callback and the cell may both append.
+        self.model.set_with(|state| {
+            let mut outputs = match state.get("outputs") {
+                Some(Value::Array(outputs)) => outputs.clone(),
+                _ => Vec::new(),
+            };
+            outputs.push(output);
+            Map::from_iter([("outputs".to_owned(), Value::Array(outputs))])
+        });
     }
 
     pub(crate) fn set_outputs(&self, outputs: Vec<Value>) {
