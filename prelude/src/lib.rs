@@ -17,6 +17,8 @@
 //!   [`progress`] — progress bars; [`pyrepr`] — devices and shapes printed as PyTorch prints them;
 //! - [`display`] — rich output for every prelude value, evcxr's plain text for std values in
 //!   one compilation, and live, in-place updates;
+//! - [`widgets`] — Jupyter widgets (ipywidgets' sliders, buttons, progress bars, boxes, output
+//!   areas, `interact`), read and set by a cell while it runs;
 //! - [`runtime`] and [`interrupt`] — the kernel contract (live display protocol, stdout pump,
 //!   SIGINT flag), see DEVELOPERS.md.
 //!
@@ -33,14 +35,16 @@
 //!    [`interrupt`] (the flag a cell polls); `torch_error` (libtorch errors in one line).
 //! 3. Rendering: [`display`] — `Bundle` and `Render`, tables, live outputs, tensors as PyTorch
 //!    prints them, std values as evcxr prints them.
-//! 4. Things that render themselves: [`cuda`], [`pyrepr`], [`progress`], [`plot`],
-//!    [`torch_nn`]; and [`tensorboard`], which renders for TensorBoard (over `display`'s PNG
-//!    encoder and `sys`).
+//! 4. Things that render themselves: [`widgets`] (over `display` and the comms of `runtime`),
+//!    [`cuda`], [`pyrepr`], [`progress`] (a widget inside a kernel), [`plot`], [`torch_nn`];
+//!    and [`tensorboard`], which renders for TensorBoard (over `display`'s PNG encoder and
+//!    `sys`).
 //! 5. [`device`] (over `cuda`), [`models`] (over `torch_nn`).
 //! 6. [`data`] (loaders use `cuda` for pinned memory; downloads show `progress`).
 //! 7. [`train`] (over `data` and `device`), and the [`prelude`] that re-exports all of it.
-//! 8. `panels`: what JupyterLab's Variables and Kernel Usage panels show, over all of the above
-//!    (the evaluation process's runtime calls it; no cell does).
+//! 8. `panels`: what JupyterLab's Variables and Kernel Usage panels show, and the front end's
+//!    widget messages, over all of the above (the evaluation process's runtime calls it; no
+//!    cell does).
 //!
 //! The data set catalog and downloads are the `tchbook-fetch` crate's (shared with the kernel's
 //! `tchbook download`); the line messages to the kernel are `tchbook-wire`'s.
@@ -65,6 +69,7 @@ pub mod tensorboard;
 mod torch_error;
 pub mod torch_nn;
 pub mod train;
+pub mod widgets;
 
 /// Everything a notebook cell has in scope (`use tchbook_prelude::prelude::*;`).
 pub mod prelude {
@@ -97,5 +102,9 @@ pub mod prelude {
     pub use crate::torch_nn::{self, ResetParameters};
     pub use crate::train::{
         Run, RunBuilder, RunManager, RunParams, Timer, batch_accuracy, num_correct,
+    };
+    pub use crate::widgets::{
+        Button, Checkbox, Control, Controls, Dropdown, FloatProgress, FloatSlider, HBox, HTML,
+        IntProgress, IntSlider, Interact, IntoOutput, Label, Output, Text, VBox, Widget, interact,
     };
 }

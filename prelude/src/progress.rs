@@ -1,9 +1,18 @@
 //! Progress bars for long loops (tqdm's shape): done/total, rate, elapsed and ETA, updated in
 //! place in the notebook at most ten times a second. Each tick checks the interrupt flag.
 //! In a plain process nothing is printed until [`Progress::finish`], which prints one line.
+//!
+//! Inside a kernel a bar is what `tqdm.notebook` shows: a widget, `HBox([HTML(description),
+//! FloatProgress(value, max, bar_style), HTML("12/100 [00:01<00:09, 9.8 batch/s]")])`, moved by
+//! comm updates. Its one display also carries the HTML bar and the text line, for front ends
+//! without a widget manager (nbconvert, a notebook viewer); at the end, `finish` (or the bar
+//! dropped unfinished: a panic, an interrupt, a loop left early) sets the bar's colour, green
+//! (`success`) or red (`danger`), and replaces that display with the final state, so the saved
+//! notebook's fallback is current.
 
 use crate::display::{Bundle, Live, Render, rich};
 use crate::interrupt;
+use crate::widgets::{FloatProgress, HBox, HTML};
 use std::time::{Duration, Instant};
 
 const REDRAW: Duration = Duration::from_millis(100);
@@ -28,7 +37,11 @@ pub struct Progress {
     postfix: String,
     start: Instant,
     live: Live,
+    /// The widget, once shown inside a kernel.
+    widget: Option<Tqdm>,
     finished: bool,
+    /// Ended by a panic or before its total: drawn red.
+    failed: bool,
 }
 
 impl Progress {
@@ -48,7 +61,9 @@ impl Progress {
             postfix: String::new(),
             start: Instant::now(),
             live: Live::new(REDRAW),
+            widget: None,
             finished: false,
+            failed: false,
         }
     }
 
@@ -138,15 +153,52 @@ impl Progress {
         }
         self.finished = true;
         self.redraw(true);
+        self.settle();
         if !self.live.shown() {
             println!("{}", self.bundle().text);
         }
     }
 
+    /// Inside a kernel, when due: the widget's state (one update each of its parts that
+    /// changed), or, the first time, the widget and its display.
     fn redraw(&mut self, force: bool) {
-        if self.live.due(force) {
-            let frame = self.bundle();
+        if !self.live.due(force) {
+            return;
+        }
+        let parts = self.parts();
+        let style = self.bar_style();
+        match &self.widget {
+            Some(widget) => widget.set(&parts, style),
+            None => {
+                let widget = Tqdm::new();
+                widget.set(&parts, style);
+                let frame = self.frame(&widget);
+                self.live.draw(&frame);
+                self.widget = Some(widget);
+            }
+        }
+    }
+
+    /// Replaces the display with the final state: the fallback views a saved notebook keeps.
+    fn settle(&mut self) {
+        if let Some(widget) = &self.widget {
+            let frame = self.frame(widget);
             self.live.draw(&frame);
+        }
+    }
+
+    /// The display: the widget's view beside the HTML bar and the text line.
+    fn frame(&self, widget: &Tqdm) -> Bundle {
+        let mut frame = self.bundle();
+        frame.widget = widget.view();
+        frame
+    }
+
+    fn bar_style(&self) -> &'static str {
+        match (self.finished, self.failed) {
+            (false, _) => "",
+            (true, false) => "success",
+            (true, true) => "danger",
         }
     }
 
@@ -166,26 +218,37 @@ fn clock(seconds: f64) -> String {
     }
 }
 
-impl Render for Progress {
-    fn bundle(&self) -> Bundle {
-        let frac = if self.total > 0 {
-            (self.done as f64 / self.total as f64).min(1.0)
-        } else {
-            0.0
-        };
+/// A bar's numbers, as text: what every view of it shows.
+struct Parts {
+    /// Done over total, 0 to 1 (`None` when the total is unknown).
+    frac: Option<f64>,
+    /// ` 42%` (`None` when the total is unknown).
+    percent: Option<String>,
+    /// `42/100`, or `42` when the total is unknown.
+    count: String,
+    /// `00:01<00:09, 9.8 batch/s]` (elapsed, remaining, rate).
+    times: String,
+    /// The description and a space, or nothing.
+    label: String,
+    /// A space and the postfix, or nothing.
+    post: String,
+}
+
+impl Progress {
+    fn parts(&self) -> Parts {
+        let frac = (self.total > 0).then(|| (self.done as f64 / self.total as f64).min(1.0));
         let rate = self.rate();
         let eta = if rate > 0.0 && self.total > self.done {
             clock((self.total - self.done) as f64 / rate)
         } else {
             "00:00".into()
         };
-        let width = 20;
-        let filled = (frac * width as f64).round() as usize;
-        let bar = format!("{}{}", "█".repeat(filled), "░".repeat(width - filled));
-        let counts = if self.total > 0 {
-            format!("{:3.0}% {}/{}", frac * 100.0, self.done, self.total)
-        } else {
-            format!("{}", self.done)
+        let (percent, count) = match frac {
+            Some(frac) => (
+                Some(format!("{:3.0}%", frac * 100.0)),
+                format!("{}/{}", self.done, self.total),
+            ),
+            None => (None, self.done.to_string()),
         };
         let label = if self.description.is_empty() {
             String::new()
@@ -197,31 +260,119 @@ impl Render for Progress {
         } else {
             format!(" {}", self.postfix)
         };
-        let text = format!(
-            "{label}{bar} {counts} [{}<{eta}, {rate:.1} {}/s]{post}",
-            clock(self.elapsed()),
-            self.unit
-        );
+        Parts {
+            frac,
+            percent,
+            count,
+            times: format!("{}<{eta}, {rate:.1} {}/s", clock(self.elapsed()), self.unit),
+            label,
+            post,
+        }
+    }
+}
+
+impl Render for Progress {
+    fn bundle(&self) -> Bundle {
+        let Parts {
+            frac,
+            percent,
+            count,
+            times,
+            label,
+            post,
+        } = self.parts();
+        let counts = match percent {
+            Some(percent) => format!("{percent} {count}"),
+            None => count,
+        };
+        let width = 20;
+        let filled = (frac.unwrap_or(0.0) * width as f64).round() as usize;
+        let bar = format!("{}{}", "█".repeat(filled), "░".repeat(width - filled));
+        let text = format!("{label}{bar} {counts} [{times}]{post}");
         let html = format!(
             "<div class=\"tchbook-progress\" style=\"font-family:monospace\">{}\
-             <progress value=\"{}\" max=\"{}\" style=\"width:20em\"></progress> {} [{}&lt;{}, {:.1} {}/s]{}</div>",
+             <progress value=\"{}\" max=\"{}\" style=\"width:20em\"></progress> {} [{}]{}</div>",
             crate::sys::escape_html(&label),
             self.done,
             self.total.max(1),
             crate::sys::escape_html(&counts),
-            clock(self.elapsed()),
-            eta,
-            rate,
-            crate::sys::escape_html(&self.unit),
+            crate::sys::escape_html(&times),
             crate::sys::escape_html(&post)
         );
         Bundle::text(text).with_html(html).with_data(
             "progress",
             serde_json::json!({
-                "done": self.done, "total": self.total, "elapsed_s": self.elapsed(), "rate": rate,
-                "description": self.description, "postfix": self.postfix,
+                "done": self.done, "total": self.total, "elapsed_s": self.elapsed(),
+                "rate": self.rate(), "description": self.description, "postfix": self.postfix,
             }),
         )
+    }
+}
+
+impl Drop for Progress {
+    /// A bar shown inside a kernel and dropped unfinished ends as tqdm's does: red if a panic
+    /// (an interrupt is one) unwinds through it or it stopped short of its total, green
+    /// otherwise, and its display replaced with that final state.
+    fn drop(&mut self) {
+        if self.finished || self.widget.is_none() {
+            return;
+        }
+        self.failed = std::thread::panicking() || (self.total > 0 && self.done < self.total);
+        self.finished = true;
+        self.redraw(true);
+        self.settle();
+    }
+}
+
+/// The widget `tqdm.notebook` draws: the description and percentage, the bar, and the counts,
+/// times and rate.
+struct Tqdm {
+    row: HBox,
+    left: HTML,
+    bar: FloatProgress,
+    right: HTML,
+}
+
+impl Tqdm {
+    fn new() -> Self {
+        let left = HTML::new("");
+        let bar = FloatProgress::new().min(0.0).max(1.0);
+        let right = HTML::new("");
+        let row = HBox::new(&[&left, &bar, &right]);
+        Tqdm {
+            row,
+            left,
+            bar,
+            right,
+        }
+    }
+
+    /// Moves the widget to `parts` (each `set_*` is an update only where the value changed).
+    fn set(&self, parts: &Parts, style: &str) {
+        let escape = crate::sys::escape_html;
+        let left = format!("{}{}", parts.label, parts.percent.as_deref().unwrap_or(""));
+        self.left.set_value(escape(left.trim()));
+        match parts.frac {
+            Some(frac) => {
+                self.bar.set_value(frac);
+                self.bar.set_bar_style(style);
+            }
+            None => {
+                // tqdm's bar without a total: full, in the info colour, until it ends.
+                self.bar.set_value(1.0);
+                self.bar
+                    .set_bar_style(if style.is_empty() { "info" } else { style });
+            }
+        }
+        self.right.set_value(escape(&format!(
+            "{} [{}]{}",
+            parts.count, parts.times, parts.post
+        )));
+    }
+
+    /// The widget view's model id (its comms opened now, inside a kernel).
+    fn view(&self) -> Option<String> {
+        self.row.bundle().widget
     }
 }
 

@@ -14,6 +14,7 @@ mod runtime;
 #[cfg(feature = "tensorboard")]
 mod tensorboard;
 mod train;
+mod widgets;
 
 use std::path::PathBuf;
 use std::process::Command;

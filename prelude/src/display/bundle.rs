@@ -29,6 +29,10 @@ pub struct Bundle {
     /// puts on the `<img>` (sent in [`metadata`](Self::metadata)). An image without one is
     /// described by [`text`](Self::text).
     pub alt: Option<String>,
+    /// The comm id of an ipywidgets model this value is a view of (`crate::widgets`), sent as
+    /// [`tchbook_wire::widgets::VIEW_MIME`]: a front end with a widget manager shows the live
+    /// widget, any other the HTML or text beside it.
+    pub widget: Option<String>,
 }
 
 /// The MIME type that carries a bundle's machine-readable numbers:
@@ -152,6 +156,12 @@ impl Bundle {
         if let Some((kind, json)) = &self.data {
             map.insert(data_mime(kind), json.clone());
         }
+        if let Some(model_id) = &self.widget {
+            map.insert(
+                tchbook_wire::widgets::VIEW_MIME.into(),
+                serde_json::json!({"model_id": model_id, "version_major": 2, "version_minor": 0}),
+            );
+        }
         map
     }
 
@@ -172,8 +182,12 @@ impl Bundle {
         // types as one line of JSON (the kernel parses them back into values).
         let json = self.to_json();
         let data = self.data.as_ref().map(|(kind, _)| data_mime(kind));
+        let view = self
+            .widget
+            .as_ref()
+            .map(|_| tchbook_wire::widgets::VIEW_MIME);
         let order = ["text/plain", "text/html", "image/svg+xml", "image/png"];
-        for mime in order.iter().copied().chain(data.as_deref()) {
+        for mime in order.iter().copied().chain(data.as_deref()).chain(view) {
             let text = match json.get(mime) {
                 Some(Value::String(v)) => v.clone(),
                 Some(v) => v.to_string(),

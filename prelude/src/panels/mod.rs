@@ -1,6 +1,7 @@
 //! What JupyterLab's panels show of a notebook: each variable's one-line value and fields (the
 //! debugger's Variables panel), a variable's rich view ("Render variable"), and GPU usage (the
-//! Kernel Usage panel).
+//! Kernel Usage panel); and the front end's messages to the prelude's widgets, which the same
+//! socket carries ([`crate::widgets`]).
 //!
 //! The kernel asks the evaluation process on a socket of its own (`tchbook_wire::panels`); the
 //! vendored evcxr runtime serves it and calls [`tchbook_prelude_panels`] with evcxr's stored
@@ -100,9 +101,12 @@ fn respond(request: &[u8], entries: &[Entry]) -> String {
         Request::Usage => Answer::Usage {
             gpus: crate::cuda::gpu_usage().gpus,
         },
-        Request::Comm { comm_id, .. } => Answer::Error {
-            message: format!("no comm `{comm_id}` in this process"),
-        },
+        Request::Comm {
+            msg_type,
+            comm_id,
+            target_name,
+            data,
+        } => crate::widgets::answer(msg_type, &comm_id, target_name.as_deref(), &data),
     };
     answer.to_line()
 }

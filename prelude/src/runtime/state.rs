@@ -1,12 +1,13 @@
 //! The prelude's process-wide state, one for all the copies of the prelude that cells link.
 
+use std::ffi::c_void;
 use std::sync::OnceLock;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU64, Ordering};
 use tchbook_wire::env;
 
 // Names the layout of `Shared`: a process whose cells were built against a prelude with another
 // layout (its sources changed under a running kernel) must not read this one.
-const MAGIC: u64 = 0x7463_6862_6f6f_6b32; // "tchbook2"
+const MAGIC: u64 = 0x7463_6862_6f6f_6b33; // "tchbook3"
 
 /// The message a cell ends with when the user interrupts it (`interrupt::MESSAGE`; the
 /// runtime's `input()`, below the `interrupt` layer, stops with it too).
@@ -29,6 +30,10 @@ pub(crate) struct Shared {
     pub(crate) plain_pretty: AtomicBool,
     /// evcxr's `:types` for std values.
     pub(crate) plain_types: AtomicBool,
+    /// The widgets' registry (`crate::widgets`), set once by the first copy that opens a widget:
+    /// a comm opened by one cell's copy must be found by the copy the panels socket calls.
+    /// Untyped because this layer is below the widgets'.
+    pub(crate) widgets: AtomicPtr<c_void>,
 }
 
 pub(crate) fn shared() -> &'static Shared {
@@ -45,6 +50,7 @@ pub(crate) fn shared() -> &'static Shared {
             display_ids: AtomicU64::new(0),
             plain_pretty: AtomicBool::new(false),
             plain_types: AtomicBool::new(false),
+            widgets: AtomicPtr::new(std::ptr::null_mut()),
         }));
         let value = format!("{}:{:p}", std::process::id(), state as *const Shared);
         // SAFETY: set once, early (attach or the first display/interrupt call), before cells
