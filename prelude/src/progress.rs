@@ -226,7 +226,7 @@ struct Parts {
     percent: Option<String>,
     /// `42/100`, or `42` when the total is unknown.
     count: String,
-    /// `00:01<00:09, 9.8 batch/s]` (elapsed, remaining, rate).
+    /// `00:01<00:09, 9.8 batch/s` (elapsed, remaining, rate).
     times: String,
     /// The description and a space, or nothing.
     label: String,

@@ -5,7 +5,10 @@
 //! Two threads besides the cell's touch a model: the panels socket's thread, which applies the
 //! front end's updates the moment they arrive (so a loop reading a value sees them), and the one
 //! callback thread, which runs the listeners those updates queue. Nothing runs user code while
-//! holding a model's lock or the registry's.
+//! holding a model's lock or the registry's. A model's messages to the front end (open, update,
+//! close) are written while its lock is held, so they leave in the order they were applied; the
+//! registry's lock is taken inside a model's, never the other way round (the registry hands out
+//! `Arc`s and lets go before a model is locked).
 
 use super::spec::{self, Class};
 use crate::runtime::{self, Message};
@@ -255,25 +258,24 @@ impl Model {
         for part in &self.parts() {
             part.open();
         }
-        let message = {
-            let mut inner = lock(&self.inner);
-            if inner.open {
-                return true;
-            }
-            inner.open = true;
-            let mut data = Map::new();
-            data.insert("state".into(), Value::Object(inner.state.clone()));
-            data.insert("buffer_paths".into(), Value::Array(Vec::new()));
-            Message::CommOpen {
-                comm_id: self.id.clone(),
-                target_name: widgets::TARGET.into(),
-                data,
-                metadata: widgets::metadata(),
-            }
-        };
-        // Registered before the front end hears of it, so its first answer finds the model.
+        let mut inner = lock(&self.inner);
+        if inner.open {
+            return true;
+        }
+        inner.open = true;
+        let mut data = Map::new();
+        data.insert("state".into(), Value::Object(inner.state.clone()));
+        data.insert("buffer_paths".into(), Value::Array(Vec::new()));
+        // Registered before the front end hears of it, so its first answer finds the model; and
+        // written under the lock, so another thread's update cannot reach the front end before
+        // the comm it updates.
         registry().insert(Arc::clone(self));
-        runtime::emit(&message);
+        runtime::emit(&Message::CommOpen {
+            comm_id: self.id.clone(),
+            target_name: widgets::TARGET.into(),
+            data,
+            metadata: widgets::metadata(),
+        });
         true
     }
 
@@ -294,7 +296,8 @@ impl Model {
     }
 
     fn close_comm(&self) {
-        let was_open = std::mem::replace(&mut lock(&self.inner).open, false);
+        let mut inner = lock(&self.inner);
+        let was_open = std::mem::replace(&mut inner.open, false);
         registry().remove(&self.id);
         if was_open {
             runtime::emit(&Message::CommClose {
