@@ -3,8 +3,8 @@
 //! In a plain process nothing is printed until [`Progress::finish`], which prints one line.
 //!
 //! Inside a kernel a bar is what `tqdm.notebook` shows: a widget, `HBox([HTML(description),
-//! FloatProgress(value, max, bar_style), HTML("12/100 [00:01<00:09, 9.8 batch/s]")])`, moved by
-//! comm updates. Its one display also carries the HTML bar and the text line, for front ends
+//! FloatProgress(value = steps done, max = total, bar_style), HTML("12/100 [00:01<00:09,
+//! 9.8 batch/s]")])`, moved by comm updates. Its one display also carries the HTML bar and the text line, for front ends
 //! without a widget manager (nbconvert, a notebook viewer); at the end, `finish` (or the bar
 //! dropped unfinished: a panic, an interrupt, a loop left early) sets the bar's colour, green
 //! (`success`) or red (`danger`), and replaces that display with the final state, so the saved
@@ -222,6 +222,8 @@ fn clock(seconds: f64) -> String {
 struct Parts {
     /// Done over total, 0 to 1 (`None` when the total is unknown).
     frac: Option<f64>,
+    /// Steps done and the total, as `tqdm.notebook`'s bar counts them (its value and max).
+    steps: (usize, usize),
     /// ` 42%` (`None` when the total is unknown).
     percent: Option<String>,
     /// `42/100`, or `42` when the total is unknown.
@@ -262,6 +264,7 @@ impl Progress {
         };
         Parts {
             frac,
+            steps: (self.done.min(self.total), self.total),
             percent,
             count,
             times: format!("{}<{eta}, {rate:.1} {}/s", clock(self.elapsed()), self.unit),
@@ -280,6 +283,7 @@ impl Render for Progress {
             times,
             label,
             post,
+            ..
         } = self.parts();
         let counts = match percent {
             Some(percent) => format!("{percent} {count}"),
@@ -336,7 +340,7 @@ struct Tqdm {
 impl Tqdm {
     fn new() -> Self {
         let left = HTML::new("");
-        let bar = FloatProgress::new().min(0.0).max(1.0);
+        let bar = FloatProgress::new().min(0.0);
         let right = HTML::new("");
         let row = HBox::new(&[&left, &bar, &right]);
         Tqdm {
@@ -353,12 +357,15 @@ impl Tqdm {
         let left = format!("{}{}", parts.label, parts.percent.as_deref().unwrap_or(""));
         self.left.set_value(escape(left.trim()));
         match parts.frac {
-            Some(frac) => {
-                self.bar.set_value(frac);
+            Some(_) => {
+                let (done, total) = parts.steps;
+                self.bar.set_max(total as f64);
+                self.bar.set_value(done as f64);
                 self.bar.set_bar_style(style);
             }
             None => {
                 // tqdm's bar without a total: full, in the info colour, until it ends.
+                self.bar.set_max(1.0);
                 self.bar.set_value(1.0);
                 self.bar
                     .set_bar_style(if style.is_empty() { "info" } else { style });
