@@ -1,18 +1,22 @@
-//! Completion and hover, answered within JupyterLab's patience.
+//! Completion and documentation, answered within JupyterLab's patience.
 //!
 //! JupyterLab drops a completion reply that comes later than its provider timeout (1 s by
-//! default), and rust-analyzer's first analysis of std and tch takes 6–9 s on two cores: the
-//! first Tab of every fresh kernel used to show nothing. Now:
+//! default), and rust-analyzer's first analysis of std and tch takes 6–9 s on two cores and
+//! holds ~1.1 GiB: the first Tab of every fresh kernel used to show nothing, and the first
+//! documentation request (JupyterLab sends one for the highlighted match) took seconds. Now:
 //! - the engine shapes the cell as evcxr would for rust-analyzer
 //!   ([`crate::engine::Evaluator::prepare_completion`]) and lists the notebook's variables;
 //! - a request is answered at once from the [`index`] where it can be: rust-analyzer's own
-//!   answers for the types and names in scope, computed once per build cache (by `tchbook
-//!   install`, else in the background on first use);
+//!   answers for the names in scope, the types in scope and the primitives, and the modules and
+//!   types of the crates in scope, with every item's documentation, computed once per build
+//!   cache (by `tchbook install`, else in the background on first use), and loaded when the
+//!   kernel starts; the notebook's own items are read from its source;
 //! - the rest goes to rust-analyzer, which runs in a process of its own ([`analyzer`],
-//!   [`server`]), started by the first request the index cannot answer or the first hover, so a
-//!   kernel whose completions the index answers never pays its ~1.1 GiB, and nothing
-//!   rust-analyzer does (panic, hang, blow-up) reaches the evaluation engine; it is given
-//!   [`DEADLINE`], and a slower answer is replaced by the index's (or nothing).
+//!   [`server`]), started by the first request the index cannot answer, so a kernel whose
+//!   requests the index answers never pays its memory, and nothing rust-analyzer does (panic,
+//!   hang, blow-up) reaches the evaluation engine; a completion gives it [`DEADLINE`], and a
+//!   slower answer is replaced by the index's (or nothing). Once it has been idle for
+//!   [`analyzer::Limits::idle`], the process ends, and the next request starts a new one.
 
 mod analyzer;
 mod index;
@@ -20,6 +24,7 @@ mod messages;
 pub mod server;
 
 use analyzer::{Analyzer, Limits, Setup};
+use index::Notebook;
 use messages::{Index, Reply, Request};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -35,8 +40,9 @@ pub const DEADLINE: Duration = Duration::from_millis(700);
 /// seconds on two busy cores. JupyterLab's tooltip has no timeout of its own, and the reply
 /// comes from a task of its own, so nothing else waits for it.
 const HOVER_DEADLINE: Duration = Duration::from_secs(120);
-/// The index's file in the build cache.
-const INDEX_FILE: &str = "completion-index.json";
+/// The index's file in the build cache. Its format's version is in the name: kernels of one
+/// version share a cache, and a kernel built before a format change reads only its own file.
+const INDEX_FILE: &str = "completion-index.v2.json";
 
 /// One completion match.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -74,12 +80,15 @@ pub fn index_path(cache_dir: &Path) -> PathBuf {
     cache_dir.join(INDEX_FILE)
 }
 
+/// The index as last read, with its file's modification time.
+type Loaded = Option<(SystemTime, Arc<Index>)>;
+
 /// Completion and hover for one kernel.
 pub struct Completer {
     analyzer: Analyzer,
     header: String,
     index_path: Option<PathBuf>,
-    index: Mutex<Option<(SystemTime, Arc<Index>)>>,
+    index: Arc<Mutex<Loaded>>,
     /// A request is held open so the analyzer warms up even though its caller moved on.
     warming: Arc<AtomicBool>,
     indexing: Arc<AtomicBool>,
@@ -99,15 +108,26 @@ impl Completer {
             dir: build_dir.join("tchbook-analyzer"),
             limits: Limits::default(),
         });
-        Completer {
+        let completer = Completer {
             analyzer,
             header: header.to_owned(),
             index_path: cache_dir.map(index_path),
-            index: Mutex::new(None),
+            index: Arc::new(Mutex::new(None)),
             warming: Arc::new(AtomicBool::new(false)),
             indexing: Arc::new(AtomicBool::new(false)),
             late: Arc::new(Mutex::new(None)),
-        }
+        };
+        // Read now, in the background (several MiB of JSON), so that the first Tab does
+        // not wait for it; a request that comes sooner waits on the lock for the rest.
+        let (path, held) = (completer.index_path.clone(), completer.index.clone());
+        let _ = std::thread::Builder::new()
+            .name("tchbook-index-load".into())
+            .spawn(move || {
+                if let Some(path) = path {
+                    read_index(&path, &held);
+                }
+            });
+        completer
     }
 
     /// Completions at byte `position` of `code`.
@@ -120,8 +140,11 @@ impl Completer {
         let from_index = || {
             // Without an index (not built yet), the notebook's own names still complete.
             let index = self.index().unwrap_or_default();
-            let defined = index::defined_items(&source.code);
-            let (items, start) = index::lookup(&index, code, position, &variables, &defined)?;
+            let notebook = Notebook {
+                variables: &variables,
+                source: &source.code,
+            };
+            let (items, start) = index::lookup(&index, code, position, notebook)?;
             let found = Completions {
                 matches: items.into_iter().map(Match::from).collect(),
                 start,
@@ -132,6 +155,7 @@ impl Completer {
         self.index_in_background();
         let request = Request::Complete {
             source: source.clone(),
+            docs: false,
         };
         // The index holds rust-analyzer's own answers for the cases it covers, instantly;
         // rust-analyzer is asked only for the rest (`x.f().`, types the index does not know),
@@ -186,7 +210,30 @@ impl Completer {
         }
     }
 
-    /// `(plain text, html)` documentation at `source`'s offset.
+    /// `(plain text, html)` documentation of the name that ends at byte `position` of `code`,
+    /// from the index (no rust-analyzer); `None` when the index does not hold it.
+    pub fn documentation(
+        &self,
+        code: &str,
+        position: usize,
+        prepared: Prepared,
+    ) -> Option<(String, String)> {
+        let Prepared::Rust { source, variables } = prepared else {
+            return None;
+        };
+        let index = self.index()?;
+        let notebook = Notebook {
+            variables: &variables,
+            source: &source.code,
+        };
+        let shown = index::documentation(&index, code, position, notebook)?;
+        let mut html = String::new();
+        let markdown = shown.markdown();
+        pulldown_cmark::html::push_html(&mut html, pulldown_cmark::Parser::new(&markdown));
+        Some((shown.plain(), html))
+    }
+
+    /// `(plain text, html)` documentation at `source`'s offset, from rust-analyzer.
     pub async fn inspect(&self, source: Source) -> Option<(String, String)> {
         let answer = self.analyzer.ask(Request::Hover { source });
         match tokio::time::timeout(HOVER_DEADLINE, answer).await {
@@ -207,7 +254,7 @@ impl Completer {
             return;
         }
         let asked = match &request {
-            Request::Complete { source } => Some(source.clone()),
+            Request::Complete { source, .. } => Some(source.clone()),
             _ => None,
         };
         let answer = self.analyzer.ask(request);
@@ -223,17 +270,7 @@ impl Completer {
 
     /// The index, re-read when its file changed (a background build finished).
     fn index(&self) -> Option<Arc<Index>> {
-        let path = self.index_path.as_ref()?;
-        let modified = std::fs::metadata(path).and_then(|m| m.modified()).ok()?;
-        let mut held = self.index.lock().unwrap_or_else(|p| p.into_inner());
-        if let Some((when, index)) = held.as_ref()
-            && *when == modified
-        {
-            return Some(index.clone());
-        }
-        let index = Arc::new(index::load(path)?);
-        *held = Some((modified, index.clone()));
-        Some(index)
+        read_index(self.index_path.as_ref()?, &self.index)
     }
 
     /// Builds the index in a process of its own when the cache has none (a cache that
@@ -259,6 +296,20 @@ impl Completer {
     }
 }
 
+/// The index at `path`, from `held` unless the file changed since it was read.
+fn read_index(path: &Path, held: &Mutex<Loaded>) -> Option<Arc<Index>> {
+    let mut held = held.lock().unwrap_or_else(|p| p.into_inner());
+    let modified = std::fs::metadata(path).and_then(|m| m.modified()).ok()?;
+    if let Some((when, index)) = held.as_ref()
+        && *when == modified
+    {
+        return Some(index.clone());
+    }
+    let index = Arc::new(index::load(path)?);
+    *held = Some((modified, index.clone()));
+    Some(index)
+}
+
 impl Completions {
     fn empty_at(position: usize) -> Completions {
         Completions {
@@ -268,13 +319,15 @@ impl Completions {
         }
     }
 
-    /// Only matches that continue what is typed (rust-analyzer also offers `iter` for `v.le`,
-    /// its "auto-iter" suggestions), and libtorch's `internal_` operators after the rest: a
-    /// PyTorch user knows them as `torch._foo`, not what `x.` should offer first.
+    /// Only matches that continue what is typed, ASCII case aside (rust-analyzer also offers
+    /// `iter` for `v.le`, its "auto-iter" suggestions), those in the typed case first, and
+    /// libtorch's `internal_` operators after the rest: a PyTorch user knows them as
+    /// `torch._foo`, not what `x.` should offer first.
     fn typed_in(mut self, code: &str, position: usize) -> Completions {
         let typed = code.get(self.start..position).unwrap_or_default();
-        self.matches.retain(|m| m.text.starts_with(typed));
-        self.matches.sort_by_key(|m| is_internal(&m.text));
+        self.matches.retain(|m| index::continues(&m.text, typed));
+        self.matches
+            .sort_by_key(|m| (is_internal(&m.text), !m.text.starts_with(typed)));
         self
     }
 }
@@ -303,8 +356,10 @@ fn user_offset(source: &Source, position: usize, offset: usize) -> Option<usize>
     }
 }
 
-/// Builds the fallback index for the build directory `template` (which must hold the prelude's
-/// manifest) into `out`, in an analyzer process of its own; `nice` lowers its priority.
+/// Builds the index for the build directory `template` (which must hold the prelude's
+/// manifest) into `out`, asking an analyzer process of its own one question at a time, each
+/// within the analyzer's usual limits (a whole build takes minutes on two busy cores); `nice`
+/// lowers its priority.
 pub fn build_index(template: &Path, out: &Path, header: &str, nice: bool) -> anyhow::Result<()> {
     use anyhow::Context;
     let exe = std::env::current_exe().context("finding this binary")?;
@@ -324,25 +379,27 @@ pub fn build_index(template: &Path, out: &Path, header: &str, nice: bool) -> any
     let analyzer = Analyzer::spawn(Setup {
         exe,
         build_dir: template.to_owned(),
-        dir: dir.clone(),
+        dir,
         limits: Limits {
-            hang: Duration::from_secs(900),
+            // The first question loads std, tch and the prelude: tens of seconds when busy.
+            hang: Duration::from_secs(300),
             ..Limits::default()
         },
     });
-    let answer = analyzer
-        .ask(Request::BuildIndex {
-            header: header.to_owned(),
-        })
-        .blocking_recv();
+    let index = index::build(header, |source| {
+        let request = Request::Complete {
+            source: source.clone(),
+            docs: true,
+        };
+        match analyzer.ask(request).blocking_recv() {
+            Ok(Ok(reply)) => Ok(reply),
+            Ok(Err(error)) => anyhow::bail!(error),
+            Err(_) => anyhow::bail!("the analyzer thread ended"),
+        }
+    });
+    drop(analyzer);
     drop(scratch);
-    match answer {
-        Ok(Ok(Reply::Index(index))) => index::save(out, &index),
-        Ok(Ok(Reply::Failed { message })) => anyhow::bail!(message),
-        Ok(Ok(other)) => anyhow::bail!("unexpected reply {other:?}"),
-        Ok(Err(error)) => anyhow::bail!(error),
-        Err(_) => anyhow::bail!("the analyzer thread ended"),
-    }
+    index::save(out, &index?)
 }
 
 #[cfg(test)]

@@ -33,9 +33,17 @@ pub(crate) fn type_key(type_name: &str) -> &str {
 pub(crate) fn declared_type<'a>(before: &'a str, name: &str) -> Option<&'a str> {
     let mut found = None;
     for statement in before.split(';') {
-        let Some(rest) = statement.trim_start().strip_prefix("let ") else {
+        // The statement's `let`, also after an item that needs no `;` (`struct P { .. }`).
+        let Some(at) = statement
+            .rmatch_indices("let ")
+            .map(|(at, _)| at)
+            .find(|&at| {
+                at == 0 || statement[..at].ends_with(|c: char| c.is_whitespace() || c == '}')
+            })
+        else {
             continue;
         };
+        let rest = &statement[at + "let ".len()..];
         let rest = rest.trim_start();
         let rest = rest.strip_prefix("mut ").unwrap_or(rest).trim_start();
         let Some(after) = rest.strip_prefix(name) else {
@@ -91,12 +99,78 @@ pub(crate) fn defined_items(source: &str) -> Vec<Item> {
                 _ => return None,
             };
             let text = name.text().to_string();
-            (!text.starts_with("evcxr_")).then(|| Item {
-                text,
-                kind: kind.into(),
-            })
+            (!text.starts_with("evcxr_")).then(|| Item::new(text, kind))
         })
         .collect()
+}
+
+/// What a notebook type named `key` offers: after `value.`, its fields (named or numbered) and
+/// the methods of its `impl` blocks; after `key::`, its variants, associated functions and
+/// constants. Read from the source evcxr gives rust-analyzer, which holds every item the
+/// notebook defined, this cell's included.
+pub(crate) fn defined_members(source: &str, key: &str, after_dot: bool) -> Vec<Item> {
+    use ra_ap_syntax::ast::{self, HasModuleItem, HasName};
+    let named = |name: Option<ast::Name>| name.is_some_and(|n| n.text() == key);
+    let file = ra_ap_syntax::SourceFile::parse(source, ra_ap_syntax::Edition::Edition2024).tree();
+    let mut found = Vec::new();
+    for item in file.items() {
+        match item {
+            ast::Item::Struct(s) if after_dot && named(s.name()) => match s.field_list() {
+                Some(ast::FieldList::RecordFieldList(fields)) => found.extend(
+                    fields
+                        .fields()
+                        .filter_map(|f| f.name())
+                        .map(|n| Item::new(n.text().to_string(), "instance")),
+                ),
+                Some(ast::FieldList::TupleFieldList(fields)) => found.extend(
+                    (0..fields.fields().count()).map(|i| Item::new(i.to_string(), "instance")),
+                ),
+                None => {}
+            },
+            ast::Item::Enum(e) if !after_dot && named(e.name()) => found.extend(
+                e.variant_list()
+                    .into_iter()
+                    .flat_map(|list| list.variants())
+                    .filter_map(|v| v.name())
+                    .map(|n| Item::new(n.text().to_string(), "instance")),
+            ),
+            ast::Item::Impl(i) if implements_for(&i, key) => {
+                for assoc in i
+                    .assoc_item_list()
+                    .into_iter()
+                    .flat_map(|l| l.assoc_items())
+                {
+                    let (name, kind, takes_self) = match assoc {
+                        ast::AssocItem::Fn(f) => {
+                            let takes_self = f.param_list().and_then(|p| p.self_param()).is_some();
+                            (f.name(), "function", takes_self)
+                        }
+                        ast::AssocItem::Const(c) => (c.name(), "instance", false),
+                        _ => continue,
+                    };
+                    if let Some(name) = name
+                        && (takes_self == after_dot || !after_dot)
+                    {
+                        found.push(Item::new(name.text().to_string(), kind));
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+    found
+}
+
+/// Whether `block` is an `impl` (inherent or of a trait) for the type named `key`.
+fn implements_for(block: &ra_ap_syntax::ast::Impl, key: &str) -> bool {
+    use ra_ap_syntax::ast;
+    let Some(ast::Type::PathType(ty)) = block.self_ty() else {
+        return false;
+    };
+    ty.path()
+        .and_then(|p| p.segment())
+        .and_then(|s| s.name_ref())
+        .is_some_and(|n| n.text() == key)
 }
 
 /// The names the cell's text binds with `let` (`let x`, `let mut x`).
@@ -133,5 +207,29 @@ mod tests {
         assert_eq!(declared_type(cell, "t"), Some("Tensor"));
         assert_eq!(declared_type(cell, "n"), Some("usize"));
         assert_eq!(declared_type(cell, "m"), None);
+        let after_item = "struct P { x: f64 }\nlet p = P { x: 1.0 };\np.";
+        assert_eq!(declared_type(after_item, "p"), Some("P"));
+    }
+
+    #[test]
+    fn notebook_types_offer_their_fields_methods_and_associated_items() {
+        let source = "struct P { x: f64, pub y: f64 }\nstruct Pair(i32, i32);\n\
+            enum Shape { Dot, Line }\nimpl P { fn new() -> P { todo!() } fn norm(&self) -> f64 { 0.0 } const ORIGIN: f64 = 0.0; }\n\
+            impl Clone for P { fn clone(&self) -> P { todo!() } }\nfn w() { let p = P { x: 1.0, y: 2.0 }; }";
+        let names = |items: Vec<Item>| items.into_iter().map(|i| i.text).collect::<Vec<_>>();
+        assert_eq!(
+            names(defined_members(source, "P", true)),
+            ["x", "y", "norm", "clone"]
+        );
+        assert_eq!(
+            names(defined_members(source, "P", false)),
+            ["new", "norm", "ORIGIN", "clone"]
+        );
+        assert_eq!(names(defined_members(source, "Pair", true)), ["0", "1"]);
+        assert_eq!(
+            names(defined_members(source, "Shape", false)),
+            ["Dot", "Line"]
+        );
+        assert!(defined_members(source, "Q", true).is_empty());
     }
 }
