@@ -36,6 +36,12 @@ pub use messages::Source;
 /// How long a completion waits for a warm rust-analyzer: JupyterLab's 1 s, less the round trip
 /// and the engine's share.
 pub const DEADLINE: Duration = Duration::from_millis(700);
+/// How long a completion or a documentation request waits for the engine to shape the cell. An
+/// idle engine does it in milliseconds, but the engine thread starts evcxr and the evaluation
+/// process first (about a second: a fresh kernel's first Tab came after JupyterLab's timeout)
+/// and runs cells in turn; meanwhile the index answers from the cell's own text and the
+/// variables the engine listed last.
+pub const ENGINE_PATIENCE: Duration = Duration::from_millis(200);
 /// How long a hover (Shift+Tab) may wait: the first one loads rust-analyzer, which takes tens of
 /// seconds on two busy cores. JupyterLab's tooltip has no timeout of its own, and the reply
 /// comes from a task of its own, so nothing else waits for it.
@@ -94,6 +100,8 @@ pub struct Completer {
     indexing: Arc<AtomicBool>,
     /// The last answer that came after its request had given up, with the source it answers.
     late: Arc<Mutex<Option<(Source, Reply)>>>,
+    /// The notebook's variables as the engine last listed them.
+    variables: Mutex<Vec<(String, String)>>,
 }
 
 impl Completer {
@@ -116,6 +124,7 @@ impl Completer {
             warming: Arc::new(AtomicBool::new(false)),
             indexing: Arc::new(AtomicBool::new(false)),
             late: Arc::new(Mutex::new(None)),
+            variables: Mutex::new(Vec::new()),
         };
         // Read now, in the background (several MiB of JSON), so that the first Tab does
         // not wait for it; a request that comes sooner waits on the lock for the rest.
@@ -130,27 +139,30 @@ impl Completer {
         completer
     }
 
-    /// Completions at byte `position` of `code`.
-    pub async fn complete(&self, code: &str, position: usize, prepared: Prepared) -> Completions {
-        let (source, variables) = match prepared {
-            Prepared::Answered(found) => return found,
-            Prepared::Unavailable => return Completions::empty_at(position),
-            Prepared::Rust { source, variables } => (source, variables),
+    /// Completions at byte `position` of `code`; `prepare` is the engine's shaping of the cell
+    /// ([`ENGINE_PATIENCE`]).
+    pub async fn complete(
+        &self,
+        code: &str,
+        position: usize,
+        prepare: impl Future<Output = Prepared>,
+    ) -> Completions {
+        let (source, variables) = match self.prepared(prepare).await {
+            Some(Prepared::Answered(found)) => return found,
+            Some(Prepared::Unavailable) => return Completions::empty_at(position),
+            Some(Prepared::Rust { source, variables }) => (source, variables),
+            None => {
+                // The engine is busy: the index alone answers, from the cell's own text.
+                return self.indexed_for_cell_alone(code, position);
+            }
         };
+
         let from_index = || {
-            // Without an index (not built yet), the notebook's own names still complete.
-            let index = self.index().unwrap_or_default();
             let notebook = Notebook {
                 variables: &variables,
                 source: &source.code,
             };
-            let (items, start) = index::lookup(&index, code, position, notebook)?;
-            let found = Completions {
-                matches: items.into_iter().map(Match::from).collect(),
-                start,
-                end: position,
-            };
-            Some(found.typed_in(code, position))
+            self.indexed(code, position, notebook)
         };
         self.index_in_background();
         let request = Request::Complete {
@@ -211,20 +223,24 @@ impl Completer {
     }
 
     /// `(plain text, html)` documentation of the name that ends at byte `position` of `code`,
-    /// from the index (no rust-analyzer); `None` when the index does not hold it.
-    pub fn documentation(
+    /// from the index (no rust-analyzer); `None` when the index does not hold it. `prepare` is
+    /// the engine's shaping of the cell ([`ENGINE_PATIENCE`]).
+    pub async fn documentation(
         &self,
         code: &str,
         position: usize,
-        prepared: Prepared,
+        prepare: impl Future<Output = Prepared>,
     ) -> Option<(String, String)> {
-        let Prepared::Rust { source, variables } = prepared else {
-            return None;
+        let (source, variables) = match self.prepared(prepare).await {
+            Some(Prepared::Rust { source, variables }) => (source.code, variables),
+            Some(_) => return None,
+            // The engine is busy: the cell's own text holds what it defines.
+            None => (code.to_owned(), self.known_variables()),
         };
         let index = self.index()?;
         let notebook = Notebook {
             variables: &variables,
-            source: &source.code,
+            source: &source,
         };
         let shown = index::documentation(&index, code, position, notebook)?;
         let mut html = String::new();
@@ -247,6 +263,50 @@ impl Completer {
             }
             _ => None,
         }
+    }
+
+    /// The engine's shaping of the cell, if it comes within [`ENGINE_PATIENCE`].
+    async fn prepared(&self, prepare: impl Future<Output = Prepared>) -> Option<Prepared> {
+        let prepared = tokio::time::timeout(ENGINE_PATIENCE, prepare).await.ok()?;
+        if let Prepared::Rust { variables, .. } = &prepared {
+            *self.variables.lock().unwrap_or_else(|p| p.into_inner()) = variables.clone();
+        }
+        Some(prepared)
+    }
+
+    /// The notebook's variables as the engine last listed them.
+    fn known_variables(&self) -> Vec<(String, String)> {
+        self.variables
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
+    }
+
+    /// The index's completions when the engine has not shaped the cell: the cell's own text
+    /// stands for the source (a fresh kernel has nothing else; later, the items of earlier cells
+    /// are missing), with the variables the engine listed last.
+    fn indexed_for_cell_alone(&self, code: &str, position: usize) -> Completions {
+        self.index_in_background();
+        let variables = self.known_variables();
+        let notebook = Notebook {
+            variables: &variables,
+            source: code,
+        };
+        self.indexed(code, position, notebook)
+            .unwrap_or_else(|| Completions::empty_at(position))
+    }
+
+    /// The index's completions, `None` where it cannot answer. Without an index (not built
+    /// yet), the notebook's own names still complete.
+    fn indexed(&self, code: &str, position: usize, notebook: Notebook) -> Option<Completions> {
+        let index = self.index().unwrap_or_default();
+        let (items, start) = index::lookup(&index, code, position, notebook)?;
+        let found = Completions {
+            matches: items.into_iter().map(Match::from).collect(),
+            start,
+            end: position,
+        };
+        Some(found.typed_in(code, position))
     }
 
     fn warm_up(&self, request: Request) {

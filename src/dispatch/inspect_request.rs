@@ -69,11 +69,8 @@ impl<E: Evaluator> Shell<E> {
         code: &str,
         position: usize,
     ) -> Option<(String, String)> {
-        let prepared = self
-            .engine
-            .prepare_completion(code.to_owned(), position)
-            .await;
-        self.completer.documentation(code, position, prepared)
+        let prepare = self.engine.prepare_completion(code.to_owned(), position);
+        self.completer.documentation(code, position, prepare).await
     }
 }
 
