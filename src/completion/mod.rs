@@ -286,6 +286,14 @@ impl Completer {
     /// stands for the source (a fresh kernel has nothing else; later, the items of earlier cells
     /// are missing), with the variables the engine listed last.
     fn indexed_for_cell_alone(&self, code: &str, position: usize) -> Completions {
+        let line = code
+            .get(..position)
+            .and_then(|before| before.rsplit('\n').next())
+            .unwrap_or_default();
+        if line.trim_start().starts_with(':') {
+            // A `:` command, which only the engine completes: Rust names would be wrong here.
+            return Completions::empty_at(position);
+        }
         self.index_in_background();
         let variables = self.known_variables();
         let notebook = Notebook {
@@ -465,6 +473,33 @@ pub fn build_index(template: &Path, out: &Path, header: &str, nice: bool) -> any
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[tokio::test]
+    async fn a_busy_engine_leaves_the_index_to_answer_from_the_cell() {
+        let build = tempfile::tempdir().unwrap();
+        let cache = tempfile::tempdir().unwrap();
+        let index = Index {
+            scope: vec![messages::Item::new("debug_assert!", "function")],
+            ..Index::default()
+        };
+        index::save(&index_path(cache.path()), &index).unwrap();
+        let completer = Completer::new(build.path(), Some(cache.path()), "");
+        let busy = std::future::pending::<Prepared>;
+        let code = "struct P { x: f64 }\nlet alpha = P { x: 1.0 };\nalpha.";
+        let found = completer.complete(code, code.len(), busy()).await;
+        let names: Vec<_> = found.matches.iter().map(|m| m.text.as_str()).collect();
+        assert_eq!(names, ["x"]);
+        assert_eq!((found.start, found.end), (code.len(), code.len()));
+        let found = completer.complete("let beta = 2;\nbe", 16, busy()).await;
+        assert_eq!(found.matches[0].text, "beta");
+        assert_eq!(found.start, 14);
+        let found = completer.complete("let d = de", 10, busy()).await;
+        assert_eq!(found.matches[0].text, "debug_assert!");
+        // `:` commands are the engine's to complete.
+        let found = completer.complete(":de", 3, busy()).await;
+        assert!(found.matches.is_empty(), "{found:?}");
+        assert_eq!(completer.documentation("x", 1, busy()).await, None);
+    }
 
     #[test]
     fn offsets_map_back_around_the_cursor() {
