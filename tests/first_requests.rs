@@ -156,4 +156,14 @@ async fn first_documentation_request_is_answered_from_the_index() {
     let (plain, _, analyzer) = first_documentation("let z = Tensor::zeros").await;
     assert!(!analyzer, "rust-analyzer was started: {plain}");
     assert!(plain.contains("pub fn zeros("), "{plain}");
+
+    // The notebook's own items, from their definitions.
+    let code = "/// A point of the plane.\nstruct P {\n    /// How far across.\n    x: f64,\n}\n\
+                let p = P { x: 1.0 };\np.x";
+    let (plain, _, analyzer) = first_documentation(code).await;
+    assert!(!analyzer, "rust-analyzer was started: {plain}");
+    assert!(
+        plain.contains("x: f64") && plain.contains("How far across."),
+        "{plain}"
+    );
 }

@@ -1,11 +1,11 @@
 //! Documentation requests (Shift+Tab, and the documentation panel JupyterLab's completer fills
 //! for the highlighted match) answered from the index, as rust-analyzer's hover would answer
 //! them: the item's path, its signature, its doc comment. A variable shows its type and that
-//! type's documentation.
+//! type's documentation; what the notebook defines shows its definition and doc comment.
 
 use super::super::messages::{Doc, Index};
 use super::context::{Context, context};
-use super::declared::type_key;
+use super::declared::{defined_doc, type_key};
 use super::{Notebook, indexed_path, receiver_type};
 
 /// What is shown for one name: a heading line of code (a path, or `let name: Type`), the
@@ -56,12 +56,27 @@ pub(crate) fn documentation(
             doc: Some(doc.clone()),
         })
     };
+    // What the notebook defines comes before the index's: a cell may name its own `Net`.
+    let defined = |owner: Option<&str>, name: &str| {
+        defined_doc(notebook.source, owner, name).map(|doc| Shown {
+            heading: match owner {
+                Some(owner) => format!("{owner}::{name}"),
+                None => name.to_owned(),
+            },
+            doc: Some(doc),
+        })
+    };
     match context(code, position) {
         Context::Member { receiver, prefix } if !prefix.is_empty() => {
             let key = type_key(receiver_type(before, receiver, notebook)?);
-            shown(format!("{key}::{prefix}"))
+            defined(Some(key), prefix).or_else(|| shown(format!("{key}::{prefix}")))
         }
         Context::Path { path, prefix } if !prefix.is_empty() => {
+            if let [owner] = path[..]
+                && let Some(found) = defined(Some(owner), prefix)
+            {
+                return Some(found);
+            }
             let (key, _) = indexed_path(index, &path)?;
             shown(format!("{key}::{prefix}"))
         }
@@ -75,6 +90,9 @@ pub(crate) fn documentation(
                     heading: format!("let {prefix}: {ty}"),
                     doc: type_doc(index, type_key(ty)).cloned(),
                 });
+            }
+            if let Some(found) = defined(None, prefix) {
+                return Some(found);
             }
             shown(prefix.to_owned()).or_else(|| {
                 type_doc(index, prefix)?;
@@ -227,6 +245,28 @@ mod tests {
         assert!(found("Vec", &[]).unwrap().plain().contains("growable"));
         assert_eq!(found("nothing_here", &[]), None);
         assert_eq!(found("v.push", &[]), None, "unknown receiver");
+    }
+
+    #[test]
+    fn the_notebooks_own_items_are_documented_from_its_source() {
+        let source = "/// A point.\nstruct Vec { x: f64 }\n\
+            impl Vec {\n    /// Its length.\n    fn push(&self) -> f64 { self.x }\n}";
+        let notebook = Notebook {
+            variables: &[],
+            source,
+        };
+        // The notebook's own `Vec` hides the index's.
+        let code = "let p = Vec { x: 1.0 };\np.push";
+        let shown = documentation(&index(), code, code.len(), notebook).unwrap();
+        assert_eq!(shown.heading, "Vec::push");
+        assert_eq!(
+            shown.plain(),
+            "Vec::push\n\nfn push(&self) -> f64\n\nIts length."
+        );
+        let shown = documentation(&index(), "Vec", 3, notebook).unwrap();
+        assert!(shown.plain().ends_with("A point."), "{shown:?}");
+        let shown = documentation(&index(), "Vec::push", 9, notebook).unwrap();
+        assert!(shown.plain().ends_with("Its length."), "{shown:?}");
     }
 
     #[test]
