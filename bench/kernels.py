@@ -8,7 +8,12 @@ Measures, for each kernel:
 - a trivial cell (`1 + 1`), a small tch cell and a completion request, repeated in one kernel;
 - memory: the summed RSS of the kernel's process tree idle with tch/torch loaded, and its peak
   while a cell runs the CIFAR-10 workload (sampled every 20 ms), split into the kernel plus its
-  evaluation process and the compiler processes (cargo, rustc, the linker) a Rust cell spawns.
+  evaluation process and the compiler processes (cargo, rustc, the linker) a Rust cell spawns;
+- tchbook's first requests (`--first-requests`, or `--first-starts` fresh kernels per kind in a
+  full run): each kind of completion a notebook asks for (FIRST_REQUESTS) as the very first
+  request of a fresh kernel, its latency, match count and whether JupyterLab would show it (in
+  < 1 s, with the expected items); the documentation request JupyterLab's completer sends for
+  the highlighted match, after a first Tab; and the PSS of the kernel's process tree 20 s later.
 
 A cell's latency runs from sending execute_request to the iopub `status: idle` that ends it, which
 is when a front end has shown everything; the execute_reply time is kept too.
@@ -20,6 +25,8 @@ from `tchbook install --prefix <tmp>`.
     python bench/kernels.py --out bench/out/kernels.json [--reps 20] [--kernels tchbook,evcxr,ipykernel]
     python bench/kernels.py --out before-after.json --kernels tchbook-baseline,tchbook \\
         --tchbook-baseline OLD/tchbook --tchbook NEW/tchbook --in-kernel-only
+    python bench/kernels.py --kernels tchbook --first-requests --starts 3 \\
+        --out bench/results/first-completion.json
 """
 
 import argparse
@@ -62,6 +69,23 @@ torch.set_num_threads(1)  # as in the 1-thread rows of the training table
 seconds, steps, loss = torch_loops.cifar(torch.device("cpu"), timed=True)
 print(f"loop_seconds={{seconds}}")
 """
+
+# Each kind of completion a notebook asks for, sent as the first request of a fresh tchbook kernel:
+# (kind, code with the cursor at its end, the items JupyterLab must show).
+FIRST_REQUESTS = [
+    ("std module path", "std::collections::Hash", ["HashMap", "HashSet"]),
+    ("std type in a module", "let shared = std::sync::Ar", ["Arc"]),
+    ("constant three modules deep", "let tau = 2.0 * std::f64::consts::P", ["PI"]),
+    ("dependency path", "let layer = tch::nn::Lin", ["Linear", "linear"]),
+    ("method of a cell's value", "let mut v = vec![1, 2];\nv.pu", ["push"]),
+    ("field of a notebook type", "struct P { x: f64 }\nlet p = P { x: 1.0 };\np.", ["x"]),
+    ("prelude name", "let t = Ten", ["Tensor"]),
+    ("local variable", "let learning_rate = 0.1;\nlet lr2 = learn", ["learning_rate"]),
+    ("macro", "printl", ["println!"]),
+]
+# The Tab, then the documentation request JupyterLab's completer sends for the highlighted match.
+DOCS_TAB = "let z = Tensor::zer"
+DOCS_REQUEST = "let z = Tensor::zeros"
 
 COMPILER_NAMES = re.compile(r"^(cargo|rustc|cc|c\+\+|ld|ld\.lld|lld|mold|collect2|ld\.bfd|ld\.gold|rustup)$")
 
@@ -216,6 +240,29 @@ def tree_memory(pid):
     return main, comp, procs
 
 
+def tree_pss(pid):
+    """(MiB, per-process list) of the tree's proportional set size: shared pages (libtorch, the
+    kernel binary mapped by several of its processes) counted once across the tree."""
+    total = 0.0
+    procs = []
+    for p in process_tree(pid):
+        try:
+            with open(f"/proc/{p}/smaps_rollup") as f:
+                kib = next(int(line.split()[1]) for line in f if line.startswith("Pss:"))
+        except (OSError, StopIteration):
+            continue
+        try:
+            with open(f"/proc/{p}/cmdline", "rb") as f:
+                argv = [a.decode(errors="replace") for a in f.read().split(b"\0") if a]
+        except OSError:
+            argv = []
+        # tchbook's processes are one binary in several roles: its first argument names the role.
+        name = " ".join([os.path.basename(argv[0])] + argv[1:2]) if argv else (_status(p) or {}).get("Name", "?")
+        procs.append({"pid": p, "name": name, "pss_mib": round(kib / 1024, 1)})
+        total += kib / 1024
+    return total, procs
+
+
 class Sampler(threading.Thread):
     def __init__(self, pid, period=0.02):
         super().__init__(daemon=True)
@@ -331,6 +378,18 @@ class Session:
                 if where == "shell" and msg["parent_header"].get("msg_id") == msg_id:
                     return t - t0, msg["content"].get("matches", [])
 
+    def inspect(self, code, cursor, timeout):
+        """Sends an inspect_request; returns (seconds to its reply, found, text/plain)."""
+        t0 = time.perf_counter()
+        msg_id = self.kc.inspect(code, cursor, detail_level=0)
+        while True:
+            if time.perf_counter() - t0 > timeout:
+                raise TimeoutError(f"{self.kernel.name}: no inspect_reply in {timeout} s")
+            for msg, where, t in self._recv(0.5):
+                if where == "shell" and msg["parent_header"].get("msg_id") == msg_id:
+                    content = msg["content"]
+                    return t - t0, content.get("found", False), content.get("data", {}).get("text/plain", "")
+
     def stop(self):
         tree = process_tree(self.pid) if self.pid else []
         try:
@@ -358,8 +417,55 @@ def summary(xs):
     return {"median": statistics.median(xs), "min": min(xs), "n": len(xs), "all": xs}
 
 
+def bench_first_requests(ksm, kernel, runtime, args):
+    """tchbook's first requests of fresh kernels: each completion kind, then Tab + documentation
+    and the tree's PSS 20 s later. `args.first_starts` fresh kernels for each."""
+    kinds = {}
+    for kind, code, expected in FIRST_REQUESTS:
+        latencies, counts, shown = [], [], 0
+        for _ in range(args.first_starts):
+            s = Session(ksm, kernel, runtime)
+            try:
+                s.start(args.timeout)
+                t, matches = s.complete(code, len(code), args.timeout)
+            finally:
+                s.stop()
+            latencies.append(t)
+            counts.append(len(matches))
+            hit = all(e in [m.split("(")[0] for m in matches] for e in expected)
+            shown += t < 1.0 and hit
+            log(f"{kernel.name}: first request, {kind}: {t * 1000:.0f} ms, {len(matches)} matches"
+                f" ({'shown' if t < 1.0 and hit else 'dropped' if hit else 'without ' + ', '.join(expected)})")
+        kinds[kind] = {"code": code, "expected": expected, "latency": summary(latencies),
+                       "matches": counts, "shown": shown}
+    inspects, found, pss, procs, texts = [], 0, [], [], []
+    for _ in range(args.first_starts):
+        s = Session(ksm, kernel, runtime)
+        try:
+            s.start(args.timeout)
+            s.complete(DOCS_TAB, len(DOCS_TAB), args.timeout)
+            t, ok, text = s.inspect(DOCS_REQUEST, len(DOCS_REQUEST), args.timeout)
+            inspects.append(t)
+            found += bool(ok)
+            texts.append(text[:300])
+            time.sleep(20)
+            total, procs = tree_pss(s.pid)
+            pss.append(total)
+        finally:
+            s.stop()
+        log(f"{kernel.name}: first documentation request {t * 1000:.0f} ms ({'found' if ok else 'nothing'}); "
+            f"tree PSS 20 s later {total:.0f} MiB")
+    return {"starts": args.first_starts, "kinds": kinds, "tab": DOCS_TAB, "inspect_code": DOCS_REQUEST,
+            "inspect": summary(inspects), "inspect_found": found, "inspect_text": texts[0] if texts else "",
+            "pss_after_tab_and_docs_mib": summary(pss), "pss_processes": procs}
+
+
 def bench_kernel(ksm, kernel, runtime, args):
     res = {"name": kernel.name}
+    if kernel.name.startswith("tchbook") and (args.first_requests or args.first_starts):
+        res["first_requests"] = bench_first_requests(ksm, kernel, runtime, args)
+    if args.first_requests:
+        return res
     starts, firsts, first_completes, first_hits, mem_before, mem_after = [], [], [], [], [], []
     code, cursor = kernel.complete
     if not args.in_kernel_only:
@@ -515,7 +621,14 @@ def main():
                         "kernels, no CIFAR memory run")
     p.add_argument("--fresh-only", action="store_true",
                    help="only the fresh-kernel measurements (start, first tch result, first completion, memory)")
+    p.add_argument("--first-requests", action="store_true",
+                   help="only tchbook's first requests of fresh kernels (each completion kind, the documentation "
+                        "request, the tree's PSS after them), --starts kernels for each")
+    p.add_argument("--first-starts", type=int, default=3,
+                   help="fresh kernels per first request in a full run (0: none; default 3)")
     args = p.parse_args()
+    if args.first_requests:
+        args.first_starts = args.starts or 3
     args.kernels = [k for k in args.kernels.split(",") if k]
     args.starts = args.starts or args.reps
     if "tchbook-baseline" in args.kernels and not args.tchbook_baseline:

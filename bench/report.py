@@ -202,10 +202,40 @@ def kernel_section(k):
     return out
 
 
+def first_requests_section(k):
+    """tchbook's first requests of fresh kernels (kernels.py's FIRST_REQUESTS), from any kernels.py
+    run that measured them."""
+    runs = [(n, r["first_requests"]) for n, r in k["kernels"].items() if "first_requests" in r]
+    out = []
+    for name, f in runs:
+        out.append(f"## {name}: the first request of a fresh kernel ({f['starts']} fresh kernels each)\n")
+        if "started" in k:
+            lb, la = k["load_before"], k["load_after"]
+            out.append(f"Measured {k['started']} – {k['ended'][-9:]}; 1-minute load average {lb[0]:.2f} before, "
+                       f"{la[0]:.2f} after. Each completion is the very first request of its kernel; "
+                       "JupyterLab shows a reply that comes within its 1 s provider timeout.\n")
+        out.append("| first request | code | latency, median (max) | matches | shown by JupyterLab |")
+        out.append("| --- | --- | ---: | ---: | ---: |")
+        for kind, r in f["kinds"].items():
+            code = r["code"].replace("\n", "⏎ ").replace("|", "\\|")
+            out.append(f"| {kind} | `{code}` | {fmt_s(r['latency']['median'])} ({fmt_s(max(r['latency']['all']))}) | "
+                       f"{round(sum(r['matches']) / len(r['matches']))} | {r['shown']} of {f['starts']} |")
+        out.append(f"| documentation of the highlighted match (`{f['inspect_code']}` after a Tab) | | "
+                   f"{fmt_s(f['inspect']['median'])} ({fmt_s(max(f['inspect']['all']))}) | | "
+                   f"found {f['inspect_found']} of {f['starts']} |")
+        pss = f["pss_after_tab_and_docs_mib"]
+        out.append(f"\nThe kernel's process tree 20 s after that Tab and its documentation: {pss['median']:.0f} MiB PSS "
+                   f"(median; max {max(pss['all']):.0f} MiB): " + ", ".join(
+                       f"{p['name']} {p['pss_mib']:.0f} MiB" for p in f["pss_processes"]) + ".")
+    return out
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--train", type=Path, nargs="*", default=[])
     p.add_argument("--kernels", type=Path)
+    p.add_argument("--first-requests", type=Path,
+                   help="kernels.py --first-requests JSON: tchbook's first requests of fresh kernels")
     p.add_argument("--notes", type=Path, help="markdown appended as the Notes section")
     p.add_argument("--out", type=Path, required=True)
     p.add_argument("--command", default="scripts/bench")
@@ -244,6 +274,11 @@ def main():
         lines.append("")
     if kernels:
         lines.extend(kernel_section(kernels))
+        lines.append("")
+    firsts = json.loads(args.first_requests.read_text()) \
+        if args.first_requests and args.first_requests.exists() else kernels
+    if firsts and any("first_requests" in r for r in firsts["kernels"].values()):
+        lines.extend(first_requests_section(firsts))
         lines.append("")
     # A CUDA table measured elsewhere (scripts/gpu-check --apply) names its machine in its note.
     if m["gpu"] == "none" and "cuda" not in devices:

@@ -170,14 +170,17 @@ pub fn prebuild_prelude(libtorch: &Libtorch) -> Result<()> {
     Ok(())
 }
 
-/// The completion index a fresh kernel answers its first Tab from (`completion.rs`), unless
-/// the cache has it. Not fatal: without it, completion waits for rust-analyzer once.
+/// The completion index a fresh kernel answers its first Tab and its documentation from
+/// (`completion/index/`), unless the cache has it. Not fatal: without it, completion waits for
+/// rust-analyzer once.
 fn index_completions(cache: &BuildCache) {
     let out = crate::completion::index_path(&cache.dir);
     if out.exists() {
         return;
     }
-    println!("Indexing completions for the first Tab of every kernel (once; under a minute)...");
+    println!(
+        "Indexing completions and documentation for every kernel's first Tab (once; a few minutes)..."
+    );
     let started = std::time::Instant::now();
     match crate::completion::build_index(
         &cache.template_dir(),

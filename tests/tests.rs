@@ -18,6 +18,7 @@ mod completion;
 mod display;
 mod download;
 mod execute;
+mod first_requests;
 mod fuzz;
 mod hostile_folder;
 mod hostile_network;

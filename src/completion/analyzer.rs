@@ -2,8 +2,11 @@
 //! feeds it one request at a time from a thread of its own, and contains whatever rust-analyzer
 //! does. A panic ends the process (its last reply says so); a request that runs past
 //! [`Limits::hang`] or a process above [`Limits::memory`] is killed. Each of those is logged and
-//! answered with a failure, and the next request starts a new process. The notebook's
-//! variables live in the evaluation process and are never touched.
+//! answered with a failure, and the next request starts a new process. A process that has had
+//! no request for [`Limits::idle`] is ended too: the index answers most requests, and the ~1 GiB
+//! rust-analyzer holds once warm is more than a notebook server shared by many users can keep
+//! for each kernel. The notebook's variables live in the evaluation process and are never
+//! touched.
 
 use super::messages::{Reply, Request};
 use std::io::{BufRead, BufReader, Write};
@@ -23,6 +26,8 @@ pub(crate) struct Limits {
     pub hang: Duration,
     /// Largest resident memory, in bytes. A warm analyzer of the prelude holds about 1 GiB.
     pub memory: u64,
+    /// How long a started process may wait for its next request before it is ended.
+    pub idle: Duration,
 }
 
 impl Default for Limits {
@@ -30,6 +35,7 @@ impl Default for Limits {
         Limits {
             hang: Duration::from_secs(90),
             memory: 6 << 30,
+            idle: Duration::from_secs(60),
         }
     }
 }
@@ -92,7 +98,30 @@ struct Running {
 
 fn serve_jobs(setup: &Setup, queue: &crossbeam_channel::Receiver<Job>, warm: &AtomicBool) {
     let mut running: Option<Running> = None;
-    for job in queue {
+    loop {
+        let next = match running {
+            Some(_) => queue.recv_timeout(setup.limits.idle),
+            None => queue
+                .recv()
+                .map_err(|_| crossbeam_channel::RecvTimeoutError::Disconnected),
+        };
+        let job = match next {
+            Ok(job) => job,
+            Err(crossbeam_channel::RecvTimeoutError::Timeout) => {
+                if let Some(mut process) = running.take() {
+                    tracing::info!(
+                        "ending the analyzer process {}: idle for {:?}",
+                        process.child.id(),
+                        setup.limits.idle
+                    );
+                    let _ = process.child.kill();
+                    let _ = process.child.wait();
+                }
+                warm.store(false, Ordering::Release);
+                continue;
+            }
+            Err(crossbeam_channel::RecvTimeoutError::Disconnected) => break,
+        };
         if job.reply.is_closed() {
             continue;
         }

@@ -1,18 +1,22 @@
-//! Completion and hover, answered within JupyterLab's patience.
+//! Completion and documentation, answered within JupyterLab's patience.
 //!
 //! JupyterLab drops a completion reply that comes later than its provider timeout (1 s by
-//! default), and rust-analyzer's first analysis of std and tch takes 6–9 s on two cores: the
-//! first Tab of every fresh kernel used to show nothing. Now:
+//! default), and rust-analyzer's first analysis of std and tch takes 6–9 s on two cores and
+//! holds ~1.1 GiB: the first Tab of every fresh kernel used to show nothing, and the first
+//! documentation request (JupyterLab sends one for the highlighted match) took seconds. Now:
 //! - the engine shapes the cell as evcxr would for rust-analyzer
 //!   ([`crate::engine::Evaluator::prepare_completion`]) and lists the notebook's variables;
 //! - a request is answered at once from the [`index`] where it can be: rust-analyzer's own
-//!   answers for the types and names in scope, computed once per build cache (by `tchbook
-//!   install`, else in the background on first use);
+//!   answers for the names in scope, the types in scope and the primitives, and the modules and
+//!   types of the crates in scope, with every item's documentation, computed once per build
+//!   cache (by `tchbook install`, else in the background on first use), and loaded when the
+//!   kernel starts; the notebook's own items are read from its source;
 //! - the rest goes to rust-analyzer, which runs in a process of its own ([`analyzer`],
-//!   [`server`]), started by the first request the index cannot answer or the first hover, so a
-//!   kernel whose completions the index answers never pays its ~1.1 GiB, and nothing
-//!   rust-analyzer does (panic, hang, blow-up) reaches the evaluation engine; it is given
-//!   [`DEADLINE`], and a slower answer is replaced by the index's (or nothing).
+//!   [`server`]), started by the first request the index cannot answer, so a kernel whose
+//!   requests the index answers never pays its memory, and nothing rust-analyzer does (panic,
+//!   hang, blow-up) reaches the evaluation engine; a completion gives it [`DEADLINE`], and a
+//!   slower answer is replaced by the index's (or nothing). Once it has been idle for
+//!   [`analyzer::Limits::idle`], the process ends, and the next request starts a new one.
 
 mod analyzer;
 mod index;
@@ -20,6 +24,7 @@ mod messages;
 pub mod server;
 
 use analyzer::{Analyzer, Limits, Setup};
+use index::Notebook;
 use messages::{Index, Reply, Request};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -31,12 +36,19 @@ pub use messages::Source;
 /// How long a completion waits for a warm rust-analyzer: JupyterLab's 1 s, less the round trip
 /// and the engine's share.
 pub const DEADLINE: Duration = Duration::from_millis(700);
+/// How long a completion or a documentation request waits for the engine to shape the cell. An
+/// idle engine does it in milliseconds, but the engine thread starts evcxr and the evaluation
+/// process first (about a second: a fresh kernel's first Tab came after JupyterLab's timeout)
+/// and runs cells in turn; meanwhile the index answers from the cell's own text and the
+/// variables the engine listed last.
+pub const ENGINE_PATIENCE: Duration = Duration::from_millis(200);
 /// How long a hover (Shift+Tab) may wait: the first one loads rust-analyzer, which takes tens of
 /// seconds on two busy cores. JupyterLab's tooltip has no timeout of its own, and the reply
 /// comes from a task of its own, so nothing else waits for it.
 const HOVER_DEADLINE: Duration = Duration::from_secs(120);
-/// The index's file in the build cache.
-const INDEX_FILE: &str = "completion-index.json";
+/// The index's file in the build cache. Its format's version is in the name: kernels of one
+/// version share a cache, and a kernel built before a format change reads only its own file.
+const INDEX_FILE: &str = "completion-index.v2.json";
 
 /// One completion match.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -74,17 +86,22 @@ pub fn index_path(cache_dir: &Path) -> PathBuf {
     cache_dir.join(INDEX_FILE)
 }
 
+/// The index as last read, with its file's modification time.
+type Loaded = Option<(SystemTime, Arc<Index>)>;
+
 /// Completion and hover for one kernel.
 pub struct Completer {
     analyzer: Analyzer,
     header: String,
     index_path: Option<PathBuf>,
-    index: Mutex<Option<(SystemTime, Arc<Index>)>>,
+    index: Arc<Mutex<Loaded>>,
     /// A request is held open so the analyzer warms up even though its caller moved on.
     warming: Arc<AtomicBool>,
     indexing: Arc<AtomicBool>,
     /// The last answer that came after its request had given up, with the source it answers.
     late: Arc<Mutex<Option<(Source, Reply)>>>,
+    /// The notebook's variables as the engine last listed them.
+    variables: Mutex<Vec<(String, String)>>,
 }
 
 impl Completer {
@@ -99,39 +116,58 @@ impl Completer {
             dir: build_dir.join("tchbook-analyzer"),
             limits: Limits::default(),
         });
-        Completer {
+        let completer = Completer {
             analyzer,
             header: header.to_owned(),
             index_path: cache_dir.map(index_path),
-            index: Mutex::new(None),
+            index: Arc::new(Mutex::new(None)),
             warming: Arc::new(AtomicBool::new(false)),
             indexing: Arc::new(AtomicBool::new(false)),
             late: Arc::new(Mutex::new(None)),
-        }
+            variables: Mutex::new(Vec::new()),
+        };
+        // Read now, in the background (several MiB of JSON), so that the first Tab does
+        // not wait for it; a request that comes sooner waits on the lock for the rest.
+        let (path, held) = (completer.index_path.clone(), completer.index.clone());
+        let _ = std::thread::Builder::new()
+            .name("tchbook-index-load".into())
+            .spawn(move || {
+                if let Some(path) = path {
+                    read_index(&path, &held);
+                }
+            });
+        completer
     }
 
-    /// Completions at byte `position` of `code`.
-    pub async fn complete(&self, code: &str, position: usize, prepared: Prepared) -> Completions {
-        let (source, variables) = match prepared {
-            Prepared::Answered(found) => return found,
-            Prepared::Unavailable => return Completions::empty_at(position),
-            Prepared::Rust { source, variables } => (source, variables),
+    /// Completions at byte `position` of `code`; `prepare` is the engine's shaping of the cell
+    /// ([`ENGINE_PATIENCE`]).
+    pub async fn complete(
+        &self,
+        code: &str,
+        position: usize,
+        prepare: impl Future<Output = Prepared>,
+    ) -> Completions {
+        let (source, variables) = match self.prepared(prepare).await {
+            Some(Prepared::Answered(found)) => return found,
+            Some(Prepared::Unavailable) => return Completions::empty_at(position),
+            Some(Prepared::Rust { source, variables }) => (source, variables),
+            None => {
+                // The engine is busy: the index alone answers, from the cell's own text.
+                return self.indexed_for_cell_alone(code, position);
+            }
         };
+
         let from_index = || {
-            // Without an index (not built yet), the notebook's own names still complete.
-            let index = self.index().unwrap_or_default();
-            let defined = index::defined_items(&source.code);
-            let (items, start) = index::lookup(&index, code, position, &variables, &defined)?;
-            let found = Completions {
-                matches: items.into_iter().map(Match::from).collect(),
-                start,
-                end: position,
+            let notebook = Notebook {
+                variables: &variables,
+                source: &source.code,
             };
-            Some(found.typed_in(code, position))
+            self.indexed(code, position, notebook)
         };
         self.index_in_background();
         let request = Request::Complete {
             source: source.clone(),
+            docs: false,
         };
         // The index holds rust-analyzer's own answers for the cases it covers, instantly;
         // rust-analyzer is asked only for the rest (`x.f().`, types the index does not know),
@@ -186,7 +222,34 @@ impl Completer {
         }
     }
 
-    /// `(plain text, html)` documentation at `source`'s offset.
+    /// `(plain text, html)` documentation of the name that ends at byte `position` of `code`,
+    /// from the index (no rust-analyzer); `None` when the index does not hold it. `prepare` is
+    /// the engine's shaping of the cell ([`ENGINE_PATIENCE`]).
+    pub async fn documentation(
+        &self,
+        code: &str,
+        position: usize,
+        prepare: impl Future<Output = Prepared>,
+    ) -> Option<(String, String)> {
+        let (source, variables) = match self.prepared(prepare).await {
+            Some(Prepared::Rust { source, variables }) => (source.code, variables),
+            Some(_) => return None,
+            // The engine is busy: the cell's own text holds what it defines.
+            None => (code.to_owned(), self.known_variables()),
+        };
+        let index = self.index()?;
+        let notebook = Notebook {
+            variables: &variables,
+            source: &source,
+        };
+        let shown = index::documentation(&index, code, position, notebook)?;
+        let mut html = String::new();
+        let markdown = shown.markdown();
+        pulldown_cmark::html::push_html(&mut html, pulldown_cmark::Parser::new(&markdown));
+        Some((shown.plain(), html))
+    }
+
+    /// `(plain text, html)` documentation at `source`'s offset, from rust-analyzer.
     pub async fn inspect(&self, source: Source) -> Option<(String, String)> {
         let answer = self.analyzer.ask(Request::Hover { source });
         match tokio::time::timeout(HOVER_DEADLINE, answer).await {
@@ -202,12 +265,64 @@ impl Completer {
         }
     }
 
+    /// The engine's shaping of the cell, if it comes within [`ENGINE_PATIENCE`].
+    async fn prepared(&self, prepare: impl Future<Output = Prepared>) -> Option<Prepared> {
+        let prepared = tokio::time::timeout(ENGINE_PATIENCE, prepare).await.ok()?;
+        if let Prepared::Rust { variables, .. } = &prepared {
+            *self.variables.lock().unwrap_or_else(|p| p.into_inner()) = variables.clone();
+        }
+        Some(prepared)
+    }
+
+    /// The notebook's variables as the engine last listed them.
+    fn known_variables(&self) -> Vec<(String, String)> {
+        self.variables
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
+    }
+
+    /// The index's completions when the engine has not shaped the cell: the cell's own text
+    /// stands for the source (a fresh kernel has nothing else; later, the items of earlier cells
+    /// are missing), with the variables the engine listed last.
+    fn indexed_for_cell_alone(&self, code: &str, position: usize) -> Completions {
+        let line = code
+            .get(..position)
+            .and_then(|before| before.rsplit('\n').next())
+            .unwrap_or_default();
+        if line.trim_start().starts_with(':') {
+            // A `:` command, which only the engine completes: Rust names would be wrong here.
+            return Completions::empty_at(position);
+        }
+        self.index_in_background();
+        let variables = self.known_variables();
+        let notebook = Notebook {
+            variables: &variables,
+            source: code,
+        };
+        self.indexed(code, position, notebook)
+            .unwrap_or_else(|| Completions::empty_at(position))
+    }
+
+    /// The index's completions, `None` where it cannot answer. Without an index (not built
+    /// yet), the notebook's own names still complete.
+    fn indexed(&self, code: &str, position: usize, notebook: Notebook) -> Option<Completions> {
+        let index = self.index().unwrap_or_default();
+        let (items, start) = index::lookup(&index, code, position, notebook)?;
+        let found = Completions {
+            matches: items.into_iter().map(Match::from).collect(),
+            start,
+            end: position,
+        };
+        Some(found.typed_in(code, position))
+    }
+
     fn warm_up(&self, request: Request) {
         if self.warming.swap(true, Ordering::AcqRel) {
             return;
         }
         let asked = match &request {
-            Request::Complete { source } => Some(source.clone()),
+            Request::Complete { source, .. } => Some(source.clone()),
             _ => None,
         };
         let answer = self.analyzer.ask(request);
@@ -223,17 +338,7 @@ impl Completer {
 
     /// The index, re-read when its file changed (a background build finished).
     fn index(&self) -> Option<Arc<Index>> {
-        let path = self.index_path.as_ref()?;
-        let modified = std::fs::metadata(path).and_then(|m| m.modified()).ok()?;
-        let mut held = self.index.lock().unwrap_or_else(|p| p.into_inner());
-        if let Some((when, index)) = held.as_ref()
-            && *when == modified
-        {
-            return Some(index.clone());
-        }
-        let index = Arc::new(index::load(path)?);
-        *held = Some((modified, index.clone()));
-        Some(index)
+        read_index(self.index_path.as_ref()?, &self.index)
     }
 
     /// Builds the index in a process of its own when the cache has none (a cache that
@@ -259,6 +364,20 @@ impl Completer {
     }
 }
 
+/// The index at `path`, from `held` unless the file changed since it was read.
+fn read_index(path: &Path, held: &Mutex<Loaded>) -> Option<Arc<Index>> {
+    let mut held = held.lock().unwrap_or_else(|p| p.into_inner());
+    let modified = std::fs::metadata(path).and_then(|m| m.modified()).ok()?;
+    if let Some((when, index)) = held.as_ref()
+        && *when == modified
+    {
+        return Some(index.clone());
+    }
+    let index = Arc::new(index::load(path)?);
+    *held = Some((modified, index.clone()));
+    Some(index)
+}
+
 impl Completions {
     fn empty_at(position: usize) -> Completions {
         Completions {
@@ -268,13 +387,15 @@ impl Completions {
         }
     }
 
-    /// Only matches that continue what is typed (rust-analyzer also offers `iter` for `v.le`,
-    /// its "auto-iter" suggestions), and libtorch's `internal_` operators after the rest: a
-    /// PyTorch user knows them as `torch._foo`, not what `x.` should offer first.
+    /// Only matches that continue what is typed, ASCII case aside (rust-analyzer also offers
+    /// `iter` for `v.le`, its "auto-iter" suggestions), those in the typed case first, and
+    /// libtorch's `internal_` operators after the rest: a PyTorch user knows them as
+    /// `torch._foo`, not what `x.` should offer first.
     fn typed_in(mut self, code: &str, position: usize) -> Completions {
         let typed = code.get(self.start..position).unwrap_or_default();
-        self.matches.retain(|m| m.text.starts_with(typed));
-        self.matches.sort_by_key(|m| is_internal(&m.text));
+        self.matches.retain(|m| index::continues(&m.text, typed));
+        self.matches
+            .sort_by_key(|m| (is_internal(&m.text), !m.text.starts_with(typed)));
         self
     }
 }
@@ -303,8 +424,10 @@ fn user_offset(source: &Source, position: usize, offset: usize) -> Option<usize>
     }
 }
 
-/// Builds the fallback index for the build directory `template` (which must hold the prelude's
-/// manifest) into `out`, in an analyzer process of its own; `nice` lowers its priority.
+/// Builds the index for the build directory `template` (which must hold the prelude's
+/// manifest) into `out`, asking an analyzer process of its own one question at a time, each
+/// within the analyzer's usual limits (a whole build takes minutes on two busy cores); `nice`
+/// lowers its priority.
 pub fn build_index(template: &Path, out: &Path, header: &str, nice: bool) -> anyhow::Result<()> {
     use anyhow::Context;
     let exe = std::env::current_exe().context("finding this binary")?;
@@ -324,30 +447,59 @@ pub fn build_index(template: &Path, out: &Path, header: &str, nice: bool) -> any
     let analyzer = Analyzer::spawn(Setup {
         exe,
         build_dir: template.to_owned(),
-        dir: dir.clone(),
+        dir,
         limits: Limits {
-            hang: Duration::from_secs(900),
+            // The first question loads std, tch and the prelude: tens of seconds when busy.
+            hang: Duration::from_secs(300),
             ..Limits::default()
         },
     });
-    let answer = analyzer
-        .ask(Request::BuildIndex {
-            header: header.to_owned(),
-        })
-        .blocking_recv();
+    let index = index::build(header, |source| {
+        let request = Request::Complete {
+            source: source.clone(),
+            docs: true,
+        };
+        match analyzer.ask(request).blocking_recv() {
+            Ok(Ok(reply)) => Ok(reply),
+            Ok(Err(error)) => anyhow::bail!(error),
+            Err(_) => anyhow::bail!("the analyzer thread ended"),
+        }
+    });
+    drop(analyzer);
     drop(scratch);
-    match answer {
-        Ok(Ok(Reply::Index(index))) => index::save(out, &index),
-        Ok(Ok(Reply::Failed { message })) => anyhow::bail!(message),
-        Ok(Ok(other)) => anyhow::bail!("unexpected reply {other:?}"),
-        Ok(Err(error)) => anyhow::bail!(error),
-        Err(_) => anyhow::bail!("the analyzer thread ended"),
-    }
+    index::save(out, &index?)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[tokio::test]
+    async fn a_busy_engine_leaves_the_index_to_answer_from_the_cell() {
+        let build = tempfile::tempdir().unwrap();
+        let cache = tempfile::tempdir().unwrap();
+        let index = Index {
+            scope: vec![messages::Item::new("debug_assert!", "function")],
+            ..Index::default()
+        };
+        index::save(&index_path(cache.path()), &index).unwrap();
+        let completer = Completer::new(build.path(), Some(cache.path()), "");
+        let busy = std::future::pending::<Prepared>;
+        let code = "struct P { x: f64 }\nlet alpha = P { x: 1.0 };\nalpha.";
+        let found = completer.complete(code, code.len(), busy()).await;
+        let names: Vec<_> = found.matches.iter().map(|m| m.text.as_str()).collect();
+        assert_eq!(names, ["x"]);
+        assert_eq!((found.start, found.end), (code.len(), code.len()));
+        let found = completer.complete("let beta = 2;\nbe", 16, busy()).await;
+        assert_eq!(found.matches[0].text, "beta");
+        assert_eq!(found.start, 14);
+        let found = completer.complete("let d = de", 10, busy()).await;
+        assert_eq!(found.matches[0].text, "debug_assert!");
+        // `:` commands are the engine's to complete.
+        let found = completer.complete(":de", 3, busy()).await;
+        assert!(found.matches.is_empty(), "{found:?}");
+        assert_eq!(completer.documentation("x", 1, busy()).await, None);
+    }
 
     #[test]
     fn offsets_map_back_around_the_cursor() {

@@ -9,8 +9,7 @@
 //! ([`super::analyzer`]). The process also keeps rust-analyzer's memory (about 1 GiB once std
 //! and tch are analysed) out of kernels that never complete.
 
-use super::index;
-use super::messages::{Item, Reply, Request};
+use super::messages::{Doc, Item, Reply, Request};
 use anyhow::{Context, Result};
 use evcxr::StandaloneAnalyzer;
 use std::io::{BufRead, Write};
@@ -85,11 +84,8 @@ fn answer(analyzer: &mut Option<StandaloneAnalyzer>, dir: &Path, request: &Reque
         },
     };
     let result = match request {
-        Request::Complete { source } => complete(analyzer, &source.into()),
+        Request::Complete { source, docs } => complete(analyzer, &source.into(), *docs),
         Request::Hover { source } => hover(analyzer, &source.into()),
-        Request::BuildIndex { header } => {
-            index::build(header, |source| complete(analyzer, source)).map(Reply::Index)
-        }
     };
     result.unwrap_or_else(|error| Reply::Failed {
         message: format!("{error:#}"),
@@ -97,10 +93,12 @@ fn answer(analyzer: &mut Option<StandaloneAnalyzer>, dir: &Path, request: &Reque
 }
 
 /// rust-analyzer's completions as replies: bare names (no argument placeholders), internal
-/// names dropped, each name once, in rust-analyzer's order of relevance.
+/// names dropped, each name once, in rust-analyzer's order of relevance; with `docs`, each with
+/// its signature and documentation.
 pub(crate) fn complete(
     analyzer: &mut StandaloneAnalyzer,
     source: &evcxr::AnalysisSource,
+    docs: bool,
 ) -> Result<Reply> {
     let found = analyzer.completions(source)?;
     let mut seen = std::collections::HashSet::new();
@@ -110,6 +108,14 @@ pub(crate) fn complete(
         .map(|c| Item {
             text: bare_name(&c.code),
             kind: c.kind.to_owned(),
+            doc: if docs && (c.detail.is_some() || c.documentation.is_some()) {
+                Some(Doc {
+                    signature: c.detail,
+                    text: c.documentation,
+                })
+            } else {
+                None
+            },
         })
         .filter(|item| {
             !item.text.is_empty()

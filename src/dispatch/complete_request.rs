@@ -22,8 +22,8 @@ impl<E: Evaluator> Shell<E> {
                 error: None,
             };
         }
-        let prepared = self.engine.prepare_completion(code.clone(), position).await;
-        let found = self.completer.complete(code, position, prepared).await;
+        let prepare = self.engine.prepare_completion(code.clone(), position);
+        let found = self.completer.complete(code, position, prepare).await;
         let (start, end) = if found.matches.is_empty() {
             (position, position)
         } else {

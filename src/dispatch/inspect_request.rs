@@ -22,10 +22,18 @@ impl<E: Evaluator> Shell<E> {
         let position = syntax::code_point_to_byte(code, request.cursor_pos);
         let end = syntax::end_of_identifier(code, position);
         // Text the parsers are not given (`syntax::MAX_NESTING`) has no documentation to show.
-        let source = match syntax::too_deeply_nested(code) {
-            Some(_) => None,
-            None => self.engine.prepare_hover(code.clone(), end).await,
-        };
+        if syntax::too_deeply_nested(code).is_some() {
+            self.reply(inspect_reply(None).as_child_of(message));
+            self.shared.status(message, Status::idle());
+            return;
+        }
+        // The index's documentation, at once, where it holds the name.
+        if let Some(found) = self.indexed_documentation(code, end).await {
+            self.reply(inspect_reply(Some(found)).as_child_of(message));
+            self.shared.status(message, Status::idle());
+            return;
+        }
+        let source = self.engine.prepare_hover(code.clone(), end).await;
         let completer = self.completer.clone();
         let shared = self.shared.clone();
         let outgoing = self.shell.outgoing.clone();
@@ -40,14 +48,29 @@ impl<E: Evaluator> Shell<E> {
         });
     }
 
-    /// `(plain text, html)` documentation of the name ending at byte `position` of `code`.
+    /// `(plain text, html)` documentation of the name ending at byte `position` of `code`: the
+    /// index's, else rust-analyzer's.
     pub(super) async fn documentation(
         &mut self,
         code: String,
         position: usize,
     ) -> Option<(String, String)> {
+        if let Some(found) = self.indexed_documentation(&code, position).await {
+            return Some(found);
+        }
         let source = self.engine.prepare_hover(code, position).await?;
         self.completer.inspect(source).await
+    }
+
+    /// The index's documentation of the name ending at byte `position` of `code`, given the
+    /// notebook's variables and items as the engine shapes them for a completion there.
+    async fn indexed_documentation(
+        &mut self,
+        code: &str,
+        position: usize,
+    ) -> Option<(String, String)> {
+        let prepare = self.engine.prepare_completion(code.to_owned(), position);
+        self.completer.documentation(code, position, prepare).await
     }
 }
 

@@ -307,6 +307,9 @@ Panic detected. Here's some useful information if you're filing a bug report.
                     code: (*cmd).to_owned(),
                     kind: "magic",
                     label: (*cmd).to_owned(),
+                    // tchbook patch: commands have no signature or documentation here.
+                    detail: None,
+                    documentation: None,
                 })
             }
         }

@@ -353,6 +353,11 @@ impl RustAnalyzer {
                             .replace("$0", ""),
                         kind: jupyter_kind(item.kind),
                         label: item.label.primary.to_string(),
+                        // tchbook patch: the signature and documentation rust-analyzer computed
+                        // for the item anyway (no field is left to resolve), for an index that
+                        // shows documentation without rust-analyzer.
+                        detail: item.detail.clone(),
+                        documentation: item.documentation.as_ref().map(|d| d.as_str().to_owned()),
                     });
                     if let Some(previous_range) = range.as_ref() {
                         if *previous_range != indel.delete {
@@ -527,6 +532,10 @@ pub struct Completion {
     pub code: String,
     pub kind: &'static str,
     pub label: String,
+    /// tchbook patch: the item's signature (`pub fn push(&mut self, value: T)`), if any.
+    pub detail: Option<String>,
+    /// tchbook patch: the item's documentation, as markdown, if any.
+    pub documentation: Option<String>,
 }
 
 fn jupyter_kind(kind: ra_ide::CompletionItemKind) -> &'static str {
