@@ -177,9 +177,10 @@ async fn a_training_loop_sees_a_slider_moved_while_it_runs() {
         .drain_backlog()
         .into_iter()
         .find(|m| {
-            m.parent_header
-                .as_ref()
-                .is_some_and(|p| p.msg_id == moved.header.msg_id)
+            m.header.msg_type == "comm_msg"
+                && m.parent_header
+                    .as_ref()
+                    .is_some_and(|p| p.msg_id == moved.header.msg_id)
         })
         .expect("the update's echo");
     let JupyterMessageContent::CommMsg(echo) = &echo.content else {

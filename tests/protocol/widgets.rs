@@ -121,21 +121,35 @@ async fn a_slider_moved_while_a_cell_runs_reaches_the_running_cell() {
     let reply = kernel.execute_reply_to(&cell, SOON).await;
     assert_eq!(reply.status, jupyter_protocol::ReplyStatus::Ok);
 
-    // The echo the protocol asks for came as the update's child, and no status: the kernel
-    // stayed busy with the cell.
-    let answers: Vec<JupyterMessage> = kernel
-        .drain_backlog()
-        .into_iter()
+    // The echo the protocol asks for came as the update's child, between its busy and idle
+    // (ipywidgets' front end sends a widget's next change only after that idle), and a busy of
+    // the running cell at once after it.
+    let backlog = kernel.drain_backlog();
+    let answers: Vec<&JupyterMessage> = backlog
+        .iter()
         .filter(|m| {
             m.parent_header
                 .as_ref()
                 .is_some_and(|p| p.msg_id == moved.header.msg_id)
         })
         .collect();
-    assert_eq!(types(&answers), ["comm_msg"]);
-    assert_eq!(data(&answers[0])["method"], "echo_update");
-    assert_eq!(data(&answers[0])["state"], json!({"value": 7}));
-    assert_eq!(answers[0].metadata["version"], "2.1.0");
+    assert_eq!(
+        answers
+            .iter()
+            .map(|m| m.header.msg_type.as_str())
+            .collect::<Vec<_>>(),
+        ["status", "comm_msg", "status"]
+    );
+    assert_eq!(data(answers[1])["method"], "echo_update");
+    assert_eq!(data(answers[1])["state"], json!({"value": 7}));
+    assert_eq!(answers[1].metadata["version"], "2.1.0");
+    let busy_again = iopub
+        .iter()
+        .filter(|m| m.header.msg_type == "status")
+        .map(|m| serde_json::to_value(&m.content).unwrap()["execution_state"].clone())
+        .collect::<Vec<_>>();
+    // (The cell's own first busy came before its widget, read above.)
+    assert_eq!(busy_again, ["busy", "idle"], "{iopub:?}");
 }
 
 #[tokio::test(flavor = "multi_thread")]

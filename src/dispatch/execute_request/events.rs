@@ -5,7 +5,7 @@ use crate::dispatch::Shell;
 use crate::dispatch::comm::{front_end_comm, is_comm};
 use crate::display::Panic;
 use crate::engine::{CellError, Evaluator, Event, Finished};
-use jupyter_protocol::JupyterMessage;
+use jupyter_protocol::{JupyterMessage, Status};
 use std::time::Duration;
 
 /// How long printed text waits for more before it is published: lines printed within this gap
@@ -70,7 +70,7 @@ impl<E: Evaluator> Shell<E> {
                             None => break None,
                         },
                         Some(request) = self.shell.incoming.recv() => {
-                            self.while_running(request).await;
+                            self.while_running(request, message).await;
                             continue;
                         }
                         () = timeout => {
@@ -112,11 +112,17 @@ impl<E: Evaluator> Shell<E> {
     }
 
     /// A request that arrived while the cell runs: a comm message (a widget moved) is passed
-    /// on at once, without `busy`/`idle` (the kernel is busy with the cell, and an `idle` would
-    /// say otherwise); anything else waits its turn.
-    async fn while_running(&mut self, request: JupyterMessage) {
+    /// on at once, anything else waits its turn. The comm message gets its `busy` and `idle`
+    /// like any request: ipywidgets' front end sends a widget's next change only once the last
+    /// one's `idle` came (its message throttle), so without it a slider dragged during a cell
+    /// would reach the cell once and then wait for the cell's end. A `busy` for the running
+    /// cell follows, so a front end's kernel indicator shows the kernel busy again at once.
+    async fn while_running(&mut self, request: JupyterMessage, cell: &JupyterMessage) {
         if is_comm(&request) {
+            self.shared.status(&request, Status::busy());
             front_end_comm(&self.shared, &request).await;
+            self.shared.status(&request, Status::idle());
+            self.shared.status(cell, Status::busy());
             self.last_request = Some(request);
         } else {
             self.queued.push_back(request);
