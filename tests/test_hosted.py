@@ -256,8 +256,13 @@ def test_device_card_and_run_table_are_rich_outputs(bridged):
     card = [o for o in bridged.outputs("device-card") if o.output_type == "execute_result"]
     assert len(card) == 1 and "text/html" in card[0].data and "<table" in card[0].data["text/html"], card
     assert card[0].execution_count == bridged.nb.cells[bridged.index("device-card")].execution_count
-    tables = [o for o in bridged.outputs("run-table") if o.output_type == "display_data"]
+    # The cell shows two displays: the run table and the epochs' progress bar.
+    tables = [o for o in bridged.outputs("run-table")
+              if o.output_type == "display_data" and "application/vnd.tchbook.run-table+json" in o.data]
     assert len(tables) == 1, f"the run table is one display, updated in place: {bridged.outputs('run-table')}"
+    bars = [o for o in bridged.outputs("run-table")
+            if o.output_type == "display_data" and "application/vnd.tchbook.progress+json" in o.data]
+    assert len(bars) == 1, f"one progress bar for both runs: {bridged.outputs('run-table')}"
     html = tables[0].data["text/html"]
     assert html.count("<tr") >= 3, html  # a header row and one row per run
     assert any(k == "update_display_data" for k in bridged.kinds("run-table"))

@@ -139,6 +139,30 @@ impl Progress {
         self.start.elapsed().as_secs_f64()
     }
 
+    /// Starts the bar again over `total` steps, with a new description, in the same display
+    /// (the same widget inside a kernel): one bar for a loop that repeats, such as the
+    /// `RunManager`'s over each epoch's batches.
+    ///
+    /// ```
+    /// use tchbook_prelude::prelude::*;
+    /// let mut bar = Progress::new(2, "batch").description("epoch 1");
+    /// bar.inc(2);
+    /// bar.finish();
+    /// bar.restart(3, "epoch 2");
+    /// bar.tick();
+    /// assert_eq!(bar.done(), 1);
+    /// ```
+    pub fn restart(&mut self, total: usize, description: &str) {
+        self.total = total;
+        self.done = 0;
+        self.description = description.to_string();
+        self.postfix.clear();
+        self.start = Instant::now();
+        self.finished = false;
+        self.failed = false;
+        self.redraw(true);
+    }
+
     /// Draws the final state (and prints it in a plain process).
     ///
     /// ```

@@ -918,3 +918,64 @@ fn the_variables_panel_shows_a_widget_by_its_repr_without_opening_it() {
     assert_eq!(variables[0].value, "IntSlider(value=3, min=0, max=100)");
     assert!(!slider.downcast_ref::<IntSlider>().unwrap().is_open());
 }
+
+const RUN_MANAGER_CHILD: &str = "widgets::run_manager_child";
+
+#[test]
+#[ignore = "runs only as the child process of another test"]
+fn run_manager_child() {
+    if !is_child(RUN_MANAGER_CHILD) {
+        return;
+    }
+    runtime::attach();
+    let ds = TensorDataset::new(
+        Tensor::rand([10, 1, 28, 28], (Kind::Float, Device::Cpu)),
+        Tensor::zeros([10], (Kind::Int64, Device::Cpu)),
+    );
+    let params = RunParams::new().lr(&[0.01]).batch_size(&[4, 5]);
+    let mut m = RunManager::new().without_tensorboard();
+    let vs = nn::VarStore::new(Device::Cpu);
+    for run in RunBuilder::get_runs(&params) {
+        let loader = DataLoader::new(&ds, run.batch_size);
+        m.begin_run_with(&run, &vs, &loader);
+        m.begin_epoch();
+        for (images, _) in loader.iter() {
+            m.track_loss(&Tensor::from(1.0f32), images.size()[0]);
+        }
+        m.end_epoch();
+        m.end_run();
+    }
+}
+
+#[test]
+fn inside_a_kernel_the_run_manager_shows_each_epochs_batches_on_one_tqdm_bar() {
+    let messages = protocol(&run_child(RUN_MANAGER_CHILD));
+    let opened = opened(&messages);
+    let rows: Vec<&(String, Map<String, Value>)> = opened
+        .iter()
+        .filter(|(_, s)| s["_model_name"] == "HBoxModel")
+        .collect();
+    assert_eq!(rows.len(), 1, "one bar for every run: {opened:?}");
+    let children: Vec<String> = rows[0].1["children"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c.as_str().unwrap()["IPY_MODEL_".len()..].to_owned())
+        .collect();
+    let views = messages
+        .iter()
+        .filter(|m| matches!(m, Message::Display { data, .. } if data.contains_key(VIEW_MIME)))
+        .count();
+    assert_eq!(views, 1, "one display");
+    // The second run (batch size 5: 2 batches of 10 samples) left the bar full and green,
+    // named after its run and epoch.
+    let states = replay(&messages);
+    let bar = &states[&children[1]];
+    assert_eq!((&bar["value"], &bar["max"]), (&json!(2.0), &json!(2.0)));
+    assert_eq!(bar["bar_style"], "success");
+    let left = states[&children[0]]["value"].as_str().unwrap();
+    assert!(left.starts_with("run 2 epoch 1"), "{left}");
+    // The first run's three batches were counted on the same bar before: its state as opened.
+    let first = &opened.iter().find(|(id, _)| *id == children[1]).unwrap().1;
+    assert_eq!(first["max"], json!(3.0), "{first:?}");
+}

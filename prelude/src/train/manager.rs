@@ -6,6 +6,7 @@ use super::table::{DeviceComparison, EpochResult, RunTable, row_text};
 use crate::data::DataLoader;
 use crate::display::{Bundle, DisplayHandle, Render, rich, show};
 use crate::interrupt;
+use crate::progress::Progress;
 #[cfg(feature = "tensorboard")]
 use crate::tensorboard::{SummaryWriter, make_grid, run_dir_name};
 use std::path::{Path, PathBuf};
@@ -25,6 +26,10 @@ use tch::{Device, Kind, Tensor};
 ///   `Accuracy`, and, for runs begun with a var store, a histogram of every parameter and of
 ///   its gradient (`conv1.weight`, `conv1.weight.grad`, …);
 /// - at [`end_run`](Self::end_run), the file is closed.
+///
+/// Inside a kernel it also shows each epoch's progress over the loader's batches, ticked by
+/// [`track_loss`](Self::track_loss), as `tqdm.notebook`'s bar: one bar for all the runs, named
+/// after the run and epoch it counts, started again at each epoch.
 ///
 /// The episode's `add_graph` is left out: [`SummaryWriter`] says why. Without the prelude's
 /// `tensorboard` feature, or after [`without_tensorboard`](Self::without_tensorboard), only the
@@ -46,6 +51,11 @@ pub struct RunManager {
     correct: Option<Tensor>,
     samples: i64,
     handle: Option<DisplayHandle>,
+    /// Inside a kernel, the epoch's progress over its batches (`tqdm.notebook`'s widget), one
+    /// bar for all the runs, started again at each epoch.
+    bar: Option<Progress>,
+    /// Batches per epoch, from the run's loader (0: not known, `begin_run` without one).
+    batches: usize,
     /// Where runs are logged; `None`: not at all.
     runs_dir: Option<PathBuf>,
     /// Every run's TensorBoard folder so far.
@@ -84,6 +94,8 @@ impl RunManager {
             correct: None,
             samples: 0,
             handle: None,
+            bar: None,
+            batches: 0,
             runs_dir: Some(PathBuf::from("runs")),
             log_dirs: Vec::new(),
             #[cfg(feature = "tensorboard")]
@@ -199,6 +211,7 @@ impl RunManager {
         self.run = Some(run.clone());
         self.run_start = Instant::now();
         self.epoch = 0;
+        self.batches = 0;
         #[cfg(feature = "tensorboard")]
         if let Some(dir) = &self.runs_dir {
             match SummaryWriter::f_with_log_dir(dir.join(run_dir_name(&run.comment()))) {
@@ -237,6 +250,7 @@ impl RunManager {
     /// ```
     pub fn begin_run_with(&mut self, run: &Run, vs: &VarStore, loader: &DataLoader) {
         self.begin_run(run);
+        self.batches = loader.len();
         #[cfg(feature = "tensorboard")]
         if let Some(tb) = &mut self.tb {
             self.parameters = crate::device::named_parameters(vs)
@@ -273,6 +287,16 @@ impl RunManager {
         self.loss_sum = None;
         self.correct = None;
         self.samples = 0;
+        if crate::runtime::in_kernel() {
+            let run = self.run.as_ref().map_or(0, |run| run.index);
+            let description = format!("run {run} epoch {}", self.epoch);
+            match &mut self.bar {
+                Some(bar) => bar.restart(self.batches, &description),
+                None => {
+                    self.bar = Some(Progress::new(self.batches, "batch").description(&description))
+                }
+            }
+        }
     }
 
     /// `m.track_loss(loss, batch)`: adds `loss × batch_len` (the loss is a batch mean).
@@ -296,6 +320,9 @@ impl RunManager {
             None => v,
         });
         self.samples += batch_len;
+        if let Some(bar) = &mut self.bar {
+            bar.tick();
+        }
     }
 
     /// `m.track_num_correct(preds, labels)`.
@@ -360,6 +387,9 @@ impl RunManager {
         });
         #[cfg(feature = "tensorboard")]
         self.log_epoch(correct);
+        if let Some(bar) = &mut self.bar {
+            bar.finish();
+        }
         if crate::runtime::in_kernel() {
             let table = self.table();
             match &self.handle {
