@@ -80,15 +80,16 @@ def test_a_slider_and_a_button_steer_a_running_cell_and_come_back_after_a_reload
     nb.cell(0).scroll_into_view_if_needed()
     nb.page.locator(".jp-NotebookPanel").first.screenshot(path=str(screenshots / "widgets.png"))
 
-    # Saved: the widget's view is in the notebook; reloaded with the kernel still running, the
-    # page asks the kernel for the models and draws them again where they were.
+    # Saved: the widget's view is in the notebook; opened again in a new page (a reload) with the
+    # kernel still running, the page asks the kernel for the models and draws them again where
+    # they were.
     saved = nb.save()
     views = [o for o in saved.cells[0].outputs
              if "application/vnd.jupyter.widget-view+json" in o.get("data", {})]
     assert views, saved.cells[0].outputs
-    page.reload()
-    page.wait_for_function("() => document.querySelectorAll('.jp-Notebook .jp-Cell').length === 2",
-                           timeout=120_000)
+    context = page.context
+    page.close()
+    nb.page = Notebook.open(nb.lab, context, nb.name).page
     nb.wait_idle(120)
     slider = widget(nb, 0, ".widget-slider")
     slider.wait_for(timeout=60_000)

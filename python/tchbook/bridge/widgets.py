@@ -122,12 +122,10 @@ class CommRelay:
     # --- life -------------------------------------------------------------------------------
 
     def forget(self) -> None:
-        """The Rust kernel is gone: its widgets are closed in the front end too."""
-        for twin in self.ours.values():
-            try:
-                twin.close()
-            except Exception:  # a front end already gone: nothing left to tell
-                pass
+        """The Rust kernel is gone (restarted, or this process exits): its comms are forgotten.
+        Their Python twins are left open, so the front end keeps drawing each widget as it last
+        was (closing them would blank every widget output of the notebook); a change made to one
+        now reaches a Rust kernel that answers nothing."""
         self.ours.clear()
         self.to_ours.clear()
         self.to_theirs.clear()
