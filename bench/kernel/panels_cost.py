@@ -15,12 +15,10 @@ import argparse
 import json
 import os
 import statistics
-import tempfile
 import time
 from pathlib import Path
 
-from jupyter_client.kernelspec import KernelSpecManager
-from jupyter_client.manager import KernelManager
+import benchkernel
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -74,21 +72,8 @@ def main():
     parser.add_argument("--reps", type=int, default=20)
     args = parser.parse_args()
 
-    spec_root = Path(tempfile.mkdtemp(prefix="tchbook-panels-bench-"))
-    spec_dir = spec_root / "kernels" / "tchbook-bench"
-    spec_dir.mkdir(parents=True)
-    (spec_dir / "kernel.json").write_text(json.dumps({
-        "argv": [args.binary, "kernel", "--connection-file", "{connection_file}"],
-        "display_name": "tchbook (bench)", "language": "rust",
-        "metadata": {"debugger": True},
-    }))
-    ksm = KernelSpecManager(kernel_dirs=[str(spec_root / "kernels")])
-    km = KernelManager(kernel_name="tchbook-bench", kernel_spec_manager=ksm)
-    km.start_kernel()
-    client = km.client()
-    client.start_channels()
+    km, client = benchkernel.start(args.binary, {"debugger": True})
     try:
-        client.wait_for_ready(timeout=120)
         seq = 0
         run(client, SETUP, False, seq)
         for _ in range(3):  # warm: the cell's build is replayed from here on

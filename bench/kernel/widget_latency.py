@@ -15,12 +15,10 @@ import argparse
 import json
 import os
 import statistics
-import tempfile
 import time
 from pathlib import Path
 
-from jupyter_client.kernelspec import KernelSpecManager
-from jupyter_client.manager import KernelManager
+import benchkernel
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -38,23 +36,6 @@ while seen < {last} {{
     interrupt::check();
     std::thread::sleep(std::time::Duration::from_millis(1));
 }}"""
-
-
-def start(binary):
-    spec_root = Path(tempfile.mkdtemp(prefix="tchbook-widget-bench-"))
-    spec_dir = spec_root / "kernels" / "tchbook-bench"
-    spec_dir.mkdir(parents=True)
-    (spec_dir / "kernel.json").write_text(json.dumps({
-        "argv": [binary, "kernel", "--connection-file", "{connection_file}"],
-        "display_name": "tchbook (bench)", "language": "rust",
-    }))
-    ksm = KernelSpecManager(kernel_dirs=[str(spec_root / "kernels")])
-    km = KernelManager(kernel_name="tchbook-bench", kernel_spec_manager=ksm)
-    km.start_kernel()
-    client = km.client()
-    client.start_channels()
-    client.wait_for_ready(timeout=120)
-    return km, client
 
 
 def until_idle(client, msg_id, seen=None):
@@ -78,7 +59,7 @@ def main():
     parser.add_argument("--reps", type=int, default=20)
     args = parser.parse_args()
 
-    km, client = start(args.binary)
+    km, client = benchkernel.start(args.binary)
     try:
         setup = client.execute(SETUP)
         opened = [m for m in until_idle(client, setup) if m["msg_type"] == "comm_open"]
