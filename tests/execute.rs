@@ -112,6 +112,36 @@ async fn panic_is_an_error_with_message_and_location_and_the_kernel_keeps_earlie
 }
 
 #[tokio::test(flavor = "multi_thread")]
+async fn cells_run_through_the_preludes_compiled_runner_which_reports_panics_and_flushes() {
+    let mut kernel = Kernel::start().await;
+    kernel.run_ok("let kept = 41;").await;
+    let execution = kernel
+        .execute("print!(\"half a line\");\nlet v: Vec<u8> = Vec::new();\nlet y = v[1];")
+        .await;
+    assert_eq!(execution.reply_status(), ReplyStatus::Error);
+    assert_eq!(execution.error().unwrap().0, "panic");
+    assert!(
+        execution.stdout().contains("half a line"),
+        "{}",
+        execution.stdout()
+    );
+    let dir = kernel.run_ok(":last_compile_dir").await.result().unwrap();
+    let dir = dir.trim().trim_matches('"');
+    let source = std::fs::read_to_string(std::path::Path::new(dir).join("src/lib.rs")).unwrap();
+    // The catching, the panic line and the flush are compiled once, in the prelude, not in
+    // every cell (vendor/README.md, change 13).
+    assert!(
+        source.contains("::tchbook_prelude::runtime::run_cell(::std::boxed::Box::new(||{"),
+        "{source}"
+    );
+    assert!(!source.contains("catch_unwind"), "{source}");
+    assert_eq!(
+        kernel.run_ok("kept + 1").await.result().as_deref(),
+        Some("42")
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
 async fn tensors_work_without_use_or_dep() {
     let mut kernel = Kernel::start().await;
     let execution = kernel

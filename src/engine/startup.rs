@@ -123,6 +123,11 @@ fn load_prelude(state: &mut State, startup: &mut Startup, dir: &Path, seeded: bo
     }
     match loaded {
         Ok(outputs) => {
+            // Each cell's code now runs through the prelude's compiled `run_cell` instead of
+            // carrying its own panic catching and flush (vendor/README.md, change 13).
+            state
+                .context
+                .set_cell_runner("tchbook_prelude", "::tchbook_prelude::runtime::run_cell");
             tracing::debug!(
                 "the start-up cell took {}",
                 outputs

@@ -82,6 +82,9 @@ pub const NO_ANSWER: &str = "\u{18}";
 pub const BEGIN_CONTENT: &str = "EVCXR_BEGIN_CONTENT ";
 /// Ends a block started by [`BEGIN_CONTENT`].
 pub const END_CONTENT: &str = "EVCXR_END_CONTENT";
+/// The line (keyed) that says a cell panicked (evcxr's protocol): the cell's code caught the
+/// panic, and the kernel reports the cell as failed.
+pub const PANIC_NOTIFICATION: &str = "EVCXR_PANIC_NOTIFICATION";
 
 /// One content block (what a value's `evcxr_display()` prints for one MIME type), its first and
 /// last lines keyed ([`keyed`]).

@@ -16,10 +16,11 @@
 //! Outside a kernel (tests, benchmarks, `cargo run`) nothing is attached and every display call
 //! prints plain text instead.
 //!
-//! One job per file: `state` (the process-wide state all copies of the prelude share),
-//! `protocol` (the writer), `pump` and `splitter` (the stdout/stderr pump), `signals`, `input`,
-//! `tuning` (allocator and threads).
+//! One job per file: `cell` (the function each cell's code runs through), `state` (the
+//! process-wide state all copies of the prelude share), `protocol` (the writer), `pump` and
+//! `splitter` (the stdout/stderr pump), `signals`, `input`, `tuning` (allocator and threads).
 
+mod cell;
 mod input;
 mod protocol;
 mod pump;
@@ -28,6 +29,7 @@ mod splitter;
 mod state;
 mod tuning;
 
+pub use cell::run_cell;
 pub use input::{input, input_password};
 pub use protocol::{emit, new_display_id};
 pub(crate) use state::INTERRUPTED;

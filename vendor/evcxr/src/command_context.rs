@@ -217,6 +217,11 @@ Panic detected. Here's some useful information if you're filing a bug report.
         self.eval_context.set_opt_level(level)
     }
 
+    /// tchbook patch: see `EvalContext::set_cell_runner`.
+    pub fn set_cell_runner(&mut self, crate_name: &str, function: &str) {
+        self.eval_context.set_cell_runner(crate_name, function);
+    }
+
     pub fn last_source(&self) -> std::io::Result<String> {
         self.eval_context.last_source()
     }

@@ -102,6 +102,8 @@ pub(crate) struct Config {
     pub(crate) allow_static_linking: bool,
     pub(crate) build_envs: HashMap<String, String>,
     subprocess_path: PathBuf,
+    /// tchbook patch: the compiled-once function that runs each cell (`tchbook::CellRunner`).
+    pub(crate) cell_runner: Option<tchbook::CellRunner>,
 }
 
 fn create_initial_config(tmpdir: PathBuf, subprocess_path: PathBuf) -> Result<Config> {
@@ -148,6 +150,7 @@ impl Config {
             subprocess_path,
             codegen_backend: None,
             build_envs: Default::default(),
+            cell_runner: None,
         })
     }
 
@@ -328,7 +331,8 @@ const GET_TYPE_NAME_DEF: &str = stringify!(
     }
 );
 
-const PANIC_NOTIFICATION: &str = "EVCXR_PANIC_NOTIFICATION";
+// tchbook patch: the name is the wire crate's, which the prelude's cell runner prints too.
+const PANIC_NOTIFICATION: &str = tchbook_wire::PANIC_NOTIFICATION;
 
 // Outputs from an EvalContext. This is a separate struct since users may want
 // destructure this and pass its components to separate threads.
@@ -615,6 +619,14 @@ impl EvalContext {
 
     pub fn set_opt_level(&mut self, level: &str) -> Result<(), Error> {
         self.committed_state.set_opt_level(level)
+    }
+
+    /// tchbook patch: see `tchbook::CellRunner`.
+    pub fn set_cell_runner(&mut self, crate_name: &str, function: &str) {
+        self.committed_state.config.cell_runner = Some(tchbook::CellRunner {
+            crate_name: crate_name.to_owned(),
+            function: function.to_owned(),
+        });
     }
 
     pub fn set_time_passes(&mut self, value: bool) {
@@ -1812,7 +1824,11 @@ impl ContextState {
                 .add_all(user_code)
                 .generated("Ok(())})();");
         }
-        if compilation_mode == CompilationMode::RunAndCatchPanics {
+        // tchbook patch: the cell's code runs through the runner, where its crate is a dependency.
+        let runner = self.cell_runner();
+        if let (CompilationMode::RunAndCatchPanics, Some(runner)) = (compilation_mode, runner) {
+            code = code.add_all(self.run_through(runner, user_code, needs_variable_store));
+        } else if compilation_mode == CompilationMode::RunAndCatchPanics {
             if needs_variable_store {
                 code = code
                     .generated("match std::panic::catch_unwind(")
@@ -1846,7 +1862,11 @@ impl ContextState {
         // tchbook patch: what the cell printed without a newline is still in its stdout's buffer
         // (the cell's own libstd, not the evaluation process's, which ends the cell): flushed
         // here, it reaches the kernel before the cell's end instead of with the next cell.
-        code = code.generated("{ use std::io::Write as _; let _ = std::io::stdout().flush(); }");
+        // The runner flushes it itself.
+        if !(compilation_mode == CompilationMode::RunAndCatchPanics && runner.is_some()) {
+            code =
+                code.generated("{ use std::io::Write as _; let _ = std::io::stdout().flush(); }");
+        }
         if needs_variable_store {
             code = code.add_all(self.store_variable_statements(VariableMoveState::Available));
         }
