@@ -6,6 +6,9 @@ Measures, for each kernel:
   `:dep tch` and finds tch already built in the shared EVCXR_TMPDIR; ipykernel's does
   `import torch`);
 - a trivial cell (`1 + 1`), a small tch cell and a completion request, repeated in one kernel;
+- the floor under tchbook's cells (floor.py): rustc on an empty cell crate with the prelude in
+  scope, the link, the dlopen, and rustc on the trivial cell's own source, on a copy of the
+  kernel's build slot, right after its cells;
 - memory: the summed RSS of the kernel's process tree idle with tch/torch loaded, and its peak
   while a cell runs the CIFAR-10 workload (sampled every 20 ms), split into the kernel plus its
   evaluation process and the compiler processes (cargo, rustc, the linker) a Rust cell spawns;
@@ -48,6 +51,8 @@ from jupyter_client.kernelspec import KernelSpecManager
 from jupyter_client.manager import KernelManager
 
 HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+import floor  # noqa: E402
 ROOT = HERE.parent
 CELLS = HERE / "cells"
 
@@ -171,14 +176,18 @@ def kernel_specs(args, tmp):
             setup="import torch", first_tch=f"import torch\n{PY_TCH_CELL}", tch_cell=PY_TCH_CELL,
             complete=("z = torch.zer", len("z = torch.zer")),
             cifar=IPYKERNEL_CIFAR.format(bench=str(HERE)), language="python")
-    kdir = tmp / "kernels"
+    return kernels, write_specs(tmp / "kernels", kernels)
+
+
+def write_specs(kdir, kernels):
+    """A KernelSpecManager over the specs of `kernels`, written under `kdir`."""
     for k in kernels.values():
         d = kdir / k.name
         d.mkdir(parents=True)
         (d / "kernel.json").write_text(json.dumps({
             "argv": k.argv, "display_name": f"bench {k.name}", "language": k.language,
             "env": k.env, "interrupt_mode": k.interrupt_mode}))
-    return kernels, KernelSpecManager(kernel_dirs=[str(kdir)])
+    return KernelSpecManager(kernel_dirs=[str(kdir)])
 
 
 # --- process-tree memory -------------------------------------------------------------------
@@ -543,6 +552,15 @@ def bench_kernel(ksm, kernel, runtime, args):
         res["complete_has_zeros"] = any(m.split("(")[0].endswith("zeros") for m in matches)
         log(f"{kernel.name}: trivial {res['trivial']['median']:.3f} s, tch cell {res['tch_cell']['median']:.3f} s, "
             f"complete {res['complete']['median']:.3f} s ({len(matches)} matches)")
+        if kernel.name.startswith("tchbook") and args.floor_reps:
+            # The floor under those cells, on a copy of this kernel's slot as its last trivial
+            # cell left it (floor.py): rustc on an empty cell crate, the link, the dlopen.
+            s.execute("1 + 1", args.timeout)
+            _, _, slot, _ = s.execute(":last_compile_dir", args.timeout)
+            res["floor"] = floor.measure(Path(slot.strip().strip('"')), kernel.argv[0], args.floor_reps)
+            log(f"{kernel.name}: floor: empty cell crate {res['floor']['empty']['median']:.3f} s "
+                f"(link {res['floor']['link']['median']:.3f} s), the trivial cell's rustc "
+                f"{res['floor']['cell']['median']:.3f} s, dlopen {res['floor']['dlopen']['median'] * 1000:.2f} ms")
 
         if args.in_kernel_only:
             return res
@@ -624,6 +642,8 @@ def main():
     p.add_argument("--first-requests", action="store_true",
                    help="only tchbook's first requests of fresh kernels (each completion kind, the documentation "
                         "request, the tree's PSS after them), --starts kernels for each")
+    p.add_argument("--floor-reps", type=int, default=10,
+                   help="alternated runs of each floor measurement under tchbook's cells (floor.py; 0: none)")
     p.add_argument("--first-starts", type=int, default=3,
                    help="fresh kernels per first request in a full run (0: none; default 3)")
     args = p.parse_args()

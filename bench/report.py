@@ -114,6 +114,26 @@ def train_section(train, dated=False):
             extra.append(f"| {TITLES[w]} | {row['threads']} | {fmt_side(a)} | "
                          f"{fmt_side(c)} | {c['median'] / a['median']:.2f}× "
                          f"({c['min'] / a['min']:.2f}×) |")
+    cache_rows = []
+    for row in train["rows"]:
+        s = row["sides"]
+        if "prelude-no-cpu-cache" in s and "pytorch-cpu-cache" in s:
+            a, a0, b, b1 = s["prelude"], s["prelude-no-cpu-cache"], s["pytorch"], s["pytorch-cpu-cache"]
+            cache_rows.append(
+                f"| {TITLES[row['workload']]} | {row['threads']} | {fmt_side(a0)} | {fmt_side(a)} | "
+                f"{a0['median'] / a['median']:.2f}× | {fmt_side(b)} | {fmt_side(b1)} | "
+                f"{b['median'] / b1['median']:.2f}× | {b['median'] / a0['median']:.2f}× | "
+                f"**{b['median'] / a['median']:.2f}×** | {b1['median'] / a['median']:.2f}× |")
+    if cache_rows:
+        out.append("\nThe CPU caching allocator on its own (the prelude installs it at start, "
+                   "`runtime::cache_cpu_allocations`; PyTorch's side preloads the same code, "
+                   "prelude/shim/cpu_cache.cpp): each side without and with it, and PyTorch ÷ prelude "
+                   "without it on either side, as shipped (prelude with, PyTorch without), and with it on "
+                   "both — the last is what is language, the difference what is allocator.\n")
+        out.append("| workload | threads | prelude without | prelude with | gain | PyTorch without | "
+                   "PyTorch with | gain | ratio, neither | ratio, as shipped | ratio, both |")
+        out.append("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+        out.extend(cache_rows)
     if extra:
         out.append("\nThe same, with PyTorch given the malloc settings the prelude applies at start-up "
                    "(`MALLOC_MMAP_THRESHOLD_`, `MALLOC_MMAP_MAX_`, `MALLOC_TRIM_THRESHOLD_`, `MALLOC_TOP_PAD_`): "
@@ -189,16 +209,71 @@ def kernel_section(k):
                    f"{a / b:.2f} of evcxr's — {'met' if a <= b / 2 else '**missed**'}.")
     if "tchbook" in ks:
         t = ks["tchbook"]
-        targets = [("trivial cell", t["trivial"]["median"], 0.10, "s"),
-                   ("small tch cell", t["tch_cell"]["median"], 0.25, "s"),
+        targets = [("trivial cell", t["trivial"]["median"], 0.08, "s"),
+                   ("small tch cell", t["tch_cell"]["median"], 0.12, "s"),
                    ("first tch result, fresh kernel", t["first_tch"]["median"], 3.0, "s")]
         if "before_completions_mib" in t.get("mem_idle", {}):
             targets.append(("idle memory", t["mem_idle"]["before_completions_mib"], 400, "MiB"))
-        out.append("\nThe kernel issue's absolute targets for tchbook: " + "; ".join(
+        out.append("\nTargets for tchbook (medians on a quiet machine): " + "; ".join(
             f"{label} {value:.2f} {unit} (target ≤ {goal:g} {unit}: {'met' if value <= goal else '**missed**'})"
             if unit == "s" else
             f"{label} {value:.0f} {unit} (target ≤ {goal:g} {unit}: {'met' if value <= goal else '**missed**'})"
             for label, value, goal, unit in targets) + ".")
+        if "floor" in t:
+            out.extend(floor_section(t))
+    return out
+
+
+def floor_section(t):
+    """The floor under tchbook's cells (kernels.py via floor.py), beside the kernel's own times."""
+    f = t["floor"]
+    ms = lambda v: f"{v * 1000:.1f} ms" if v < 0.01 else f"{v * 1000:.0f} ms"
+    cell = lambda key: f"{ms(f[key]['median'])} ({ms(f[key]['min'])})"
+    around = t["trivial"]["median"] - f["cell"]["median"] - f["dlopen"]["median"]
+    least = f["empty"]["median"] + f["dlopen"]["median"]
+    out = ["", f"### The floor under a tchbook cell (same run, {f['empty']['n']} alternated runs each)\n",
+           "floor.py replays the kernel's own rustc command (the cargo front end's record, linked through "
+           "the dependencies' shared library as every cell is) on a copy of the kernel's build slot, right "
+           "after the cells above. Median (min).\n",
+           "| what | time |", "| --- | ---: |",
+           f"| rustc: a one-function cdylib that names no dependency (rustc's start, one function, a link) | {cell('bare')} |",
+           f"| rustc: an empty cell crate (the prelude's names in scope, the entry point only) | {cell('empty')} |",
+           f"| … of which the link (against `-Z no-link`) | {cell('link')} |",
+           f"| dlopen of that library beside the dependencies' | {cell('dlopen')} |",
+           f"| rustc: the trivial cell's own crate (`1 + 1`, as the kernel generates it) | {cell('cell')} |",
+           f"| the trivial cell through the kernel (table above) | {ms(t['trivial']['median'])} |",
+           f"| … so evcxr, the cargo front end, the kernel and the client around rustc | {ms(around)} |",
+           "",
+           f"The least a cell can cost here is the empty crate and its dlopen: {ms(least)}, "
+           f"{'under' if least <= 0.08 else 'over'} the 80 ms trivial-cell target, before evcxr and the kernel "
+           f"add their {ms(around)} and the cell its own code ({ms(f['cell']['median'] - f['empty']['median'])} "
+           "for `1 + 1` and its display)."]
+    return out
+
+
+def dep_section(d):
+    """`:dep` in the kernels next to `cargo build` (dep.py)."""
+    sides = [n for n in ("tchbook", "evcxr", "cargo build")
+             if any(n in row for row in d["crates"].values())]
+    names = {"tchbook": "tchbook", "evcxr": "evcxr_jupyter 0.22", "cargo build": "`cargo build`"}
+    lb, la = d["load_before"], d["load_after"]
+    out = [f"## Adding a crate: `:dep` next to `cargo build` (warm: median of {d['reps']})\n",
+           f"Measured {d['started']} – {d['ended'][-9:]}; 1-minute load average {lb[0]:.2f} before, {la[0]:.2f} "
+           "after. Each crate's sources were downloaded before anything was timed. A kernel's time is its "
+           "`:dep` cell (the `:dep` line and one expression using the crate), from sending it to its idle, in "
+           "a fresh kernel; cargo's is `cargo build` (dev profile) of a package that prints the same "
+           "expression. Cold: the first time (tchbook's build cache, evcxr's `EVCXR_TMPDIR` and cargo's "
+           "target directory without the crate built); warm: again, in a new kernel, or a second package in "
+           "the same target directory.\n",
+           "| crate | | " + " | ".join(names[n] for n in sides) + " |",
+           "| --- | --- |" + " ---: |" * len(sides)]
+    for crate, row in d["crates"].items():
+        for when in ("cold", "warm"):
+            cells = []
+            for n in sides:
+                v = row.get(n, {}).get(when)
+                cells.append("–" if v is None else fmt_s(v["median"] if isinstance(v, dict) else v))
+            out.append(f"| `{crate}` | {when} | " + " | ".join(cells) + " |")
     return out
 
 
@@ -236,6 +311,7 @@ def main():
     p.add_argument("--kernels", type=Path)
     p.add_argument("--first-requests", type=Path,
                    help="kernels.py --first-requests JSON: tchbook's first requests of fresh kernels")
+    p.add_argument("--dep", type=Path, help="dep.py JSON: `:dep` next to `cargo build`")
     p.add_argument("--notes", type=Path, help="markdown appended as the Notes section")
     p.add_argument("--out", type=Path, required=True)
     p.add_argument("--command", default="scripts/bench")
@@ -279,6 +355,9 @@ def main():
         if args.first_requests and args.first_requests.exists() else kernels
     if firsts and any("first_requests" in r for r in firsts["kernels"].values()):
         lines.extend(first_requests_section(firsts))
+        lines.append("")
+    if args.dep and args.dep.exists():
+        lines.extend(dep_section(json.loads(args.dep.read_text())))
         lines.append("")
     # A CUDA table measured elsewhere (scripts/gpu-check --apply) names its machine in its note.
     if m["gpu"] == "none" and "cuda" not in devices:

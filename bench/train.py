@@ -5,7 +5,9 @@ process doing a short warm-up and then the timed workload once (see torch_loops.
 src/main.rs, which print one JSON line each), and records every run's seconds with the machine's
 load average at its start. The sides: the prelude, PyTorch eager, and plain tch (the reference
 the prelude must not fall behind); for the workloads in --tuned-malloc also PyTorch with the
-prelude's malloc settings.
+prelude's malloc settings; for those in --cpu-cache also the prelude without its CPU caching
+allocator and PyTorch with it (the prelude's prelude/shim/cpu_cache.cpp, built here as a library
+PyTorch's process preloads), so that the table shows what the allocator buys on each side.
 
     python bench/train.py --bin target/release/tchbook-bench --out bench/out/train.json \
         [--runs 5] [--threads 1,2] [--device cpu] [--workloads iris,cifar,fashion,mlp,loader]
@@ -17,6 +19,7 @@ import os
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -34,6 +37,19 @@ MALLOC_ENV = {  # prelude/src/runtime.rs, tune_allocator()
     "MALLOC_TRIM_THRESHOLD_": str(1 << 30),
     "MALLOC_TOP_PAD_": str(64 << 20),
 }
+
+
+def cpu_cache_library(out_dir):
+    """The prelude's CPU caching allocator as a library that installs itself when loaded
+    (LD_PRELOAD), for the PyTorch side: the same source the prelude compiles, against the same
+    libtorch (LIBTORCH, or the torch package's)."""
+    libtorch = Path(os.environ.get("LIBTORCH") or Path(__import__("torch").__file__).parent)
+    out = out_dir / "libtchbook_cpu_cache.so"
+    subprocess.run(["c++", "-O2", "-std=c++17", "-shared", "-fPIC", "-DTCHBOOK_CPU_CACHE_PRELOAD",
+                    str(HERE.parent / "prelude" / "shim" / "cpu_cache.cpp"), f"-I{libtorch / 'include'}",
+                    f"-L{libtorch / 'lib'}", "-lc10", f"-Wl,-rpath,{libtorch / 'lib'}", "-o", str(out)],
+                   check=True)
+    return out
 
 
 def log(*args):
@@ -72,12 +88,16 @@ def main():
     p.add_argument("--workloads", default=",".join(WORKLOADS))
     p.add_argument("--timeout", type=float, default=300,
                    help="seconds one run may take; a run that takes longer is recorded at this value")
+    p.add_argument("--cpu-cache", default="cifar",
+                   help="workloads that also run the prelude without its CPU caching allocator and PyTorch with it")
     p.add_argument("--tuned-malloc", default="fashion",
                    help="workloads that also get a PyTorch run with the prelude's malloc settings")
     args = p.parse_args()
     threads = [int(t) for t in args.threads.split(",") if t]
     workloads = [w for w in args.workloads.split(",") if w]
     tuned = {w for w in args.tuned_malloc.split(",") if w}
+    cached = {w for w in args.cpu_cache.split(",") if w}
+    preload = cpu_cache_library(Path(tempfile.mkdtemp(prefix="tchbook-cpu-cache-"))) if cached else None
 
     results = {"device": args.device, "runs": args.runs, "rows": [],
                "started": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}
@@ -92,6 +112,9 @@ def main():
             }
             if w in tuned:
                 sides["pytorch-tuned-malloc"] = (sides["pytorch"][0], MALLOC_ENV)
+            if w in cached:
+                sides["prelude-no-cpu-cache"] = (sides["prelude"][0] + ["--cpu-cache", "off"], None)
+                sides["pytorch-cpu-cache"] = (sides["pytorch"][0], {"LD_PRELOAD": str(preload)})
             runs = {name: [] for name in sides}
             for r in range(args.runs):
                 for name, (cmd, extra) in sides.items():

@@ -142,6 +142,21 @@ async fn cells_run_through_the_preludes_compiled_runner_which_reports_panics_and
 }
 
 #[tokio::test(flavor = "multi_thread")]
+async fn the_evaluation_process_caches_cpu_tensor_blocks_by_size() {
+    let mut kernel = Kernel::start().await;
+    // glibc would carve `_smaller` out of the block `first` freed; the prelude's CPU cache keeps
+    // that block for the next tensor of its size.
+    let code = "{\n\
+        let first = Tensor::zeros([12_345], (Kind::Float, Device::Cpu));\n\
+        let block = first.data_ptr() as usize;\n\
+        drop(first);\n\
+        let _smaller = Tensor::zeros([1_000], (Kind::Float, Device::Cpu));\n\
+        Tensor::ones([12_345], (Kind::Float, Device::Cpu)).data_ptr() as usize == block\n\
+    }";
+    assert_eq!(kernel.run_ok(code).await.result().as_deref(), Some("true"));
+}
+
+#[tokio::test(flavor = "multi_thread")]
 async fn tensors_work_without_use_or_dep() {
     let mut kernel = Kernel::start().await;
     let execution = kernel

@@ -64,3 +64,45 @@ def test_a_measure_the_kernels_run_did_not_take_is_left_out_not_shown_as_dashes(
     assert any(line.startswith("| trivial cell") for line in table)
     assert not any(line.startswith("| first completion of each fresh kernel") for line in table)
     assert all(set(line[2:-2].split(" | ")[1:]) != {"–"} for line in table), table
+
+
+def test_the_floor_under_the_cells_is_shown_beside_the_kernels_own_trivial_cell(tmp_path):
+    kernels = json.loads((RESULTS / "kernels.json").read_text())
+    t = kernels["kernels"]["tchbook"]
+    t["trivial"] = {"median": 0.090, "min": 0.085}
+    ms = lambda median, least: {"median": median, "min": least, "n": 10}
+    t["floor"] = {"bare": ms(0.043, 0.041), "empty": ms(0.060, 0.058), "empty_no_link": ms(0.035, 0.034),
+                  "link": ms(0.025, 0.024), "dlopen": ms(0.0004, 0.0003), "cell": ms(0.072, 0.070),
+                  "cell_source": "fn run_user_code_1() {}"}
+    (tmp_path / "kernels.json").write_text(json.dumps(kernels))
+    out = tmp_path / "RESULTS.md"
+    subprocess.run([sys.executable, str(ROOT / "bench" / "report.py"), "--kernels", str(tmp_path / "kernels.json"),
+                    "--out", str(out)], check=True, capture_output=True)
+    text = out.read_text()
+    rows = {line.split(" | ")[0][2:]: line.split(" | ")[-1][:-2] for line in text.splitlines()
+            if line.startswith("| ") and line.count(" | ") == 1}
+    assert rows["rustc: an empty cell crate (the prelude's names in scope, the entry point only)"] == "60 ms (58 ms)"
+    assert rows["… of which the link (against `-Z no-link`)"] == "25 ms (24 ms)"
+    assert rows["dlopen of that library beside the dependencies'"] == "0.4 ms (0.3 ms)"
+    # 90 ms in the kernel, 72 ms of it rustc on the cell and 0.4 ms its dlopen: 18 ms around them.
+    assert rows["… so evcxr, the cargo front end, the kernel and the client around rustc"] == "18 ms"
+    assert "The least a cell can cost here is the empty crate and its dlopen: 60 ms, under the 80 ms" in text
+    assert "trivial cell 0.09 s (target ≤ 0.08 s: **missed**)" in text
+
+
+def test_the_dep_table_puts_each_kernels_cold_and_warm_beside_cargo_build(tmp_path):
+    warm = lambda median: {"median": median, "min": median, "all": [median]}
+    dep = {"reps": 1, "started": "2026-11-26 07:00 UTC", "ended": "2026-11-26 07:20 UTC",
+           "load_before": [0.5, 0.5, 0.5], "load_after": [0.6, 0.6, 0.6],
+           "crates": {"regex": {"cargo build": {"cold": 8.2, "warm": warm(0.54)},
+                                "tchbook": {"cold": 12.0, "warm": warm(1.5)},
+                                "evcxr": {"cold": 20.5, "warm": warm(2.25)}}}}
+    (tmp_path / "dep.json").write_text(json.dumps(dep))
+    out = tmp_path / "RESULTS.md"
+    subprocess.run([sys.executable, str(ROOT / "bench" / "report.py"), "--kernels", str(RESULTS / "kernels.json"),
+                    "--dep", str(tmp_path / "dep.json"), "--out", str(out)], check=True, capture_output=True)
+    lines = out.read_text().splitlines()
+    header = next(line for line in lines if line.startswith("| crate |"))
+    assert header == "| crate | | tchbook | evcxr_jupyter 0.22 | `cargo build` |"
+    assert "| `regex` | cold | 12.00 s | 20.50 s | 8.20 s |" in lines
+    assert "| `regex` | warm | 1.50 s | 2.25 s | 540 ms |" in lines

@@ -7,10 +7,13 @@ use crate::{Run, Shapes};
 use std::time::Instant;
 use tchbook_prelude::prelude::*;
 
-/// What the kernel's evaluation process does at start (`runtime::attach`) that changes speed:
-/// the malloc tuning, and loading libtorch_cuda so a GPU is seen.
-pub(crate) fn start() {
+/// Starts as the kernel's evaluation process does (`runtime::attach`): malloc tuned, libtorch's
+/// CPU allocations cached (unless `cpu_cache` is false), libtorch_cuda loaded.
+pub(crate) fn start(cpu_cache: bool) {
     tune_allocator();
+    if cpu_cache {
+        tchbook_prelude::runtime::cache_cpu_allocations();
+    }
     tchbook_prelude::device::load_cuda();
 }
 
