@@ -22,7 +22,6 @@
 
 #include <cstddef>
 #include <cstdlib>
-#include <new>
 
 #if defined(__has_include) && !defined(TCHBOOK_SHIM_STUB)
 #if __has_include(<c10/core/CPUAllocator.h>)
@@ -33,6 +32,7 @@
 #ifdef TCHBOOK_HAVE_CPU_ALLOCATOR
 #include <c10/core/Allocator.h>
 #include <c10/core/CPUAllocator.h>
+#include <c10/core/impl/alloc_cpu.h>
 
 #include <mutex>
 #include <unordered_map>
@@ -54,6 +54,17 @@ struct Cache {
 Cache& cache() {
   static Cache* c = new Cache();
   return *c;
+}
+
+// Gives every cached block back to the system: before an allocation is refused.
+void empty_cache() {
+  Cache& c = cache();
+  std::lock_guard<std::mutex> lock(c.mutex);
+  for (auto& entry : c.free_blocks) {
+    for (void* base : entry.second) std::free(base);
+    entry.second.clear();
+  }
+  c.cached_bytes = 0;
 }
 
 void release(void* data) {
@@ -89,7 +100,14 @@ struct CachingCpuAllocator final : c10::Allocator {
       }
     }
     if (base == nullptr) {
-      if (posix_memalign(&base, kAlign, kHeader + size) != 0) throw std::bad_alloc();
+      if (posix_memalign(&base, kAlign, kHeader + size) != 0) {
+        // Refused: give the cached blocks back and ask libtorch's own allocator, which either
+        // finds the memory now or throws its usual error ("not enough memory: you tried to
+        // allocate N bytes"), which the kernel reads to say how much was asked and is free.
+        // It allocates with posix_memalign too, so `release` frees its block alike.
+        empty_cache();
+        base = c10::alloc_cpu(kHeader + size);
+      }
       *static_cast<std::size_t*>(base) = size;
     }
     void* data = static_cast<char*>(base) + kHeader;
