@@ -42,6 +42,10 @@ pub const DEADLINE: Duration = Duration::from_millis(700);
 /// and runs cells in turn; meanwhile the index answers from the cell's own text and the
 /// variables the engine listed last.
 pub const ENGINE_PATIENCE: Duration = Duration::from_millis(200);
+/// How much longer a completion waits for the engine when the index found nothing in the cell's
+/// own text: right after a cell the engine is still finishing it, and the variables it defined
+/// (`v.le` on a `v` of the last cell) are only listed once it has. Within JupyterLab's 1 s.
+pub const ENGINE_SECOND_CHANCE: Duration = Duration::from_millis(500);
 /// How long a hover (Shift+Tab) may wait: the first one loads rust-analyzer, which takes tens of
 /// seconds on two busy cores. JupyterLab's tooltip has no timeout of its own, and the reply
 /// comes from a task of its own, so nothing else waits for it.
@@ -147,14 +151,24 @@ impl Completer {
         position: usize,
         prepare: impl Future<Output = Prepared>,
     ) -> Completions {
-        let (source, variables) = match self.prepared(prepare).await {
-            Some(Prepared::Answered(found)) => return found,
-            Some(Prepared::Unavailable) => return Completions::empty_at(position),
-            Some(Prepared::Rust { source, variables }) => (source, variables),
-            None => {
-                // The engine is busy: the index alone answers, from the cell's own text.
-                return self.indexed_for_cell_alone(code, position);
+        let mut prepare = std::pin::pin!(prepare);
+        let mut prepared = self.prepared(ENGINE_PATIENCE, prepare.as_mut()).await;
+        if prepared.is_none() {
+            // The engine is busy: the index alone answers, from the cell's own text; if it
+            // finds nothing there, the engine gets a second chance.
+            let alone = self.indexed_for_cell_alone(code, position);
+            if !alone.matches.is_empty() {
+                return alone;
             }
+            prepared = self.prepared(ENGINE_SECOND_CHANCE, prepare.as_mut()).await;
+            if prepared.is_none() {
+                return alone;
+            }
+        }
+        let (source, variables) = match prepared {
+            Some(Prepared::Answered(found)) => return found,
+            Some(Prepared::Rust { source, variables }) => (source, variables),
+            Some(Prepared::Unavailable) | None => return Completions::empty_at(position),
         };
 
         let from_index = || {
@@ -231,7 +245,7 @@ impl Completer {
         position: usize,
         prepare: impl Future<Output = Prepared>,
     ) -> Option<(String, String)> {
-        let (source, variables) = match self.prepared(prepare).await {
+        let (source, variables) = match self.prepared(ENGINE_PATIENCE, prepare).await {
             Some(Prepared::Rust { source, variables }) => (source.code, variables),
             Some(_) => return None,
             // The engine is busy: the cell's own text holds what it defines.
@@ -265,9 +279,13 @@ impl Completer {
         }
     }
 
-    /// The engine's shaping of the cell, if it comes within [`ENGINE_PATIENCE`].
-    async fn prepared(&self, prepare: impl Future<Output = Prepared>) -> Option<Prepared> {
-        let prepared = tokio::time::timeout(ENGINE_PATIENCE, prepare).await.ok()?;
+    /// The engine's shaping of the cell, if it comes within `patience`.
+    async fn prepared(
+        &self,
+        patience: Duration,
+        prepare: impl Future<Output = Prepared>,
+    ) -> Option<Prepared> {
+        let prepared = tokio::time::timeout(patience, prepare).await.ok()?;
         if let Prepared::Rust { variables, .. } = &prepared {
             *self.variables.lock().unwrap_or_else(|p| p.into_inner()) = variables.clone();
         }
