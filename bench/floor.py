@@ -66,13 +66,16 @@ class Slot:
         self.cell = (self.dir / "src" / "lib.rs").read_text()
         self.n = 1_000_000
 
-    def rustc(self, source, extra=(), externs=True):
-        """Seconds for the recorded rustc on `source`; the library it wrote."""
+    def rustc(self, variant, source, extra=(), externs=True):
+        """Seconds for the recorded rustc on `source`. Each variant keeps an incremental cache of
+        its own, as a kernel's consecutive cells share one: alternated in one cache, each would
+        throw away what the one before it left."""
         self.n += 1
         # A new entry point name each time, as each cell has: nothing is reused by name.
         source = source.replace("run_user_code_", f"run_user_code_{self.n}_")
         (self.dir / "src" / "lib.rs").write_text(source)
-        args = list(self.args)
+        args = [f"incremental={self.dir / 'target' / 'floor-incremental' / variant}"
+                if a.startswith("incremental=") else a for a in self.args]
         if not externs:
             i = args.index("--extern")
             del args[i:i + 2]
@@ -97,10 +100,10 @@ def measure(slot, kernel_binary, reps=10):
     with tempfile.TemporaryDirectory(prefix="tchbook-floor-") as tmp:
         s = Slot(Path(slot), kernel_binary, Path(tmp))
         variants = {
-            "bare": lambda: s.rustc(ENTRY.format(n=""), externs=False),
-            "empty": lambda: s.rustc(PRELUDE + ENTRY.format(n="")),
-            "empty_no_link": lambda: s.rustc(PRELUDE + ENTRY.format(n=""), extra=["-Zno-link"]),
-            "cell": lambda: s.rustc(s.cell),
+            "bare": lambda: s.rustc("bare", ENTRY.format(n=""), externs=False),
+            "empty": lambda: s.rustc("empty", PRELUDE + ENTRY.format(n="")),
+            "empty_no_link": lambda: s.rustc("empty_no_link", PRELUDE + ENTRY.format(n=""), extra=["-Zno-link"]),
+            "cell": lambda: s.rustc("cell", s.cell),
         }
         times = {name: [] for name in variants}
         for run in variants.values():  # one untimed round: the incremental cache settles
@@ -110,7 +113,7 @@ def measure(slot, kernel_binary, reps=10):
                 times[name].append(run())
         # The dlopen: a fresh copy of the empty cell's library each time (the loader would hand
         # back the one already open), in a process holding the dependencies' library already.
-        s.rustc(PRELUDE + ENTRY.format(n=""))
+        s.rustc("empty", PRELUDE + ENTRY.format(n=""))
         ctypes.CDLL(str(s.library), mode=ctypes.RTLD_GLOBAL)
         dlopen = []
         for i in range(reps):

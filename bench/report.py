@@ -230,7 +230,7 @@ def kernel_section(k):
 def floor_section(t):
     """The floor under tchbook's cells (kernels.py via floor.py), beside the kernel's own times."""
     f = t["floor"]
-    ms = lambda v: f"{v * 1000:.1f} ms" if v < 0.01 else f"{v * 1000:.0f} ms"
+    ms = lambda v: f"{v * 1e6:.0f} µs" if v < 0.001 else f"{v * 1000:.1f} ms" if v < 0.01 else f"{v * 1000:.0f} ms"
     cell = lambda key: f"{ms(f[key]['median'])} ({ms(f[key]['min'])})"
     around = t["trivial"]["median"] - f["cell"]["median"] - f["dlopen"]["median"]
     least = f["empty"]["median"] + f["dlopen"]["median"]
@@ -243,14 +243,15 @@ def floor_section(t):
            f"| rustc: an empty cell crate (the prelude's names in scope, the entry point only) | {cell('empty')} |",
            f"| … of which the link (against `-Z no-link`) | {cell('link')} |",
            f"| dlopen of that library beside the dependencies' | {cell('dlopen')} |",
-           f"| rustc: the trivial cell's own crate (`1 + 1`, as the kernel generates it) | {cell('cell')} |",
+           f"| rustc: the trivial cell's own crate (`1 + 1` as the kernel generates it in that notebook, "
+           f"whose tch cell stored a variable: with evcxr's variable store) | {cell('cell')} |",
            f"| the trivial cell through the kernel (table above) | {ms(t['trivial']['median'])} |",
            f"| … so evcxr, the cargo front end, the kernel and the client around rustc | {ms(around)} |",
            "",
            f"The least a cell can cost here is the empty crate and its dlopen: {ms(least)}, "
            f"{'under' if least <= 0.08 else 'over'} the 80 ms trivial-cell target, before evcxr and the kernel "
            f"add their {ms(around)} and the cell its own code ({ms(f['cell']['median'] - f['empty']['median'])} "
-           "for `1 + 1` and its display)."]
+           "for `1 + 1`, its display and the variable store)."]
     return out
 
 

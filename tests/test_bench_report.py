@@ -83,7 +83,7 @@ def test_the_floor_under_the_cells_is_shown_beside_the_kernels_own_trivial_cell(
             if line.startswith("| ") and line.count(" | ") == 1}
     assert rows["rustc: an empty cell crate (the prelude's names in scope, the entry point only)"] == "60 ms (58 ms)"
     assert rows["… of which the link (against `-Z no-link`)"] == "25 ms (24 ms)"
-    assert rows["dlopen of that library beside the dependencies'"] == "0.4 ms (0.3 ms)"
+    assert rows["dlopen of that library beside the dependencies'"] == "400 µs (300 µs)"
     # 90 ms in the kernel, 72 ms of it rustc on the cell and 0.4 ms its dlopen: 18 ms around them.
     assert rows["… so evcxr, the cargo front end, the kernel and the client around rustc"] == "18 ms"
     assert "The least a cell can cost here is the empty crate and its dlopen: 60 ms, under the 80 ms" in text
