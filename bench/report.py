@@ -349,7 +349,9 @@ def main():
     if args.load:
         lines.append(f"| load average | {args.load} |")
     lines.append("")
-    trains = [json.loads(t.read_text()) for t in args.train if t.exists()]
+    # CPU before CUDA, and each device's runs oldest first, however the files were named or listed.
+    trains = sorted((json.loads(t.read_text()) for t in args.train if t.exists()),
+                    key=lambda t: (t["device"] != "cpu", t["device"], t.get("started", "")))
     devices = {t["device"] for t in trains}
     for train in trains:
         dated = sum(t["device"] == train["device"] for t in trains) > 1

@@ -108,6 +108,24 @@ fn batches_move_to_the_requested_device() {
 }
 
 #[test]
+fn pinned_batches_hold_the_same_values_in_page_locked_memory_where_cuda_is() {
+    let plain: Vec<(Tensor, Tensor)> = DataLoader::new(numbered(6), 4).iter().collect();
+    let pinned: Vec<(Tensor, Tensor)> = DataLoader::new(numbered(6), 4)
+        .pin_memory(true)
+        .iter()
+        .collect();
+    assert_eq!(plain.len(), pinned.len());
+    for ((px, py), (x, y)) in plain.iter().zip(&pinned) {
+        assert_eq!((x.device(), y.device()), (Device::Cpu, Device::Cpu));
+        assert!(x.equal(px) && y.equal(py));
+        // Page-locked memory needs a CUDA driver; without one the loader leaves batches alone.
+        if tch::Cuda::is_available() {
+            assert!(x.is_pinned(Device::Cuda(0)) && y.is_pinned(Device::Cuda(0)));
+        }
+    }
+}
+
+#[test]
 fn a_dataset_of_samples_is_batched_by_stacking() {
     struct Squares;
     impl Dataset for Squares {

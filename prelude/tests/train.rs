@@ -58,7 +58,7 @@ fn run_manager_records_loss_accuracy_and_durations_and_exports_them() {
                 // A perfect predictor of class 0 with a known loss of 0.5.
                 let preds = Tensor::zeros([y.size()[0], 3], (Kind::Float, run.device)).index_fill(
                     1,
-                    &Tensor::from_slice(&[0i64]),
+                    &Tensor::from_slice(&[0i64]).to_device(run.device),
                     1.0,
                 );
                 m.track_loss(&Tensor::from(0.5f32), y.size()[0]);
@@ -75,7 +75,9 @@ fn run_manager_records_loss_accuracy_and_durations_and_exports_them() {
     assert!((r.loss - 0.5).abs() < 1e-9 && r.accuracy == 1.0);
     assert!(r.run_duration >= r.epoch_duration);
     let json = m.table().bundle().data.unwrap().1;
-    assert_eq!(json["rows"][2]["batch_size"], 20);
+    // Two epochs per run, every device for batch size 10 before any for 20.
+    assert_eq!(json["rows"][2 * n_devices - 1]["batch_size"], 10);
+    assert_eq!(json["rows"][2 * n_devices]["batch_size"], 20);
     assert_eq!(json["columns"][0], "run");
     let dir = scratch("runs");
     m.save(dir.join("results")).unwrap();

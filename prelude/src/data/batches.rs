@@ -74,9 +74,15 @@ fn gather(
     let start = b * bs;
     let end = (start + bs).min(n);
     let (x, y) = dataset.get_batch(&order[start..end]);
-    // Only CPU memory can be page-locked; a data set already on the GPU is left alone.
+    // Only CPU memory can be page-locked; a data set already on the GPU is left alone. The batch
+    // is freshly gathered, so never pinned yet: `_pin_memory` pins it without the check
+    // `pin_memory` makes first, and without the deprecation warning libtorch prints on every call
+    // of `pin_memory` given a device (which tch always passes).
     if pin && x.device() == Device::Cpu {
-        (x.pin_memory(Device::Cuda(0)), y.pin_memory(Device::Cuda(0)))
+        (
+            x.internal_pin_memory(Device::Cuda(0)),
+            y.internal_pin_memory(Device::Cuda(0)),
+        )
     } else {
         (x, y)
     }
