@@ -26,7 +26,8 @@ TITLES = {
 }
 # (goal ratio PyTorch ÷ prelude, what the prelude is measured against)
 GOALS = {"iris": 2.0, "cifar": 2.0, "mlp": 2.0, "fashion": 1.1, "loader": 5.0}
-KERNEL_NAMES = {"tchbook": "tchbook", "evcxr": "evcxr_jupyter 0.22", "ipykernel": "ipykernel (PyTorch)"}
+KERNEL_NAMES = {"tchbook-baseline": "tchbook, the baseline build (`--tchbook-baseline`)", "tchbook": "tchbook",
+                "evcxr": "evcxr_jupyter 0.22", "ipykernel": "ipykernel (PyTorch)"}
 
 
 def sh(*cmd):
@@ -148,7 +149,7 @@ def train_section(train, dated=False):
 
 
 def kernel_section(k):
-    names = [n for n in ("tchbook", "evcxr", "ipykernel") if n in k["kernels"]]
+    names = [n for n in KERNEL_NAMES if n in k["kernels"]]
     ks = k["kernels"]
     fresh = any("start" in r for r in ks.values())
     when = f"{k['started'][:10]}, " if "started" in k else ""
@@ -233,6 +234,10 @@ def floor_section(t):
     ms = lambda v: f"{v * 1e6:.0f} µs" if v < 0.001 else f"{v * 1000:.1f} ms" if v < 0.01 else f"{v * 1000:.0f} ms"
     cell = lambda key: f"{ms(f[key]['median'])} ({ms(f[key]['min'])})"
     around = t["trivial"]["median"] - f["cell"]["median"] - f["dlopen"]["median"]
+    # Whether the cell carried the variable store's code: older kernels loaded every variable
+    # into every cell; a cell now loads only those it names.
+    store = ("it loads that variable through the store" if "take_variable" in f.get("cell_source", "take_variable")
+             else "it names no variable, so it has no store code")
     least = f["empty"]["median"] + f["dlopen"]["median"]
     out = ["", f"### The floor under a tchbook cell (same run, {f['empty']['n']} alternated runs each)\n",
            "floor.py replays the kernel's own rustc command (the cargo front end's record, linked through "
@@ -244,14 +249,15 @@ def floor_section(t):
            f"| … of which the link (against `-Z no-link`) | {cell('link')} |",
            f"| dlopen of that library beside the dependencies' | {cell('dlopen')} |",
            f"| rustc: the trivial cell's own crate (`1 + 1` as the kernel generates it in that notebook, "
-           f"whose tch cell stored a variable: with evcxr's variable store) | {cell('cell')} |",
+           f"whose tch cell stored a variable: {store}) | {cell('cell')} |",
            f"| the trivial cell through the kernel (table above) | {ms(t['trivial']['median'])} |",
            f"| … so evcxr, the cargo front end, the kernel and the client around rustc | {ms(around)} |",
            "",
            f"The least a cell can cost here is the empty crate and its dlopen: {ms(least)}, "
            f"{'under' if least <= 0.08 else 'over'} the 80 ms trivial-cell target, before evcxr and the kernel "
            f"add their {ms(around)} and the cell its own code ({ms(f['cell']['median'] - f['empty']['median'])} "
-           "for `1 + 1`, its display and the variable store)."]
+           "for `1 + 1` and its display" + (", and the variable store" if "take_variable" in
+                                             f.get("cell_source", "take_variable") else "") + ")."]
     return out
 
 

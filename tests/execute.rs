@@ -125,9 +125,7 @@ async fn cells_run_through_the_preludes_compiled_runner_which_reports_panics_and
         "{}",
         execution.stdout()
     );
-    let dir = kernel.run_ok(":last_compile_dir").await.result().unwrap();
-    let dir = dir.trim().trim_matches('"');
-    let source = std::fs::read_to_string(std::path::Path::new(dir).join("src/lib.rs")).unwrap();
+    let source = kernel.last_cell_source().await;
     // The catching, the panic line and the flush are compiled once, in the prelude, not in
     // every cell (vendor/README.md, change 13).
     assert!(
@@ -138,6 +136,54 @@ async fn cells_run_through_the_preludes_compiled_runner_which_reports_panics_and
     assert_eq!(
         kernel.run_ok("kept + 1").await.result().as_deref(),
         Some("42")
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn variables_live_in_the_preludes_compiled_store_whatever_their_type() {
+    let mut kernel = Kernel::start().await;
+    kernel.run_ok("struct Point { x: i32 }").await;
+    kernel
+        .run_ok("let kept = 41;\nlet name = String::from(\"tensor\");\nlet p = Point { x: 1 };")
+        .await;
+    let source = kernel.last_cell_source().await;
+    // The store is the prelude's, compiled once, not a copy of evcxr's in every cell
+    // (vendor/README.md, change 14).
+    assert!(
+        source.contains("pub use ::tchbook_prelude::runtime::variables::*;"),
+        "{source}"
+    );
+    assert!(!source.contains("HashMap"), "{source}");
+    assert_eq!(
+        kernel
+            .run_ok("kept + name.len() as i32 + p.x")
+            .await
+            .result()
+            .as_deref(),
+        Some("48")
+    );
+    // Declared again with another type, a variable is stored as the new type.
+    kernel.run_ok("let kept = \"now text\";").await;
+    assert_eq!(
+        kernel
+            .run_ok("kept.len() + name.len()")
+            .await
+            .result()
+            .as_deref(),
+        Some("14")
+    );
+    // A cell that names no variable has no store code (change 15); the variables stay stored,
+    // and one named only inside a format string is loaded for it.
+    assert_eq!(kernel.run_ok("1 + 1").await.result().as_deref(), Some("2"));
+    let source = kernel.last_cell_source().await;
+    assert!(!source.contains("take_variable"), "{source}");
+    assert_eq!(
+        kernel
+            .run_ok("format!(\"{kept}, {}\", p.x)")
+            .await
+            .result()
+            .as_deref(),
+        Some("\"now text, 1\"")
     );
 }
 

@@ -77,6 +77,14 @@ fn generated_code_keys_its_lines_with_the_wire_names() {
     assert!(runtime.contains(&variable), "{variable} is not read");
     let mark = format!("\\u{{{:x}}}", u32::from(tchbook_wire::MARK));
     assert!(runtime.contains(&mark), "{mark} is not written");
+    // And its two line constants, which the prelude's compiled store takes from tchbook_wire.
+    for (name, value) in [
+        ("VARIABLE_CHANGED_TYPE", tchbook_wire::VARIABLE_CHANGED_TYPE),
+        ("USER_ERROR_OCCURRED", tchbook_wire::USER_ERROR_OCCURRED),
+    ] {
+        let constant = format!("pub const {name}: &str = {value:?};");
+        assert!(runtime.contains(&constant), "{constant} is not evcxr's");
+    }
 }
 
 /// Text nested deeper than any parser's stack: these ended the kernel ("stack overflow") when

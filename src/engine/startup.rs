@@ -128,6 +128,12 @@ fn load_prelude(state: &mut State, startup: &mut Startup, dir: &Path, seeded: bo
             state
                 .context
                 .set_cell_runner("tchbook_prelude", "::tchbook_prelude::runtime::run_cell");
+            // And the variables a cell stores go into the prelude's compiled store instead of
+            // one compiled into every cell (change 14). No cell has stored one yet: the start-up
+            // cell has no variables.
+            state
+                .context
+                .set_compiled_store("tchbook_prelude", "::tchbook_prelude::runtime::variables");
             tracing::debug!(
                 "the start-up cell took {}",
                 outputs

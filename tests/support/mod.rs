@@ -329,6 +329,14 @@ impl Client {
         execution
     }
 
+    /// The source evcxr generated for the last cell it compiled (`src/lib.rs` of
+    /// `:last_compile_dir`).
+    pub async fn last_cell_source(&mut self) -> String {
+        let dir = self.run_ok(":last_compile_dir").await.result().unwrap();
+        let dir = std::path::PathBuf::from(dir.trim().trim_matches('"'));
+        std::fs::read_to_string(dir.join("src/lib.rs")).unwrap()
+    }
+
     /// The documentation at `cursor_pos` of `code` (an `inspect_reply`). The first hover of a
     /// kernel loads rust-analyzer, tens of seconds on two busy cores, so it waits longer than
     /// other requests.

@@ -85,6 +85,12 @@ pub const END_CONTENT: &str = "EVCXR_END_CONTENT";
 /// The line (keyed) that says a cell panicked (evcxr's protocol): the cell's code caught the
 /// panic, and the kernel reports the cell as failed.
 pub const PANIC_NOTIFICATION: &str = "EVCXR_PANIC_NOTIFICATION";
+/// The start of the line (keyed) that says a stored variable was lost because a cell redefined
+/// its type (evcxr's protocol): the variable's name follows.
+pub const VARIABLE_CHANGED_TYPE: &str = "EVCXR_VARIABLE_CHANGED_TYPE:";
+/// The line (keyed) that says a cell's `?` returned an error (evcxr's protocol), which the cell
+/// printed on stderr before it.
+pub const USER_ERROR_OCCURRED: &str = "EVCXR_ERROR_OCCURRED";
 
 /// One content block (what a value's `evcxr_display()` prints for one MIME type), its first and
 /// last lines keyed ([`keyed`]).

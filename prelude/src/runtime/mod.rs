@@ -18,7 +18,8 @@
 //!
 //! One job per file: `cell` (the function each cell's code runs through), `state` (the
 //! process-wide state all copies of the prelude share), `protocol` (the writer), `pump` and
-//! `splitter` (the stdout/stderr pump), `signals`, `input`, `tuning` (allocator and threads).
+//! `splitter` (the stdout/stderr pump), `signals`, `input`, `tuning` (allocator and threads),
+//! `variables` (the store that keeps a notebook's variables between cells).
 
 mod cell;
 mod input;
@@ -28,6 +29,7 @@ mod signals;
 mod splitter;
 mod state;
 mod tuning;
+pub mod variables;
 
 pub use cell::run_cell;
 pub use input::{input, input_password};

@@ -104,6 +104,8 @@ pub(crate) struct Config {
     subprocess_path: PathBuf,
     /// tchbook patch: the compiled-once function that runs each cell (`tchbook::CellRunner`).
     pub(crate) cell_runner: Option<tchbook::CellRunner>,
+    /// tchbook patch: the compiled-once variable store (`tchbook::CompiledStore`).
+    pub(crate) compiled_store: Option<tchbook::CompiledStore>,
 }
 
 fn create_initial_config(tmpdir: PathBuf, subprocess_path: PathBuf) -> Result<Config> {
@@ -151,6 +153,7 @@ impl Config {
             codegen_backend: None,
             build_envs: Default::default(),
             cell_runner: None,
+            compiled_store: None,
         })
     }
 
@@ -629,6 +632,14 @@ impl EvalContext {
         });
     }
 
+    /// tchbook patch: see `tchbook::CompiledStore`. Call it before any cell stores a variable.
+    pub fn set_compiled_store(&mut self, crate_name: &str, module: &str) {
+        self.committed_state.config.compiled_store = Some(tchbook::CompiledStore {
+            crate_name: crate_name.to_owned(),
+            module: module.to_owned(),
+        });
+    }
+
     pub fn set_time_passes(&mut self, value: bool) {
         self.committed_state.set_time_passes(value);
     }
@@ -680,6 +691,10 @@ impl EvalContext {
     pub(crate) fn restart_child_process(&mut self) -> Result<(), Error> {
         self.committed_state.variable_states.clear();
         self.committed_state.stored_variable_states.clear();
+        // tchbook patch: a new process starts without a store; the compiled one stays only while
+        // its crate is still a dependency (`:clear` removes every dependency), so that a store
+        // made by evcxr's own code is never handed to cells built for the other.
+        self.committed_state.keep_compiled_store_if_depended_on();
         self.child_process = self.child_process.restart()?;
         Ok(())
     }
@@ -1764,8 +1779,13 @@ impl ContextState {
         mut user_code: CodeBlock,
         compilation_mode: CompilationMode,
     ) -> CodeBlock {
-        let needs_variable_store = !self.variable_states.is_empty()
-            || !self.stored_variable_states.is_empty()
+        // tchbook patch: the variables the cell's text names; the others stay in the store, and
+        // a cell that names none passes the store on without the store's code.
+        let named = tchbook::names_in(&user_code.code_string());
+        let needs_variable_store = tchbook::named_only(&self.variable_states, &named)
+            .chain(tchbook::named_only(&self.stored_variable_states, &named))
+            .next()
+            .is_some()
             || self.async_mode
             || self.allow_question_mark;
         let mut code = CodeBlock::new();
@@ -1773,10 +1793,13 @@ impl ContextState {
             code = code.add_all(self.error_trait_code(false));
         }
         if needs_variable_store {
-            code = code
-                .generated("mod evcxr_internal_runtime {")
-                .generated(include_str!("evcxr_internal_runtime.rs"))
-                .generated("}");
+            // tchbook patch: the store compiled once, where it is.
+            code = code.generated("mod evcxr_internal_runtime {");
+            code = match self.compiled_store() {
+                Some(store) => code.add_all(store.module_code()),
+                None => code.generated(include_str!("evcxr_internal_runtime.rs")),
+            };
+            code = code.generated("}");
         }
         code = code.generated("#[unsafe(no_mangle)]").generated(format!(
             "pub extern \"C\" fn {}(",
@@ -1792,9 +1815,10 @@ impl ContextState {
                 )
                 .generated("}")
                 .generated("let evcxr_variable_store = unsafe {&mut *evcxr_variable_store};")
-                .add_all(self.check_variable_statements())
-                .add_all(self.load_variable_statements());
-            user_code = user_code.add_all(self.store_variable_statements(VariableMoveState::New));
+                .add_all(self.check_variable_statements(&named))
+                .add_all(self.load_variable_statements(&named));
+            user_code =
+                user_code.add_all(self.store_variable_statements(VariableMoveState::New, &named));
         } else {
             code = code.generated("evcxr_variable_store: *mut u8) -> *mut u8 {");
         }
@@ -1868,16 +1892,21 @@ impl ContextState {
                 code.generated("{ use std::io::Write as _; let _ = std::io::stdout().flush(); }");
         }
         if needs_variable_store {
-            code = code.add_all(self.store_variable_statements(VariableMoveState::Available));
+            code = code.add_all(self.store_variable_statements(VariableMoveState::Available, &named));
         }
         code = code.generated("evcxr_variable_store");
         code.generated("}")
     }
 
-    fn store_variable_statements(&self, move_state: VariableMoveState) -> CodeBlock {
+    fn store_variable_statements(
+        &self,
+        move_state: VariableMoveState,
+        named: &tchbook::Names,
+    ) -> CodeBlock {
         let mut statements = CodeBlock::new();
         for (var_name, var_state) in &self.variable_states {
-            if var_state.move_state == move_state {
+            // tchbook patch: only what the cell loaded or defined, all of which it names.
+            if var_state.move_state == move_state && named.contains(var_name.as_str()) {
                 statements.pack_variable(
                     var_name.clone(),
                     format!(
@@ -1892,9 +1921,10 @@ impl ContextState {
         statements
     }
 
-    fn check_variable_statements(&self) -> CodeBlock {
+    fn check_variable_statements(&self, named: &tchbook::Names) -> CodeBlock {
         let mut statements = CodeBlock::new().generated("{let mut vars_ok = true;");
-        for (var_name, var_state) in &self.stored_variable_states {
+        // tchbook patch: only the variables the cell names are loaded, so only they are checked.
+        for (var_name, var_state) in tchbook::named_only(&self.stored_variable_states, named) {
             statements = statements.generated(format!(
                 "vars_ok &= evcxr_variable_store.check_variable::<{}>(stringify!({var_name}));",
                 var_state.type_name
@@ -1904,9 +1934,10 @@ impl ContextState {
     }
 
     // Returns code to load values from the variable store back into their variables.
-    fn load_variable_statements(&self) -> CodeBlock {
+    fn load_variable_statements(&self, named: &tchbook::Names) -> CodeBlock {
         let mut statements = CodeBlock::new();
-        for (var_name, var_state) in &self.stored_variable_states {
+        // tchbook patch: only the variables the cell names.
+        for (var_name, var_state) in tchbook::named_only(&self.stored_variable_states, named) {
             let mutability = if var_state.is_mut { "mut " } else { "" };
             statements.load_variable(format!(
                 "let {}{} = evcxr_variable_store.take_variable::<{}>(stringify!({}));",

@@ -165,6 +165,37 @@ impl EvalContext {
     }
 }
 
+/// tchbook patch: the words of a cell's text (`names_in`). evcxr loads every stored variable
+/// into each cell and stores it back after, so every cell instantiated the store's generic
+/// code, the variable's drop and its unwinding for the type of every variable in the notebook
+/// (one `Tensor` cost a trivial cell ~11 ms of rustc; a tutorial notebook holds dozens of
+/// variables). A cell can use a variable only by writing its name: in code, or in a string a
+/// format macro reads (`"{loss}"`), so every identifier-like word of the text counts, those in
+/// strings and comments too. A variable no word names stays in the store, untouched.
+pub(crate) type Names = std::collections::HashSet<String>;
+
+/// tchbook patch: every identifier-like word of `text` (`Names`).
+pub(crate) fn names_in(text: &str) -> Names {
+    text.split(|c: char| !(c.is_alphanumeric() || c == '_'))
+        .filter(|word| {
+            word.chars()
+                .next()
+                .is_some_and(|c| c.is_alphabetic() || c == '_')
+        })
+        .map(str::to_owned)
+        .collect()
+}
+
+/// tchbook patch: the variables of `variables` that `named` holds.
+pub(crate) fn named_only<'a>(
+    variables: &'a HashMap<String, VariableState>,
+    named: &'a Names,
+) -> impl Iterator<Item = (&'a String, &'a VariableState)> {
+    variables
+        .iter()
+        .filter(|(name, _)| named.contains(name.as_str()))
+}
+
 /// tchbook patch: a function, compiled once in a dependency of every cell, that runs a cell's
 /// code: `fn(Box<dyn FnOnce() + '_>) -> bool` catches its panic, prints the panic notification
 /// (keyed), flushes stdout and returns whether it panicked. evcxr writes that work into each
@@ -179,7 +210,53 @@ pub(crate) struct CellRunner {
     pub(crate) function: String,
 }
 
+/// tchbook patch: the variable store, compiled once in a dependency of every cell. evcxr writes
+/// its store (evcxr_internal_runtime.rs: a `HashMap<String, Box<dyn Any>>` and its methods)
+/// into every cell that has variables, where rustc compiled it again each time: about 35 ms of
+/// a trivial cell's ~120 ms once a notebook had a variable, on a 2-core machine. `module` must
+/// provide that file's names (`VariableStore` with `put_variable`, `check_variable`,
+/// `take_variable`, `lazy_arc`; `create_variable_store`; `USER_ERROR_OCCURRED`,
+/// `VARIABLE_CHANGED_TYPE`) and `walk_variables` with `tchbook_variables`'s signature (the
+/// prelude's `runtime::variables`). Used while `crate_name` is a dependency; a process that
+/// started without it keeps evcxr's own store (`restart_child_process`).
+#[derive(Clone, Debug)]
+pub(crate) struct CompiledStore {
+    pub(crate) crate_name: String,
+    /// The module's path, e.g. `::tchbook_prelude::runtime::variables`.
+    pub(crate) module: String,
+}
+
+impl CompiledStore {
+    /// The body of the cell's `evcxr_internal_runtime` module: the compiled names, and the
+    /// cell's own `tchbook_variables` (the evaluation process looks it up in each cell's library;
+    /// a cell without a store defines none, so the last one found stays the store's).
+    pub(crate) fn module_code(&self) -> CodeBlock {
+        CodeBlock::new()
+            .generated(format!("pub use {}::*;", self.module))
+            .generated("#[allow(dead_code)] #[unsafe(no_mangle)]")
+            .generated("pub extern \"C\" fn tchbook_variables(")
+            .generated("  store: *const VariableStore, visit: Visit, context: *mut ::std::ffi::c_void) {")
+            .generated("  unsafe { walk_variables(store, visit, context) }")
+            .generated("}")
+    }
+}
+
 impl ContextState {
+    /// tchbook patch: the compiled store, while its crate is a dependency.
+    pub(super) fn compiled_store(&self) -> Option<&CompiledStore> {
+        self.config
+            .compiled_store
+            .as_ref()
+            .filter(|store| self.external_deps.contains_key(&store.crate_name))
+    }
+
+    /// tchbook patch: forgets the compiled store unless its crate is a dependency now.
+    pub(super) fn keep_compiled_store_if_depended_on(&mut self) {
+        if self.compiled_store().is_none() {
+            self.config.compiled_store = None;
+        }
+    }
+
     /// tchbook patch: the runner, while its crate is a dependency.
     pub(super) fn cell_runner(&self) -> Option<&CellRunner> {
         self.config
