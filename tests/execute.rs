@@ -188,6 +188,57 @@ async fn variables_live_in_the_preludes_compiled_store_whatever_their_type() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
+async fn a_type_defined_again_with_other_fields_loses_its_variables_instead_of_misreading_them() {
+    let mut kernel = Kernel::start().await;
+    kernel
+        .run_ok("struct Net { width: i32 }\nimpl Net { fn width(&self) -> i32 { self.width } }")
+        .await;
+    kernel
+        .run_ok("let net = Net { width: 7 };\nlet nets = vec![Net { width: 1 }];\nlet kept = 41;")
+        .await;
+    // The same definition run again (a notebook run from the top) keeps them.
+    kernel
+        .run_ok("struct Net { width: i32 }\nimpl Net { fn width(&self) -> i32 { self.width } }")
+        .await;
+    assert_eq!(
+        kernel
+            .run_ok("net.width() + nets[0].width()")
+            .await
+            .result()
+            .as_deref(),
+        Some("8")
+    );
+    // A field more: every cell's crate has the same name, so the new `Net` has the old one's
+    // `TypeId`, and the stored bytes read as the new fields were garbage (or a crash).
+    let redefined = kernel
+        .run_ok("struct Net { depth: i64, width: i32 }\nimpl Net { fn width(&self) -> i32 { self.width } }")
+        .await;
+    for name in ["net", "nets"] {
+        let line = format!("The type of the variable {name} was redefined, so was lost.");
+        assert!(redefined.stderr().contains(&line), "{}", redefined.stderr());
+    }
+    assert!(
+        !redefined.stderr().contains("kept"),
+        "{}",
+        redefined.stderr()
+    );
+    let gone = kernel.execute("net.width()").await;
+    assert_eq!(gone.reply_status(), ReplyStatus::Error);
+    assert_eq!(
+        kernel.run_ok("kept + 1").await.result().as_deref(),
+        Some("42")
+    );
+    assert_eq!(
+        kernel
+            .run_ok("let net = Net { depth: 2, width: 5 };\nnet.width() as i64 + net.depth")
+            .await
+            .result()
+            .as_deref(),
+        Some("7")
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
 async fn the_evaluation_process_caches_cpu_tensor_blocks_by_size() {
     let mut kernel = Kernel::start().await;
     // glibc would carve `_smaller` out of the block `first` freed; the prelude's CPU cache keeps

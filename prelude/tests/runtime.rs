@@ -436,6 +436,12 @@ fn the_variable_store_keeps_values_and_their_type_names_and_refuses_another_type
         ]
     );
     assert_eq!(held.take_variable::<Vec<f32>>("losses"), [0.5, 0.25]);
+    held.forget_variable("steps");
+    held.forget_variable("never stored");
+    let mut seen: Vec<(String, String, bool)> = Vec::new();
+    // SAFETY: the store is ours and not in use.
+    unsafe { walk_variables(store, visit, &mut seen as *mut _ as *mut std::ffi::c_void) };
+    assert!(seen.is_empty(), "{seen:?}");
     let arc = held.lazy_arc("shared", || 7_u8);
     assert!(std::sync::Arc::ptr_eq(
         &arc,

@@ -10,9 +10,10 @@
 //! evaluation process's start (vendor/README.md, change 14).
 //!
 //! The contract is evcxr's `evcxr_internal_runtime.rs`: the same names ([`VariableStore`] with
-//! `put_variable`, `check_variable`, `take_variable`, `lazy_arc`; [`create_variable_store`]; the
-//! two line constants), the same lines printed. What a cell instantiates per variable type is
-//! only a `Box::new`, a `TypeId` and a downcast; the map's work is here, not generic.
+//! `put_variable`, `check_variable`, `take_variable`, `forget_variable`, `lazy_arc`;
+//! [`create_variable_store`]; the two line constants), the same lines printed. What a cell
+//! instantiates per variable type is only a `Box::new`, a `TypeId` and a downcast; the map's
+//! work is here, not generic.
 
 use std::any::{Any, TypeId};
 use std::collections::HashMap;
@@ -71,6 +72,12 @@ impl VariableStore {
             Ok(value) => *value,
             Err(_) => changed_type(name),
         }
+    }
+
+    /// Drops `name`'s value, if stored: the kernel's code does this for a variable whose type a
+    /// cell defined again with other fields, which cannot be read as the new type.
+    pub fn forget_variable(&mut self, name: &str) {
+        self.variables.remove(name);
     }
 
     /// The shared value stored as `name`, made by `create` the first time (evcxr's async mode

@@ -1350,6 +1350,10 @@ pub struct ContextState {
     /// interrupt does), the old value, still held by the generated function, is put back
     /// instead of being dropped with the new declaration.
     restorable_on_panic: HashMap<String, VariableState>,
+    /// tchbook patch: stored variables whose type (or a type in it) the cell being built defines
+    /// again differently (`lose_variables_of_redefined_types`): dropped from the store by the
+    /// cell's code, and reported, instead of being read as the new type.
+    lost_to_redefinition: Vec<String>,
     attributes: HashMap<String, CodeBlock>,
     async_mode: bool,
     allow_question_mark: bool,
@@ -1367,6 +1371,7 @@ impl ContextState {
             variable_states: HashMap::new(),
             stored_variable_states: HashMap::new(),
             restorable_on_panic: HashMap::new(),
+            lost_to_redefinition: Vec::new(),
             attributes: HashMap::new(),
             async_mode: false,
             allow_question_mark: false,
@@ -1715,7 +1720,8 @@ impl ContextState {
             .generated("#![allow(unused_imports, unused_mut, dead_code)]")
             .add_all(self.attributes_code())
             .add_all(self.items_code());
-        let has_user_code = !user_code.is_empty();
+        // tchbook patch: a cell of items alone still drops and reports the variables it lost.
+        let has_user_code = !user_code.is_empty() || !self.lost_to_redefinition.is_empty();
         if has_user_code {
             code = code.add_all(self.wrap_user_code(user_code, compilation_mode));
         } else {
@@ -1786,6 +1792,7 @@ impl ContextState {
             .chain(tchbook::named_only(&self.stored_variable_states, &named))
             .next()
             .is_some()
+            || !self.lost_to_redefinition.is_empty()
             || self.async_mode
             || self.allow_question_mark;
         let mut code = CodeBlock::new();
@@ -1815,6 +1822,7 @@ impl ContextState {
                 )
                 .generated("}")
                 .generated("let evcxr_variable_store = unsafe {&mut *evcxr_variable_store};")
+                .add_all(self.forget_lost_variables_statements())
                 .add_all(self.check_variable_statements(&named))
                 .add_all(self.load_variable_statements(&named));
             user_code =
@@ -1985,6 +1993,8 @@ impl ContextState {
 
         let mut code_out = CodeBlock::new();
         let mut previous_item_name = None;
+        // tchbook patch: each type this cell defines again, with its definition before the cell.
+        let mut replaced_types = HashMap::new();
         let num_statements = user_code.segments.len();
         for (statement_index, segment) in user_code.segments.into_iter().enumerate() {
             let node = if let CodeKind::OriginalUserCode(meta) = &segment.kind {
@@ -2121,6 +2131,14 @@ impl ContextState {
                     item => {
                         let item_block = CodeBlock::new().with_segment(segment);
                         if let Some(item_name) = item::item_name(&item) {
+                            // tchbook patch: a type's old definition, for `replaced_types`.
+                            if tchbook::defines_a_type(&item)
+                                && let Some(old) = self.items_by_name.get(&item_name)
+                            {
+                                replaced_types
+                                    .entry(item_name.clone())
+                                    .or_insert_with(|| old.code_string());
+                            }
                             *self.items_by_name.entry(item_name.to_owned()).or_default() =
                                 item_block;
                             previous_item_name = Some(item_name);
@@ -2142,6 +2160,8 @@ impl ContextState {
                 code_out = code_out.with_segment(segment);
             }
         }
+        // tchbook patch: see `lost_to_redefinition`.
+        self.lose_variables_of_redefined_types(&replaced_types);
         // tchbook patch: see `restorable_on_panic`. A cell that names the old variable
         // anywhere but in its new `let` may move it, and then it cannot be put back.
         self.restorable_on_panic = self

@@ -70,6 +70,13 @@ impl VariableStore {
         }
     }
 
+    /// tchbook patch: drops `name`'s value, if stored (its type was defined again).
+    #[allow(dead_code)]
+    pub fn forget_variable(&mut self, name: &str) {
+        self.variables.remove(name);
+        self.types.remove(name);
+    }
+
     pub fn lazy_arc<T: 'static, F: FnOnce() -> T>(
         &mut self,
         name: &str,

@@ -165,6 +165,80 @@ impl EvalContext {
     }
 }
 
+/// tchbook patch: whether `item` defines a type a variable can hold (or a trait a `dyn` value
+/// can be). Every cell's crate has the same name and metadata, so such a type defined again
+/// keeps its `TypeId`: the store's check cannot see that a stored value was made with other
+/// fields, and reading it as the new type reads the old bytes as new fields (garbage, or a
+/// crash of the evaluation process and every variable with it).
+pub(crate) fn defines_a_type(item: &ast::Item) -> bool {
+    matches!(
+        item,
+        ast::Item::Struct(_)
+            | ast::Item::Enum(_)
+            | ast::Item::Union(_)
+            | ast::Item::TypeAlias(_)
+            | ast::Item::Trait(_)
+    )
+}
+
+impl ContextState {
+    /// tchbook patch: the stored variables whose type names one of `replaced_types` (a type the
+    /// cell defines again, with its old definition) that the cell changed, become
+    /// `lost_to_redefinition`: no longer loaded, dropped from the store and reported by the cell.
+    /// The same definition run again (a notebook run from the top) loses nothing.
+    pub(super) fn lose_variables_of_redefined_types(
+        &mut self,
+        replaced_types: &HashMap<String, String>,
+    ) {
+        let changed: Names = replaced_types
+            .iter()
+            .filter(|(name, old)| {
+                self.items_by_name
+                    .get(*name)
+                    .is_none_or(|new| new.code_string() != **old)
+            })
+            .map(|(name, _)| name.clone())
+            .collect();
+        let mut lost: Vec<String> = self
+            .stored_variable_states
+            .iter()
+            .filter(|(_, variable)| {
+                names_in(&variable.type_name)
+                    .iter()
+                    .any(|word| changed.contains(word))
+            })
+            .map(|(name, _)| name.clone())
+            .collect();
+        lost.sort();
+        for name in &lost {
+            self.stored_variable_states.remove(name);
+            // A `let` of the same name in this cell is a new variable; the old one goes.
+            if self
+                .variable_states
+                .get(name)
+                .is_some_and(|variable| variable.move_state != VariableMoveState::New)
+            {
+                self.variable_states.remove(name);
+            }
+        }
+        self.lost_to_redefinition = lost;
+    }
+
+    /// tchbook patch: drops `lost_to_redefinition`'s values from the store (their drop code is
+    /// the old type's, in the cell that made them) and says so, as evcxr's store does when it
+    /// finds a type changed.
+    pub(super) fn forget_lost_variables_statements(&self) -> CodeBlock {
+        let mut statements = CodeBlock::new();
+        for name in &self.lost_to_redefinition {
+            statements = statements.generated(format!(
+                "evcxr_variable_store.forget_variable(stringify!({name})); \
+                 eprintln!(\"The type of the variable {name} was redefined, so was lost.\");"
+            ));
+        }
+        statements
+    }
+}
+
 /// tchbook patch: the words of a cell's text (`names_in`). evcxr loads every stored variable
 /// into each cell and stores it back after, so every cell instantiated the store's generic
 /// code, the variable's drop and its unwinding for the type of every variable in the notebook
@@ -215,7 +289,7 @@ pub(crate) struct CellRunner {
 /// into every cell that has variables, where rustc compiled it again each time: about 35 ms of
 /// a trivial cell's ~120 ms once a notebook had a variable, on a 2-core machine. `module` must
 /// provide that file's names (`VariableStore` with `put_variable`, `check_variable`,
-/// `take_variable`, `lazy_arc`; `create_variable_store`; `USER_ERROR_OCCURRED`,
+/// `take_variable`, `forget_variable`, `lazy_arc`; `create_variable_store`; `USER_ERROR_OCCURRED`,
 /// `VARIABLE_CHANGED_TYPE`) and `walk_variables` with `tchbook_variables`'s signature (the
 /// prelude's `runtime::variables`). Used while `crate_name` is a dependency; a process that
 /// started without it keeps evcxr's own store (`restart_child_process`).
