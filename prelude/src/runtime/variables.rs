@@ -76,6 +76,15 @@ impl VariableStore {
 
     /// Drops `name`'s value, if stored: the kernel's code does this for a variable whose type a
     /// cell defined again with other fields, which cannot be read as the new type.
+    ///
+    /// ```
+    /// use tchbook_prelude::runtime::variables::VariableStore;
+    ///
+    /// let mut store = VariableStore::new();
+    /// store.put_variable("net", vec![1_u8; 4]);
+    /// store.forget_variable("net");
+    /// store.forget_variable("never stored"); // nothing to drop, nothing happens
+    /// ```
     pub fn forget_variable(&mut self, name: &str) {
         self.variables.remove(name);
     }
@@ -137,7 +146,7 @@ fn changed_type(name: &str) -> ! {
 }
 
 /// A new, empty store on the heap, for the first cell that has variables; the cells pass it on
-/// as a raw pointer.
+/// as a raw pointer. See [`walk_variables`] for one in use.
 pub fn create_variable_store() -> *mut VariableStore {
     Box::into_raw(Box::new(VariableStore::new()))
 }
@@ -153,6 +162,25 @@ pub type Visit = extern "C" fn(*mut c_void, *const u8, usize, *const u8, usize, 
 ///
 /// # Safety
 /// `store` is null or a store made by [`create_variable_store`], not in use elsewhere.
+///
+/// ```
+/// use std::ffi::c_void;
+/// use tchbook_prelude::runtime::variables::{create_variable_store, walk_variables};
+///
+/// extern "C" fn count(seen: *mut c_void, _: *const u8, _: usize, _: *const u8, _: usize, _: *const c_void) {
+///     // SAFETY: the context passed below is this usize.
+///     unsafe { *(seen as *mut usize) += 1 };
+/// }
+/// let store = create_variable_store();
+/// // SAFETY: the store was just made and nothing else holds it.
+/// unsafe { (*store).put_variable("loss", 0.25_f32) };
+/// let mut seen = 0_usize;
+/// // SAFETY: as above; the walk reads the store while nothing changes it.
+/// unsafe { walk_variables(store, count, &mut seen as *mut usize as *mut c_void) };
+/// assert_eq!(seen, 1);
+/// // SAFETY: made by create_variable_store and no longer used.
+/// drop(unsafe { Box::from_raw(store) });
+/// ```
 pub unsafe fn walk_variables(store: *const VariableStore, visit: Visit, context: *mut c_void) {
     // SAFETY: the caller's promise.
     let Some(store) = (unsafe { store.as_ref() }) else {
