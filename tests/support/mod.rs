@@ -136,29 +136,49 @@ pub async fn loopback_connection() -> ConnectionInfo {
 
 impl Client {
     /// Connects to the kernel on `info` and waits for its `iopub_welcome`, so no iopub
-    /// message of a later request can be missed.
+    /// message of a later request can be missed. A kernel spawned a moment ago may reset a
+    /// connection made while it binds its sockets (seen once in CI: "Connection reset by
+    /// peer" on the shell socket); a front end's libzmq reconnects by itself, zmq.rs does not,
+    /// so the whole set is made again, for up to 20 s.
     pub async fn connect(info: ConnectionInfo) -> Client {
+        let deadline = std::time::Instant::now() + Duration::from_secs(20);
+        loop {
+            match Self::try_connect(&info).await {
+                Ok(client) => return client,
+                Err(error) if std::time::Instant::now() < deadline => {
+                    eprintln!("connecting to the kernel again after: {error}");
+                    tokio::time::sleep(Duration::from_millis(200)).await;
+                }
+                Err(error) => panic!("could not connect to the kernel: {error}"),
+            }
+        }
+    }
+
+    async fn try_connect(info: &ConnectionInfo) -> Result<Client, String> {
+        let failed = |error: &dyn std::fmt::Debug| format!("{error:?}");
         let session = format!("test-session-{}", info.shell_port);
-        let identity = peer_identity_for_session(&session).unwrap();
-        let shell = create_client_shell_connection_with_identity(&info, &session, identity.clone())
+        let identity = peer_identity_for_session(&session).map_err(|e| failed(&e))?;
+        let shell = create_client_shell_connection_with_identity(info, &session, identity.clone())
             .await
-            .unwrap();
-        let stdin = create_client_stdin_connection_with_identity(&info, &session, identity)
+            .map_err(|e| failed(&e))?;
+        let stdin = create_client_stdin_connection_with_identity(info, &session, identity)
             .await
-            .unwrap();
-        let control = create_client_control_connection(&info, &session)
+            .map_err(|e| failed(&e))?;
+        let control = create_client_control_connection(info, &session)
             .await
-            .unwrap();
-        let heartbeat = create_client_heartbeat_connection(&info).await.unwrap();
-        let mut iopub = create_client_iopub_connection(&info, "", &session)
+            .map_err(|e| failed(&e))?;
+        let heartbeat = create_client_heartbeat_connection(info)
             .await
-            .unwrap();
+            .map_err(|e| failed(&e))?;
+        let mut iopub = create_client_iopub_connection(info, "", &session)
+            .await
+            .map_err(|e| failed(&e))?;
         let welcome = wait_for_iopub_welcome(&mut iopub, Duration::from_secs(30))
             .await
-            .unwrap();
+            .map_err(|e| failed(&e))?;
         assert!(welcome.is_some(), "the kernel sent no iopub_welcome");
-        Client {
-            info,
+        Ok(Client {
+            info: info.clone(),
             shell,
             iopub,
             control,
@@ -166,7 +186,7 @@ impl Client {
             heartbeat,
             backlog: Vec::new(),
             log_file: None,
-        }
+        })
     }
 
     /// What the kernel logged so far (empty for a kernel without a log file).
