@@ -182,11 +182,16 @@ fn index_completions(cache: &BuildCache) {
         "Indexing completions and documentation for every kernel's first Tab (once; a few minutes)..."
     );
     let started = std::time::Instant::now();
+    // Two analyzers where there are two cores: each loads std, tch and the prelude (~1 GiB),
+    // and then the questions go to whichever is free, which halves the time on a machine left
+    // to them. More would mostly wait on the first question, which is all loading.
+    let analyzers = std::thread::available_parallelism().map_or(1, |n| n.get().min(2));
     match crate::completion::build_index(
         &cache.template_dir(),
         &out,
         crate::engine::PRELUDE_IMPORT,
         false,
+        analyzers,
     ) {
         Ok(()) => println!("Indexed in {:.0?}.", started.elapsed()),
         Err(error) => println!(

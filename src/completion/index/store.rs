@@ -71,24 +71,37 @@ fn last(path: &str) -> &str {
     path.rsplit("::").next().unwrap_or(path)
 }
 
-/// Asks `complete` (rust-analyzer) for every entry of the index. `header` puts the prelude in
-/// scope as in a cell.
+/// Asks rust-analyzer for every entry of the index. `complete` answers a round of questions
+/// that do not depend on each other, each reply in its question's place (several analyzers may
+/// share a round); the answers are taken in the order that asking one question at a time would
+/// take them, so the index holds the same entries however many answer. `header` puts the
+/// prelude in scope as in a cell.
 pub(crate) fn build(
     header: &str,
-    mut complete: impl FnMut(&Source) -> Result<Reply>,
+    mut complete: impl FnMut(Vec<Source>) -> Result<Vec<Reply>>,
 ) -> Result<Index> {
-    let mut ask = |body: &str| -> Result<Vec<Item>> {
-        let code = format!("{header}\n#[allow(unused)]\nfn tchbook_index() {{\n{body}\n}}\n");
-        let offset = code.len() - "\n}\n".len();
-        match complete(&Source { code, offset })? {
-            Reply::Completions { items, .. } => Ok(items),
-            Reply::Failed { message } => bail!(message),
-            other => bail!("unexpected reply {other:?}"),
-        }
+    let mut ask = |bodies: &[String]| -> Result<Vec<Vec<Item>>> {
+        let sources = bodies
+            .iter()
+            .map(|body| {
+                let code =
+                    format!("{header}\n#[allow(unused)]\nfn tchbook_index() {{\n{body}\n}}\n");
+                let offset = code.len() - "\n}\n".len();
+                Source { code, offset }
+            })
+            .collect();
+        complete(sources)?
+            .into_iter()
+            .map(|reply| match reply {
+                Reply::Completions { items, .. } => Ok(items),
+                Reply::Failed { message } => bail!(message),
+                other => bail!("unexpected reply {other:?}"),
+            })
+            .collect()
     };
     let mut index = Index::default();
     let mut texts = HashMap::new();
-    let scope = ask("")?;
+    let scope = ask(&[String::new()])?.pop().unwrap_or_default();
     index.scope = keep_docs(&mut index, &mut texts, None, scope);
     let scope = index.scope.clone();
 
@@ -101,7 +114,8 @@ pub(crate) fn build(
         .chain(PRIMITIVES.iter().map(|p| (p.to_string(), p.to_string())))
         .collect();
     // Paths after `Name::`: the types and modules in scope, then what the modules hold, breadth
-    // first; a type's associated items are asked for, but nothing below them.
+    // first, a round of the queue at a time; a type's associated items are asked for, but
+    // nothing below them.
     let mut queue: VecDeque<(String, usize, bool)> = scope
         .iter()
         .filter(|item| matches!(item.kind.as_str(), "class" | "module"))
@@ -109,39 +123,69 @@ pub(crate) fn build(
         .map(|item| (segment(item).to_owned(), 1, item.kind == "class"))
         .collect();
     let mut walked = BTreeSet::new();
-    while let Some((path, depth, is_type)) = queue.pop_front() {
-        if !walked.insert(path.clone()) {
-            continue;
-        }
-        let items = ask(&format!("{path}::"))?;
-        for item in items.iter().filter(|_| !is_type) {
-            let name = segment(item);
-            let child = format!("{path}::{name}");
-            match item.kind.as_str() {
-                "module" if depth < MAX_DEPTH && !NOT_WALKED.contains(&name) => {
-                    queue.push_back((child, depth + 1, false));
+    while !queue.is_empty() {
+        let round: Vec<(String, usize, bool)> = queue
+            .drain(..)
+            .filter(|(path, _, _)| walked.insert(path.clone()))
+            .collect();
+        let bodies: Vec<String> = round.iter().map(|(path, ..)| format!("{path}::")).collect();
+        for ((path, depth, is_type), items) in round.into_iter().zip(ask(&bodies)?) {
+            for item in items.iter().filter(|_| !is_type) {
+                let name = segment(item);
+                let child = format!("{path}::{name}");
+                match item.kind.as_str() {
+                    "module" if depth < MAX_DEPTH && !NOT_WALKED.contains(&name) => {
+                        queue.push_back((child, depth + 1, false));
+                    }
+                    "class" if depth < MAX_DEPTH && !HELPER_MODULES.contains(&last(&path)) => {
+                        typed.push((name.to_owned(), child.clone()));
+                        queue.push_back((child, depth, true));
+                    }
+                    _ => {}
                 }
-                "class" if depth < MAX_DEPTH && !HELPER_MODULES.contains(&last(&path)) => {
-                    typed.push((name.to_owned(), child.clone()));
-                    queue.push_back((child, depth, true));
-                }
-                _ => {}
+            }
+            if !items.is_empty() {
+                let items = keep_docs(&mut index, &mut texts, Some(&path), items);
+                index.paths.insert(path, items);
             }
         }
-        if !items.is_empty() {
-            let items = keep_docs(&mut index, &mut texts, Some(&path), items);
-            index.paths.insert(path, items);
-        }
     }
-    for (key, path) in typed {
-        if index.methods.contains_key(&key) {
-            continue;
+    // A name's methods are those of its first type that has any: each round asks the first
+    // not yet asked of each name still without methods.
+    let mut asked = vec![false; typed.len()];
+    loop {
+        let mut round: Vec<usize> = Vec::new();
+        for (i, (key, _)) in typed.iter().enumerate() {
+            if asked[i]
+                || index.methods.contains_key(key)
+                || round.iter().any(|&j| typed[j].0 == *key)
+                || typed[..i]
+                    .iter()
+                    .zip(&asked)
+                    .any(|((earlier, _), done)| earlier == key && !done)
+            {
+                continue;
+            }
+            round.push(i);
         }
-        let binding = if key == "str" { "&str" } else { &path };
-        let methods = ask(&format!("let x: {binding} = todo!();\nx."))?;
-        if methods.iter().any(|item| item.kind != "keyword") {
-            let methods = keep_docs(&mut index, &mut texts, Some(&key), methods);
-            index.methods.insert(key, methods);
+        if round.is_empty() {
+            break;
+        }
+        let bodies: Vec<String> = round
+            .iter()
+            .map(|&i| {
+                let (key, path) = &typed[i];
+                let binding = if key == "str" { "&str" } else { path };
+                format!("let x: {binding} = todo!();\nx.")
+            })
+            .collect();
+        for (&i, methods) in round.iter().zip(ask(&bodies)?) {
+            asked[i] = true;
+            let key = typed[i].0.clone();
+            if methods.iter().any(|item| item.kind != "keyword") {
+                let methods = keep_docs(&mut index, &mut texts, Some(&key), methods);
+                index.methods.insert(key, methods);
+            }
         }
     }
     Ok(index)
@@ -196,4 +240,53 @@ pub(crate) fn save(path: &Path, index: &Index) -> Result<()> {
     partial.write_all(&serde_json::to_vec(index)?)?;
     partial.persist(path)?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// rust-analyzer's answers for a small crate: `m` holds `Error` (keywords only after `x.`,
+    /// as for a type rust-analyzer cannot name) and `n`, which holds another `Error` with
+    /// methods; `T` is in scope.
+    fn answer(source: &Source) -> Reply {
+        let body = source.code[..source.offset]
+            .rsplit("fn tchbook_index() {\n")
+            .next()
+            .unwrap();
+        let items = match body {
+            "" => vec![Item::new("m::", "module"), Item::new("T", "class")],
+            "m::" => vec![Item::new("Error", "class"), Item::new("n::", "module")],
+            "m::n::" => vec![Item::new("Error", "class")],
+            "T::" => vec![Item::new("new", "function")],
+            "m::Error::" | "m::n::Error::" => vec![],
+            "let x: T = todo!();\nx." => vec![Item::new("len", "function")],
+            "let x: m::Error = todo!();\nx." => vec![Item::new("if", "keyword")],
+            "let x: m::n::Error = todo!();\nx." => vec![Item::new("source", "function")],
+            other if other.starts_with("let x: ") => vec![],
+            other => panic!("not asked in this crate: {other:?}"),
+        };
+        Reply::Completions {
+            items,
+            start: 0,
+            end: 0,
+        }
+    }
+
+    #[test]
+    fn questions_that_do_not_depend_on_each_other_are_asked_in_one_round() {
+        let mut rounds = Vec::new();
+        let index = build("", |sources| {
+            rounds.push(sources.len());
+            Ok(sources.iter().map(answer).collect())
+        })
+        .unwrap();
+        // The scope; the walk a depth at a time (`m` and `T`; `m::Error` and `m::n`;
+        // `m::n::Error`); the methods of each name's first type (`T`, the primitives,
+        // `m::Error`), then of the next `Error`, since the first had only keywords.
+        assert_eq!(rounds, [1, 2, 2, 1, 2 + PRIMITIVES.len(), 1]);
+        assert_eq!(index.paths.keys().collect::<Vec<_>>(), ["T", "m", "m::n"]);
+        assert_eq!(index.methods["T"], [Item::new("len", "function")]);
+        assert_eq!(index.methods["Error"], [Item::new("source", "function")]);
+    }
 }
