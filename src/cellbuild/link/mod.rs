@@ -105,11 +105,78 @@ pub(super) fn plan(printed: &str, dir: &Path) -> Result<LinkPlan> {
         return Ok(LinkPlan::Full);
     }
     let library = link_library(linker, args, &replaced, dir)?;
+    let mut dropped = libtorch_libraries(args);
+    for name in loaded_with(&library, args) {
+        if !dropped.contains(&name) {
+            dropped.push(name);
+        }
+    }
     Ok(LinkPlan::Shared {
         library: relative(&library.to_string_lossy(), dir),
         replaced: replaced.iter().map(|path| relative(path, dir)).collect(),
-        dropped: libtorch_libraries(args),
+        dropped,
         linker: linker.clone(),
+    })
+}
+
+/// The C runtime and the unwinder, which a cell's own code calls: rustc names them for every
+/// link, and the cell keeps them.
+const C_RUNTIME: [&str; 8] = ["c", "m", "dl", "rt", "pthread", "util", "gcc_s", "gcc"];
+
+/// The `-l` names of the linker command, the C runtime aside, that the loader opens with the
+/// dependencies' `library` anyway: its own needed libraries (the C++ runtime of torch-sys's
+/// wrapper) and theirs where the command's search path holds them (libtorch's OpenMP). A cell's
+/// code calls none of them itself, only the dependencies that do; and where a dependency's
+/// inlined code in the cell does, the loader finds the symbol in those same libraries, which are
+/// in the cell's scope through the library. So the cell's link need not read their symbol
+/// tables: libstdc++'s alone cost ~10 ms of every cell's link.
+fn loaded_with(library: &Path, args: &[String]) -> Vec<String> {
+    let search = search_dirs(args);
+    let mut loaded = needed_libraries(library);
+    for name in loaded.clone() {
+        if let Some(path) = search
+            .iter()
+            .map(|dir| dir.join(&name))
+            .find(|path| path.is_file())
+        {
+            loaded.extend(needed_libraries(&path));
+        }
+    }
+    let mut names: Vec<String> = Vec::new();
+    for name in args.iter().filter_map(|arg| arg.strip_prefix("-l")) {
+        let file = format!("lib{name}.so");
+        let is_loaded = loaded
+            .iter()
+            .any(|soname| *soname == file || soname.starts_with(&format!("{file}.")));
+        if is_loaded && !C_RUNTIME.contains(&name) && !names.iter().any(|n| n == name) {
+            names.push(name.to_owned());
+        }
+    }
+    names
+}
+
+/// The `DT_NEEDED` entries of the shared library at `path`; none where it cannot be read.
+fn needed_libraries(path: &Path) -> Vec<String> {
+    use object::read::elf::ElfFile64;
+    let read = || -> Result<Vec<String>> {
+        let data = std::fs::read(path)?;
+        let file = ElfFile64::<object::Endianness>::parse(&*data)?;
+        let table = file
+            .elf_section_table()
+            .dynamic_table(file.endian(), &*data)?;
+        Ok(table
+            .iter()
+            .filter(|entry| entry.tag == object::elf::DT_NEEDED)
+            .filter_map(|entry| table.string(entry).ok())
+            .map(|name| String::from_utf8_lossy(name).into_owned())
+            .collect())
+    };
+    read().unwrap_or_else(|error| {
+        tracing::debug!(
+            "reading the needed libraries of {}: {error:#}",
+            path.display()
+        );
+        Vec::new()
     })
 }
 

@@ -64,9 +64,50 @@ fn a_cell_links_the_library_in_place_of_the_rlibs_and_without_libtorch() {
             "-Wl,-z,noseparate-code",
             "-Wl,-z,norelro",
             "-Wl,--no-rosegment",
+            "-Wl,--threads=1",
         ]
         .map(OsString::from)
     );
+}
+
+/// Runs `cc` with `args`, which must succeed.
+fn cc(args: &[&str]) {
+    let status = Command::new("cc").args(args).status().unwrap();
+    assert!(status.success(), "cc {args:?}");
+}
+
+/// Compiles the C `code` into the shared library `dir/lib{name}.so`, with the linker's `extra`
+/// arguments after it.
+fn c_library(dir: &Path, name: &str, code: &str, extra: &[&str]) -> PathBuf {
+    let source = dir.join(format!("{name}.c"));
+    std::fs::write(&source, code).unwrap();
+    let out = dir.join(format!("lib{name}.so"));
+    let mut args = vec!["-shared", "-fPIC", "-o", out.to_str().unwrap()];
+    args.push(source.to_str().unwrap());
+    args.extend(extra);
+    cc(&args);
+    out
+}
+
+/// Compiles the C `code` into an archive at `rlib`, as a dependency's rlib holds its objects.
+fn c_archive(rlib: &Path, code: &str) {
+    let source = rlib.with_extension("c");
+    std::fs::write(&source, code).unwrap();
+    let object = rlib.with_extension("o");
+    cc(&[
+        "-c",
+        "-fPIC",
+        "-o",
+        object.to_str().unwrap(),
+        source.to_str().unwrap(),
+    ]);
+    let status = Command::new("ar")
+        .arg("crs")
+        .arg(rlib)
+        .arg(&object)
+        .status()
+        .unwrap();
+    assert!(status.success());
 }
 
 /// A fake libtorch (`torch/lib/libtorch_cpu.so`, a real shared library defining what the
@@ -77,44 +118,17 @@ fn fake_dependencies(dir: &Path) -> (PathBuf, PathBuf) {
     let torch = dir.join("torch").join("lib");
     std::fs::create_dir_all(&deps).unwrap();
     std::fs::create_dir_all(&torch).unwrap();
-    let cc = |args: &[&str]| {
-        let status = Command::new("cc").args(args).status().unwrap();
-        assert!(status.success(), "cc {args:?}");
-    };
-    // libtorch_cpu: a real shared library defining what the "rlib" calls.
-    let torch_c = dir.join("torch.c");
-    std::fs::write(&torch_c, "int torch_answer(void) { return 42; }\n").unwrap();
-    let libtorch = torch.join(LIBTORCH_MARKER);
-    cc(&[
-        "-shared",
-        "-fPIC",
-        "-o",
-        libtorch.to_str().unwrap(),
-        torch_c.to_str().unwrap(),
-    ]);
-    // An "rlib": an archive with a function nothing in the cell calls yet.
-    let dep_c = dir.join("dep.c");
-    std::fs::write(
-        &dep_c,
-        "int torch_answer(void);\nint dep_unused(void) { return torch_answer(); }\n",
-    )
-    .unwrap();
-    let dep_o = dir.join("dep.o");
-    cc(&[
-        "-c",
-        "-fPIC",
-        "-o",
-        dep_o.to_str().unwrap(),
-        dep_c.to_str().unwrap(),
-    ]);
+    c_library(
+        &torch,
+        "torch_cpu",
+        "int torch_answer(void) { return 42; }\n",
+        &[],
+    );
     let rlib = deps.join("libdep-1.rlib");
-    let status = Command::new("ar")
-        .arg("crs")
-        .arg(&rlib)
-        .arg(&dep_o)
-        .status()
-        .unwrap();
-    assert!(status.success());
+    c_archive(
+        &rlib,
+        "int torch_answer(void);\nint dep_unused(void) { return torch_answer(); }\n",
+    );
     (rlib, torch)
 }
 
@@ -165,6 +179,67 @@ fn the_library_holds_the_rlibs_whole_and_the_plan_names_libtorch() {
         "a plan whose library is gone must not be used"
     );
     std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn the_plan_leaves_out_of_the_cells_link_what_the_library_loads_but_not_the_c_runtime() {
+    let dir_temp = tempfile::Builder::new()
+        .prefix("tchbook-link-loaded-")
+        .tempdir()
+        .unwrap();
+    let dir = dir_temp.path();
+    let deps = dir.join("target").join("deps");
+    let torch = dir.join("torch").join("lib");
+    let runtime = dir.join("runtime");
+    for each in [&deps, &torch, &runtime] {
+        std::fs::create_dir_all(each).unwrap();
+    }
+    // Beside libtorch, on the search path as the system's libraries are: the dependencies' C++
+    // runtime (as libstdc++, which the library needs) and libtorch's OpenMP (as libgomp, which
+    // libtorch needs, not the library).
+    c_library(
+        &runtime,
+        "cxxrt",
+        "int cxx_answer(void) { return 1; }\n",
+        &[],
+    );
+    c_library(
+        &runtime,
+        "ompx",
+        "int omp_answer(void) { return 2; }\n",
+        &[],
+    );
+    let runtime_search = format!("-L{}", runtime.display());
+    c_library(
+        &torch,
+        "torch_cpu",
+        "int omp_answer(void);\nint torch_answer(void) { return omp_answer(); }\n",
+        &[&runtime_search, "-lompx"],
+    );
+    // A user's system library nothing in the dependencies calls: the library does not load it.
+    c_library(
+        &runtime,
+        "unused",
+        "int unused_answer(void) { return 3; }\n",
+        &[],
+    );
+    let rlib = deps.join("libdep-1.rlib");
+    c_archive(
+        &rlib,
+        "int torch_answer(void);\nint cxx_answer(void);\n\
+         int dep_answer(void) { return torch_answer() + cxx_answer(); }\n",
+    );
+    let line = format!(
+        r#""cc" "{deps}/ctx.x.rcgu.o" "{rlib}" "-Wl,--as-needed" "-lcxxrt" "-ltorch_cpu" "-lompx" "-lunused" "-lm" "-lc" "-L" "{torch}" "-L" "{runtime}" "-shared" "-o" "{deps}/libctx.so""#,
+        deps = deps.display(),
+        rlib = rlib.display(),
+        torch = torch.display(),
+        runtime = runtime.display(),
+    );
+    let LinkPlan::Shared { dropped, .. } = plan(&line, dir).unwrap() else {
+        panic!("no shared plan");
+    };
+    assert_eq!(dropped, ["torch_cpu", "cxxrt", "ompx"]);
 }
 
 #[test]
