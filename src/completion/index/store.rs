@@ -154,20 +154,14 @@ pub(crate) fn build(
     // not yet asked of each name still without methods.
     let mut asked = vec![false; typed.len()];
     loop {
-        let mut round: Vec<usize> = Vec::new();
-        for (i, (key, _)) in typed.iter().enumerate() {
-            if asked[i]
-                || index.methods.contains_key(key)
-                || round.iter().any(|&j| typed[j].0 == *key)
-                || typed[..i]
-                    .iter()
-                    .zip(&asked)
-                    .any(|((earlier, _), done)| earlier == key && !done)
-            {
-                continue;
-            }
-            round.push(i);
-        }
+        // In order, so the first entry of a name not yet asked is the one that claims it.
+        let mut claimed = BTreeSet::new();
+        let round: Vec<usize> = (0..typed.len())
+            .filter(|&i| {
+                let key = &typed[i].0;
+                !asked[i] && !index.methods.contains_key(key) && claimed.insert(key)
+            })
+            .collect();
         if round.is_empty() {
             break;
         }
