@@ -3,9 +3,12 @@
 use crate::cellbuild::cache::{self, BuildCache};
 use crate::cellbuild::env;
 use crate::cellbuild::libtorch::{Libtorch, detect_libtorch};
+use crate::completion::index_path;
 use crate::engine::{Engine, EngineOptions};
 use anyhow::{Context, Result, bail};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 pub const KERNEL_NAME: &str = "tchbook";
@@ -111,8 +114,8 @@ pub fn uninstall(location: &Location) -> Result<()> {
 }
 
 /// Builds tch and the prelude into the cache's template now, with cargo's progress on stderr,
-/// so the first notebook cell does not wait ~2 minutes. Must run before any thread starts
-/// (it sets `EVCXR_TMPDIR`).
+/// so the first notebook cell does not wait ~2 minutes, and the completion index. Must run
+/// before any thread starts (it sets `EVCXR_TMPDIR`).
 pub fn prebuild_prelude(libtorch: &Libtorch) -> Result<()> {
     cache::configured_root().map_err(|why| {
         anyhow::anyhow!(
@@ -157,7 +160,18 @@ pub fn prebuild_prelude(libtorch: &Libtorch) -> Result<()> {
         interrupt_grace: Duration::from_secs(3),
         cell_opt_level: env::cell_opt_level(),
     });
-    match engine.build_only() {
+    let built = Arc::new(AtomicBool::new(false));
+    // The index is built beside the build: rust-analyzer needs the template's manifest and lock
+    // file, not its outputs, and the build leaves a core idle for minutes (torch-sys's C++
+    // wrapper is one compiler process). A failed build is reported without waiting for it (the
+    // analyzer processes end with this one).
+    let indexer = {
+        let (template, out, built) = (template.clone(), index_path(&cache.dir), built.clone());
+        std::thread::spawn(move || index_beside_build(&template, &out, &built))
+    };
+    let startup = engine.build_only();
+    built.store(true, Ordering::Release);
+    match startup {
         Some(startup) => {
             if let Some(warning) = startup.warning {
                 bail!("the build failed:\n{warning}");
@@ -166,15 +180,65 @@ pub fn prebuild_prelude(libtorch: &Libtorch) -> Result<()> {
         None => bail!("the build engine stopped"),
     }
     println!("Built in {:.0?}.", started.elapsed());
-    index_completions(&cache);
+    match indexer.join() {
+        Ok(Some(Ok(took))) => println!("Indexed in {took:.0?}, beside the build."),
+        // No index could be started beside the build, or it failed there (one cause is named
+        // in the analyzer's error: `cargo metadata` run while cargo rewrites the lock file):
+        // now that the build is done, the same as for a template built before.
+        Ok(Some(Err(error))) => {
+            println!("The index beside the build failed ({error:#}); indexing again.");
+            index_completions(&cache);
+        }
+        Ok(None) | Err(_) => index_completions(&cache),
+    }
     Ok(())
+}
+
+/// Builds the completion index while the template is built, once the build has written the
+/// prelude into the template's manifest and lock file; `None` where the build ended first, or
+/// the index was there already.
+fn index_beside_build(
+    template: &Path,
+    out: &Path,
+    built: &AtomicBool,
+) -> Option<Result<Duration, anyhow::Error>> {
+    if out.exists() {
+        return None;
+    }
+    let names_prelude = |name: &str| {
+        std::fs::read_to_string(template.join(name))
+            .is_ok_and(|text| text.contains("tchbook-prelude"))
+    };
+    // evcxr's first build is of a cell without the prelude; the prelude's `:dep` rewrites the
+    // manifest, and cargo writes the lock file once it has resolved it. The lock is read twice
+    // a moment apart so that a file cargo is still writing is not copied half-written.
+    let mut last_lock = None;
+    loop {
+        if built.load(Ordering::Acquire) {
+            return None;
+        }
+        std::thread::sleep(Duration::from_millis(250));
+        if !names_prelude("Cargo.toml") || !names_prelude("Cargo.lock") {
+            continue;
+        }
+        let lock = std::fs::read(template.join("Cargo.lock")).ok();
+        if lock.is_some() && lock == last_lock {
+            break;
+        }
+        last_lock = lock;
+    }
+    println!(
+        "Indexing completions and documentation for every kernel's first Tab, beside the build..."
+    );
+    let started = std::time::Instant::now();
+    Some(build_completion_index(template, out).map(|()| started.elapsed()))
 }
 
 /// The completion index a fresh kernel answers its first Tab and its documentation from
 /// (`completion/index/`), unless the cache has it. Not fatal: without it, completion waits for
 /// rust-analyzer once.
 fn index_completions(cache: &BuildCache) {
-    let out = crate::completion::index_path(&cache.dir);
+    let out = index_path(&cache.dir);
     if out.exists() {
         return;
     }
@@ -182,23 +246,27 @@ fn index_completions(cache: &BuildCache) {
         "Indexing completions and documentation for every kernel's first Tab (once; a few minutes)..."
     );
     let started = std::time::Instant::now();
-    // Two analyzers where there are two cores: each loads std, tch and the prelude (~1 GiB),
-    // and then the questions go to whichever is free, which halves the time on a machine left
-    // to them. More would mostly wait on the first question, which is all loading.
-    let analyzers = std::thread::available_parallelism().map_or(1, |n| n.get().min(2));
-    match crate::completion::build_index(
-        &cache.template_dir(),
-        &out,
-        crate::engine::PRELUDE_IMPORT,
-        false,
-        analyzers,
-    ) {
+    match build_completion_index(&cache.template_dir(), &out) {
         Ok(()) => println!("Indexed in {:.0?}.", started.elapsed()),
         Err(error) => println!(
             "warning: the completion index could not be built ({error:#}); a kernel's first \
              completion will wait for rust-analyzer instead."
         ),
     }
+}
+
+fn build_completion_index(template: &Path, out: &Path) -> Result<()> {
+    // Two analyzers where there are two cores: each loads std, tch and the prelude (~1 GiB),
+    // and then the questions go to whichever is free, which halves the time on a machine left
+    // to them. More would mostly wait on the first question, which is all loading.
+    let analyzers = std::thread::available_parallelism().map_or(1, |n| n.get().min(2));
+    crate::completion::build_index(
+        template,
+        out,
+        crate::engine::PRELUDE_IMPORT,
+        false,
+        analyzers,
+    )
 }
 
 /// `tchbook doctor`: what the kernel would use (rustc, libtorch, kernelspec), and the build

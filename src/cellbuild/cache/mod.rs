@@ -40,6 +40,10 @@ pub use explain::{explain, free_space, low_space_problem};
 
 include!(concat!(env!("OUT_DIR"), "/prelude_files.rs"));
 
+/// The profiles of the cell crates' dependencies, written as the cache's `.cargo/config.toml`
+/// (the file says why each is what it is).
+const CARGO_CONFIG: &str = include_str!("cargo-config.toml");
+
 /// Where the build cache lives: `$TCHBOOK_CACHE_DIR`, else `$XDG_CACHE_HOME/tchbook`, else
 /// `$HOME/.cache/tchbook`. Each must be an absolute path: a relative one would put the cache in
 /// whatever folder the process runs in, a notebook's (a relative `XDG_CACHE_HOME` is ignored,
@@ -196,12 +200,9 @@ impl BuildCache {
         self.create()?;
         std::fs::create_dir_all(self.dir.join(".cargo"))
             .with_context(|| format!("creating the build cache {}", self.dir.display()))?;
-        // Dependencies (tch, the prelude) are built once and run often: optimise them. The
-        // cell crate's own opt-level is set per kernel by the engine (`:opt`). Profile settings
-        // from cargo config take precedence over the cell crate's manifest.
         write_if_changed(
             &self.dir.join(".cargo").join("config.toml"),
-            b"[profile.dev.package.\"*\"]\nopt-level = 2\ndebug = false\n",
+            CARGO_CONFIG.as_bytes(),
         )?;
         if let Some(dir) = std::env::var_os(env::PRELUDE_DIR) {
             return std::fs::canonicalize(&dir)
@@ -361,6 +362,9 @@ pub(crate) fn crate_entries(
 /// contents; `target/` and hidden entries aside).
 fn stamp(dir: &Path) -> String {
     let mut key = Key::new();
+    // The profiles too: built under other ones, every dependency would be built again by the
+    // first cell of the first kernel instead of by `install`.
+    key.bytes(CARGO_CONFIG.as_bytes());
     let files = crate_entries(dir)
         .flatten()
         .filter(|entry| !entry.file_type().is_dir());
@@ -492,6 +496,121 @@ fn sanitize(text: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::collections::{BTreeSet, HashMap};
+
+    /// The prelude's dependencies on this machine's platform as cargo resolves them for this
+    /// workspace (every feature a cell may turn on): the names of the crates a cell links
+    /// (reached through normal dependencies alone), of those only a build runs (reached through
+    /// a build dependency or a proc macro), and of the proc macros.
+    fn prelude_graph() -> (BTreeSet<String>, BTreeSet<String>, BTreeSet<String>) {
+        let rustc = std::process::Command::new("rustc")
+            .arg("-vV")
+            .output()
+            .unwrap();
+        let rustc = String::from_utf8(rustc.stdout).unwrap();
+        let host = rustc
+            .lines()
+            .find_map(|line| line.strip_prefix("host: "))
+            .unwrap();
+        let manifest = Path::new(env!("CARGO_MANIFEST_DIR")).join("prelude/Cargo.toml");
+        let output = std::process::Command::new(env!("CARGO"))
+            .args([
+                "metadata",
+                "--format-version",
+                "1",
+                "--locked",
+                "--all-features",
+            ])
+            .args(["--filter-platform", host, "--manifest-path"])
+            .arg(&manifest)
+            .output()
+            .unwrap();
+        assert!(
+            output.status.success(),
+            "{}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        let metadata: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+        let mut names = HashMap::new();
+        let mut proc_macros = BTreeSet::new();
+        for package in metadata["packages"].as_array().unwrap() {
+            let (id, name) = (
+                package["id"].as_str().unwrap(),
+                package["name"].as_str().unwrap(),
+            );
+            names.insert(id, name);
+            let kinds = package["targets"].as_array().unwrap().iter();
+            if kinds
+                .flat_map(|t| t["kind"].as_array().unwrap())
+                .any(|k| k == "proc-macro")
+            {
+                proc_macros.insert(id);
+            }
+        }
+        let nodes: HashMap<&str, &serde_json::Value> = metadata["resolve"]["nodes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|node| (node["id"].as_str().unwrap(), node))
+            .collect();
+        let root = names
+            .iter()
+            .find(|(_, name)| **name == "tchbook-prelude")
+            .unwrap()
+            .0;
+        let (mut linked, mut built) = (BTreeSet::new(), BTreeSet::new());
+        let mut walk = vec![(*root, false)];
+        while let Some((id, for_build)) = walk.pop() {
+            if !(if for_build { &mut built } else { &mut linked }).insert(id) {
+                continue;
+            }
+            for dep in nodes[id]["deps"].as_array().unwrap() {
+                let to = dep["pkg"].as_str().unwrap();
+                for kind in dep["dep_kinds"].as_array().unwrap() {
+                    match kind["kind"].as_str() {
+                        Some("dev") => {}
+                        kind => walk.push((
+                            to,
+                            for_build || kind == Some("build") || proc_macros.contains(to),
+                        )),
+                    }
+                }
+            }
+        }
+        let named = |ids: &BTreeSet<&str>| ids.iter().map(|id| names[id].to_owned()).collect();
+        let only_built = built.difference(&linked).copied().collect();
+        let proc_macros = built.intersection(&proc_macros).copied().collect();
+        (named(&linked), named(&only_built), named(&proc_macros))
+    }
+
+    #[test]
+    fn dependencies_only_a_build_runs_are_not_optimised_and_nothing_a_cell_links_is_slowed() {
+        let config: toml::Table = toml::from_str(CARGO_CONFIG).unwrap();
+        let packages = config["profile"]["dev"]["package"].as_table().unwrap();
+        assert_eq!(packages["*"]["opt-level"].as_integer(), Some(2));
+        let unoptimised: BTreeSet<String> = packages
+            .iter()
+            .filter(|(_, profile)| profile["opt-level"].as_integer() == Some(0))
+            .map(|(name, _)| name.clone())
+            .collect();
+        let (linked, only_built, proc_macros) = prelude_graph();
+        assert!(linked.contains("tch") && proc_macros.contains("serde_derive"));
+        let slowed: Vec<_> = unoptimised.intersection(&linked).collect();
+        assert!(
+            slowed.is_empty(),
+            "cells link these, at opt-level 0: {slowed:?}"
+        );
+        let stray: Vec<_> = unoptimised.difference(&only_built).collect();
+        assert!(stray.is_empty(), "not in the prelude's build: {stray:?}");
+        let optimised: Vec<_> = proc_macros.difference(&unoptimised).collect();
+        assert!(
+            optimised.is_empty(),
+            "proc macros at opt-level 2: {optimised:?}"
+        );
+        for tool in ["syn", "quote", "proc-macro2", "cc"] {
+            assert!(unoptimised.contains(tool), "{tool}");
+        }
+    }
 
     #[test]
     fn the_prelude_copy_loses_files_an_earlier_kernel_wrote() {

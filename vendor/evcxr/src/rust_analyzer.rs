@@ -214,6 +214,15 @@ impl RustAnalyzer {
             ..CargoConfig::default()
         };
         let workspace = ProjectWorkspace::load(manifest, &config, &|_| {})?;
+        // tchbook patch: where `cargo metadata` fails (a lock file being written, a registry out
+        // of reach), rust-analyzer quietly falls back to the crate without its dependencies, and
+        // every answer would then know std alone. Said instead, so that the caller can ask again.
+        if let ra_ap_project_model::ProjectWorkspaceKind::Cargo {
+            error: Some(error), ..
+        } = &workspace.kind
+        {
+            bail!("cargo metadata failed, so the dependencies are unknown: {error:#}");
+        }
         let load = workspace
             .to_roots()
             .iter()
