@@ -162,9 +162,10 @@ pub fn prebuild_prelude(libtorch: &Libtorch) -> Result<()> {
     });
     let built = Arc::new(AtomicBool::new(false));
     // The index is built beside the build: rust-analyzer needs the template's manifest and lock
-    // file, not its outputs, and the build leaves a core idle for minutes (torch-sys's C++
-    // wrapper is one compiler process). A failed build is reported without waiting for it (the
-    // analyzer processes end with this one).
+    // file, not its outputs. On two cores that saves little (the build keeps 1.8 of them busy
+    // on average; bench/NOTES.md), but with more the index is done when the build is. A failed
+    // build is reported without waiting for the index (the analyzer processes end with this
+    // one).
     let indexer = {
         let (template, out, built) = (template.clone(), index_path(&cache.dir), built.clone());
         std::thread::spawn(move || index_beside_build(&template, &out, &built))
