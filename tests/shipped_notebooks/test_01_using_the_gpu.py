@@ -32,4 +32,4 @@ def test_mlp_loss_plot_is_an_image(using_gpu):
 
 def test_mlp_test_accuracy_clears_chance(using_gpu):
     (acc,) = numbers(r"test accuracy: ([0-9.]+)", using_gpu.text("test-accuracy"))
-    assert acc > 0.8, acc  # chance is 1/3
+    assert acc >= 0.8, acc  # chance is 1/3; some runs print exactly 0.8
