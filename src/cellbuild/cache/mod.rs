@@ -283,7 +283,8 @@ impl BuildCache {
         };
         for entry in entries.flatten() {
             let path = entry.path();
-            if !path.is_dir() {
+            // A hidden directory is a copy a process ended part way (`copy_build_dir`).
+            if !path.is_dir() || entry.file_name().to_string_lossy().starts_with('.') {
                 continue;
             }
             let lock_path = path.with_extension("lock");
@@ -380,19 +381,39 @@ fn stamp(dir: &Path) -> String {
 /// compare them) and permissions, and sharing blocks where the file system can (reflinks). A
 /// copy that fails leaves nothing behind, and its error keeps the system's error (no space, a
 /// read-only file system, no permission) for `explain` to name.
+///
+/// The copy is made under another name ([`partial_copy`]) and renamed to `to` when whole. A
+/// process that ends part way (a kernel restarted or shut down while it seeds its slot, which
+/// takes seconds) must not leave a directory that holds the ready marker, which the walk meets
+/// first, without the libraries: the next kernel would take it as built and recompile tch in its
+/// first cell. What it leaves instead is a `.partial` directory, removed by the next copy.
 pub fn copy_build_dir(from: &Path, to: &Path) -> Result<()> {
-    if to.exists() {
-        std::fs::remove_dir_all(to).with_context(|| format!("removing {}", to.display()))?;
+    let partial = partial_copy(to);
+    for old in [&partial, to] {
+        if old.exists() {
+            std::fs::remove_dir_all(old).with_context(|| format!("removing {}", old.display()))?;
+        }
     }
-    copy_tree(from, to).map_err(|error| {
-        // A half-made copy must not look like a build directory to the next kernel.
-        let _ = std::fs::remove_dir_all(to);
-        error.context(format!(
-            "copying {} to {} failed",
-            from.display(),
-            to.display()
-        ))
-    })
+    copy_tree(from, &partial)
+        .and_then(|()| {
+            std::fs::rename(&partial, to)
+                .with_context(|| format!("renaming {} to {}", partial.display(), to.display()))
+        })
+        .map_err(|error| {
+            let _ = std::fs::remove_dir_all(&partial);
+            error.context(format!(
+                "copying {} to {} failed",
+                from.display(),
+                to.display()
+            ))
+        })
+}
+
+/// Where [`copy_build_dir`] makes the copy of `to`: beside it (the same file system, so the
+/// rename is atomic), hidden, so that [`BuildCache::slots`] never takes it for a slot.
+fn partial_copy(to: &Path) -> PathBuf {
+    let name = to.file_name().unwrap_or_default().to_string_lossy();
+    to.with_file_name(format!(".{name}.partial"))
 }
 
 fn copy_tree(from: &Path, to: &Path) -> Result<()> {
@@ -610,6 +631,69 @@ mod tests {
         for tool in ["syn", "quote", "proc-macro2", "cc"] {
             assert!(unoptimised.contains(tool), "{tool}");
         }
+    }
+
+    /// Set in the process [`a_copy_cut_short_leaves_nothing_a_kernel_would_take_as_built`]
+    /// starts and kills: the two directories to copy from and to.
+    const COPY_CHILD: &str = "TCHBOOK_TEST_COPY_FROM_TO";
+
+    #[test]
+    fn a_copy_cut_short_leaves_nothing_a_kernel_would_take_as_built() {
+        if let Some(job) = std::env::var_os(COPY_CHILD) {
+            let job = PathBuf::from(job);
+            copy_build_dir(&job.join("template"), &job.join("slots/0")).unwrap();
+            return;
+        }
+        let dir = tempfile::Builder::new()
+            .prefix("tchbook-copy-cut-")
+            .tempdir()
+            .unwrap();
+        let (template, slot) = (dir.path().join("template"), dir.path().join("slots/0"));
+        // A built template: the ready marker and its manifest, and enough libraries that the
+        // copy takes long enough to be cut short.
+        let deps = template.join("target/debug/deps");
+        std::fs::create_dir_all(&deps).unwrap();
+        for n in 0..3000 {
+            std::fs::write(deps.join(format!("lib{n}.rmeta")), vec![7u8; 32 << 10]).unwrap();
+        }
+        mark_ready(&template, "stamp").unwrap();
+        std::fs::create_dir_all(slot.parent().unwrap()).unwrap();
+        // The copy runs in a process of its own (this test, filtered to itself), killed as a
+        // kernel is when it is restarted, once a tenth of the libraries are across.
+        let mut child = std::process::Command::new(std::env::current_exe().unwrap())
+            .args([
+                "--exact",
+                "cellbuild::cache::tests::a_copy_cut_short_leaves_nothing_a_kernel_would_take_as_built",
+                "--test-threads=1",
+            ])
+            .env(COPY_CHILD, dir.path())
+            .stdout(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        let copied = |root: &Path| {
+            std::fs::read_dir(root.join("target/debug/deps")).map_or(0, |entries| entries.count())
+        };
+        while copied(&slot) + copied(&partial_copy(&slot)) < 300 {
+            assert!(
+                child.try_wait().unwrap().is_none(),
+                "the copy ended before it could be cut short"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
+        child.kill().unwrap();
+        child.wait().unwrap();
+        assert!(
+            !slot.exists(),
+            "a copy cut short left {} ({} of 3000 libraries, ready: {})",
+            slot.display(),
+            copied(&slot),
+            is_ready(&slot, "stamp")
+        );
+        // The next copy finds the remains, and makes a whole one.
+        copy_build_dir(&template, &slot).unwrap();
+        assert!(is_ready(&slot, "stamp") && verify(&slot, Check::Contents).is_empty());
+        assert_eq!(copied(&slot), 3000);
+        assert!(!partial_copy(&slot).exists());
     }
 
     #[test]
