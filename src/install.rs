@@ -232,7 +232,22 @@ fn index_beside_build(
         "Indexing completions and documentation for every kernel's first Tab, beside the build..."
     );
     let started = std::time::Instant::now();
-    Some(build_completion_index(template, out).map(|()| started.elapsed()))
+    // A rust-analyzer started early in the build has, now and then, answered its first question
+    // without the prelude (cause not found; its `cargo metadata` had succeeded, and the same
+    // manifest and lock file loaded whole later). That answer ends the attempt at once
+    // (`build_index`), and a new analyzer is asked while the build goes on.
+    const ATTEMPTS: usize = 3;
+    for attempt in 1.. {
+        match build_completion_index(template, out) {
+            Ok(()) => break,
+            Err(error) if attempt < ATTEMPTS && !built.load(Ordering::Acquire) => {
+                println!("The index beside the build failed ({error:#}); asking again.");
+                std::thread::sleep(Duration::from_secs(5));
+            }
+            Err(error) => return Some(Err(error)),
+        }
+    }
+    Some(Ok(started.elapsed()))
 }
 
 /// The completion index a fresh kernel answers its first Tab and its documentation from

@@ -482,20 +482,23 @@ pub fn build_index(
         }));
         scratches.push(scratch);
     }
-    let index = index::build(header, |sources| ask_all(&workers, sources));
-    drop(workers);
-    drop(scratches);
-    let index = index?;
     // rust-analyzer answers from what it could load: a manifest it could not resolve leaves
     // std alone in scope. Such an index would hide the prelude from every first Tab, where
-    // rust-analyzer itself would offer it.
-    if header.contains("tchbook_prelude") && !index.scope.iter().any(|item| item.text == "Tensor") {
-        anyhow::bail!(
-            "rust-analyzer did not load the prelude from {} (no `Tensor` in scope)",
-            template.join("Cargo.toml").display()
-        );
-    }
-    index::save(out, &index)
+    // rust-analyzer itself would offer it; the first answer shows it, before the minutes the
+    // rest takes.
+    let check_scope = |scope: &[messages::Item]| {
+        if header.contains("tchbook_prelude") && !scope.iter().any(|item| item.text == "Tensor") {
+            anyhow::bail!(
+                "rust-analyzer did not load the prelude from {} (no `Tensor` in scope)",
+                template.join("Cargo.toml").display()
+            );
+        }
+        Ok(())
+    };
+    let index = index::build(header, check_scope, |sources| ask_all(&workers, sources));
+    drop(workers);
+    drop(scratches);
+    index::save(out, &index?)
 }
 
 /// The replies to `sources`, in their order, each asked of whichever analyzer is free next.

@@ -75,9 +75,11 @@ fn last(path: &str) -> &str {
 /// that do not depend on each other, each reply in its question's place (several analyzers may
 /// share a round); the answers are taken in the order that asking one question at a time would
 /// take them, so the index holds the same entries however many answer. `header` puts the
-/// prelude in scope as in a cell.
+/// prelude in scope as in a cell. `check_scope` sees the first answer, what is in scope, and may
+/// stop there: the rest is asked of the same analyzer and would lack whatever that lacks.
 pub(crate) fn build(
     header: &str,
+    check_scope: impl FnOnce(&[Item]) -> Result<()>,
     mut complete: impl FnMut(Vec<Source>) -> Result<Vec<Reply>>,
 ) -> Result<Index> {
     let mut ask = |bodies: &[String]| -> Result<Vec<Vec<Item>>> {
@@ -102,6 +104,7 @@ pub(crate) fn build(
     let mut index = Index::default();
     let mut texts = HashMap::new();
     let scope = ask(&[String::new()])?.pop().unwrap_or_default();
+    check_scope(&scope)?;
     index.scope = keep_docs(&mut index, &mut texts, None, scope);
     let scope = index.scope.clone();
 
@@ -270,10 +273,14 @@ mod tests {
     #[test]
     fn questions_that_do_not_depend_on_each_other_are_asked_in_one_round() {
         let mut rounds = Vec::new();
-        let index = build("", |sources| {
-            rounds.push(sources.len());
-            Ok(sources.iter().map(answer).collect())
-        })
+        let index = build(
+            "",
+            |_| Ok(()),
+            |sources| {
+                rounds.push(sources.len());
+                Ok(sources.iter().map(answer).collect())
+            },
+        )
         .unwrap();
         // The scope; the walk a depth at a time (`m` and `T`; `m::Error` and `m::n`;
         // `m::n::Error`); the methods of each name's first type (`T`, the primitives,
@@ -282,5 +289,27 @@ mod tests {
         assert_eq!(index.paths.keys().collect::<Vec<_>>(), ["T", "m", "m::n"]);
         assert_eq!(index.methods["T"], [Item::new("len", "function")]);
         assert_eq!(index.methods["Error"], [Item::new("source", "function")]);
+    }
+
+    #[test]
+    fn a_scope_without_what_the_header_brings_ends_the_build_at_the_first_answer() {
+        let mut asked = 0;
+        let error = build(
+            "",
+            |scope| {
+                if scope.iter().any(|item| item.text == "Tensor") {
+                    Ok(())
+                } else {
+                    bail!("no `Tensor` in scope")
+                }
+            },
+            |sources| {
+                asked += sources.len();
+                Ok(sources.iter().map(answer).collect())
+            },
+        )
+        .unwrap_err();
+        assert_eq!(error.to_string(), "no `Tensor` in scope");
+        assert_eq!(asked, 1);
     }
 }
