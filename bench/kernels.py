@@ -27,7 +27,7 @@ from `tchbook install --prefix <tmp>`.
 
     python bench/kernels.py --out bench/out/kernels.json [--reps 20] [--kernels tchbook,evcxr,ipykernel]
     python bench/kernels.py --out before-after.json --kernels tchbook-baseline,tchbook \\
-        --tchbook-baseline OLD/tchbook --tchbook NEW/tchbook --in-kernel-only
+        --tchbook-baseline OLD/tchbook --tchbook NEW/tchbook --alternate
     python bench/kernels.py --kernels tchbook --first-requests --starts 3 \\
         --out bench/results/first-completion.json
 """
@@ -592,6 +592,52 @@ def bench_kernel(ksm, kernel, runtime, args):
     return res
 
 
+def bench_alternated(ksm, kernels, runtime, args):
+    """The in-kernel latencies of several kernels side by side: all of them started together, and
+    each repetition runs the trivial cell and then the tch cell in every kernel in turn, the first
+    kernel of a turn rotating. Run one after the other instead, two builds of one kernel measured
+    minutes apart differ by the machine's drift (on a 2-core VM, 93 vs 85 ms in one run and 103 vs
+    115 ms in the next for the same two binaries); alternated, the drift falls on each alike."""
+    sessions = {}
+    try:
+        for kernel in kernels:
+            s = Session(ksm, kernel, runtime)
+            sessions[kernel.name] = s
+            s.start(args.timeout)
+            if kernel.setup:
+                s.execute(kernel.setup, args.timeout)
+            s.execute("1 + 1", args.timeout)
+            s.execute(kernel.tch_cell, args.timeout)
+        times = {k.name: {"trivial": [], "trivial_reply": [], "tch_cell": [], "tch_cell_reply": []}
+                 for k in kernels}
+        for rep in range(args.reps):
+            turn = kernels[rep % len(kernels):] + kernels[:rep % len(kernels)]
+            for kernel in turn:
+                s, t = sessions[kernel.name], times[kernel.name]
+                idle, reply, value, _ = s.execute("1 + 1", args.timeout)
+                if value is None or value.strip() != "2":
+                    raise RuntimeError(f"{kernel.name}: `1 + 1` gave {value!r}")
+                t["trivial"].append(idle)
+                t["trivial_reply"].append(reply)
+                idle, reply, _, _ = s.execute(kernel.tch_cell, args.timeout)
+                t["tch_cell"].append(idle)
+                t["tch_cell_reply"].append(reply)
+    finally:
+        for s in sessions.values():
+            s.stop()
+    results = {name: {"name": name, "alternated_with": [k.name for k in kernels],
+                      **{what: summary(xs) for what, xs in t.items()}}
+               for name, t in times.items()}
+    first = kernels[0].name
+    for name, res in results.items():
+        ratios = {what: res[what]["median"] / results[first][what]["median"]
+                  for what in ("trivial", "tch_cell")}
+        res["ratio_to_" + first] = ratios
+        log(f"{name}: trivial {res['trivial']['median']:.3f} s, tch cell {res['tch_cell']['median']:.3f} s "
+            f"({ratios['trivial']:.2f}x and {ratios['tch_cell']:.2f}x {first}'s, alternated)")
+    return results
+
+
 def _loop_seconds(out):
     m = re.search(r"loop_seconds=([0-9.eE+-]+)", out)
     return float(m.group(1)) if m else None
@@ -646,6 +692,10 @@ def main():
                    help="alternated runs of each floor measurement under tchbook's cells (floor.py; 0: none)")
     p.add_argument("--first-starts", type=int, default=3,
                    help="fresh kernels per first request in a full run (0: none; default 3)")
+    p.add_argument("--alternate", action="store_true",
+                   help="only the trivial and tch cells' latencies, the kernels alive together and "
+                        "alternated cell by cell (before and after a change: --kernels "
+                        "tchbook-baseline,tchbook)")
     args = p.parse_args()
     if args.first_requests:
         args.first_starts = args.starts or 3
@@ -668,7 +718,13 @@ def main():
         if "evcxr" in kernels:
             results["evcxr_version"] = evcxr_version(args.evcxr)
             prewarm_evcxr(ksm, kernels, runtime, args)
-        for name in args.kernels:
+        if args.alternate:
+            results["kernels"] = bench_alternated(ksm, [kernels[n] for n in args.kernels], runtime, args)
+            results["ended"] = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
+            results["load_after"] = os.getloadavg()
+            args.out.parent.mkdir(parents=True, exist_ok=True)
+            args.out.write_text(json.dumps(results, indent=1))
+        for name in [] if args.alternate else args.kernels:
             results["kernels"][name] = bench_kernel(ksm, kernels[name], runtime, args)
             # Written after each kernel, so a run cut short keeps what it measured.
             results["ended"] = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
