@@ -202,10 +202,17 @@ class Notebook:
         self.page.keyboard.press("Escape")
         self.menu("File", "Save Notebook")
         deadline = time.monotonic() + 30
-        while path.stat().st_mtime_ns == before:
+        while True:
             assert time.monotonic() < deadline, f"{self.name} was not saved within 30 s"
+            if path.stat().st_mtime_ns != before:
+                # Jupyter's atomic writing keeps a backup aside and writes the file in place, so
+                # the new modification time can come before the contents: a read then finds an
+                # empty or cut-off file (seen once as `Notebook does not appear to be JSON: ''`).
+                try:
+                    return nbformat.read(path, as_version=4)
+                except ValueError:
+                    pass
             time.sleep(0.1)
-        return nbformat.read(path, as_version=4)
 
     # --- pictures ----------------------------------------------------------------------------
 
