@@ -469,6 +469,30 @@ def bench_first_requests(ksm, kernel, runtime, args):
             "pss_after_tab_and_docs_mib": summary(pss), "pss_processes": procs}
 
 
+def warmed_session(ksm, kernel, runtime, args):
+    """A started kernel that has run its setup and one untimed cell of each kind: the first
+    evaluation pays one-off costs that the fresh-kernel measurement reports."""
+    s = Session(ksm, kernel, runtime)
+    try:
+        s.start(args.timeout)
+        if kernel.setup:
+            s.execute(kernel.setup, args.timeout)
+        s.execute("1 + 1", args.timeout)
+        s.execute(kernel.tch_cell, args.timeout)
+    except BaseException:
+        s.stop()
+        raise
+    return s
+
+
+def trivial_cell(s, args):
+    """`1 + 1` in the session: (seconds to idle, seconds to the reply), its value checked."""
+    idle, reply, value, _ = s.execute("1 + 1", args.timeout)
+    if value is None or value.strip() != "2":
+        raise RuntimeError(f"{s.kernel.name}: `1 + 1` gave {value!r}")
+    return idle, reply
+
+
 def bench_kernel(ksm, kernel, runtime, args):
     res = {"name": kernel.name}
     if kernel.name.startswith("tchbook") and (args.first_requests or args.first_starts):
@@ -514,20 +538,11 @@ def bench_kernel(ksm, kernel, runtime, args):
     if args.fresh_only:
         return res
 
-    s = Session(ksm, kernel, runtime)
+    s = warmed_session(ksm, kernel, runtime, args)
     try:
-        s.start(args.timeout)
-        if kernel.setup:
-            s.execute(kernel.setup, args.timeout)
-        # One untimed cell of each kind: the first evaluation pays one-off costs that the
-        # fresh-kernel measurement above already reports.
-        s.execute("1 + 1", args.timeout)
-        s.execute(kernel.tch_cell, args.timeout)
         trivial, trivial_reply, tch, tch_reply, comp = [], [], [], [], []
         for _ in range(args.reps):
-            idle, reply, value, _ = s.execute("1 + 1", args.timeout)
-            if value is None or value.strip() != "2":
-                raise RuntimeError(f"{kernel.name}: `1 + 1` gave {value!r}")
+            idle, reply = trivial_cell(s, args)
             trivial.append(idle)
             trivial_reply.append(reply)
         for _ in range(args.reps):
@@ -601,22 +616,14 @@ def bench_alternated(ksm, kernels, runtime, args):
     sessions = {}
     try:
         for kernel in kernels:
-            s = Session(ksm, kernel, runtime)
-            sessions[kernel.name] = s
-            s.start(args.timeout)
-            if kernel.setup:
-                s.execute(kernel.setup, args.timeout)
-            s.execute("1 + 1", args.timeout)
-            s.execute(kernel.tch_cell, args.timeout)
+            sessions[kernel.name] = warmed_session(ksm, kernel, runtime, args)
         times = {k.name: {"trivial": [], "trivial_reply": [], "tch_cell": [], "tch_cell_reply": []}
                  for k in kernels}
         for rep in range(args.reps):
             turn = kernels[rep % len(kernels):] + kernels[:rep % len(kernels)]
             for kernel in turn:
                 s, t = sessions[kernel.name], times[kernel.name]
-                idle, reply, value, _ = s.execute("1 + 1", args.timeout)
-                if value is None or value.strip() != "2":
-                    raise RuntimeError(f"{kernel.name}: `1 + 1` gave {value!r}")
+                idle, reply = trivial_cell(s, args)
                 t["trivial"].append(idle)
                 t["trivial_reply"].append(reply)
                 idle, reply, _, _ = s.execute(kernel.tch_cell, args.timeout)
