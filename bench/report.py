@@ -2,6 +2,10 @@
 
     python bench/report.py --train bench/out/train.json --kernels bench/out/kernels.json \
         --out bench/RESULTS.md --command "scripts/bench"
+
+With --replace-device DEVICE it rewrites only that device's training tables in an existing --out
+(what `scripts/gpu-check --apply` does with a CUDA run from another machine), leaving its header,
+this machine's tables and the notes as they were.
 """
 
 import argparse
@@ -315,6 +319,42 @@ def first_requests_section(k):
     return out
 
 
+def replace_device(out: Path, device: str, train_files: list[Path], notes: Path | None):
+    """Swaps DEVICE's training tables in `out` for those rendered from `train_files`, in the place the
+    old ones held, or before the first kernels table (taking the place of the note that says no such
+    table exists yet) where there were none; and the notes for `notes`, which speak of those tables."""
+    if not out.exists():
+        raise SystemExit(f"bench/report.py: --replace-device rewrites an existing report, and {out} does not exist; "
+                         "write it first without --replace-device")
+    trains = sorted((t for t in (json.loads(f.read_text()) for f in train_files if f.exists())
+                     if t["device"] == device), key=lambda t: t.get("started", ""))
+    if not trains:
+        raise SystemExit(f"bench/report.py: none of the --train files is a {device} run, so nothing would replace "
+                         f"the {device} tables in {out}")
+    new = []
+    for train in trains:
+        new.extend(train_section(train, dated=len(trains) > 1))
+        new.append("")
+    text = out.read_text()
+    sections = re.split(r"(?m)^(?=## )", text)
+    heading = f"## Training loops ({device}"
+    mine = [i for i, s in enumerate(sections) if s.startswith(heading)]
+    if mine:
+        at = mine[0]
+        kept = [s for i, s in enumerate(sections) if i not in mine]
+    else:
+        kept = [s for s in sections]
+        at = next((i for i, s in enumerate(kept) if s.startswith("## Kernels")), len(kept))
+        kept = [re.sub(r"(?m)^No CUDA table yet:.*\n\n?", "", s) if device == "cuda" else s for s in kept]
+    kept.insert(at, "\n".join(new) + "\n")
+    if notes and notes.exists():
+        text = notes.read_text().rstrip() + "\n"
+        first = text.split("\n", 1)[0]
+        kept = [s for s in kept if not s.startswith(first + "\n")] + [text]
+    out.write_text("".join(kept))
+    print(f"rewrote the {device} tables in {out}")
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--train", type=Path, nargs="*", default=[])
@@ -329,7 +369,12 @@ def main():
     p.add_argument("--out", type=Path, required=True)
     p.add_argument("--command", default="scripts/bench")
     p.add_argument("--load", default="", help="load averages seen before/after, for the header")
+    p.add_argument("--replace-device", metavar="DEVICE",
+                   help="rewrite only DEVICE's training tables (from --train) in the existing --out")
     args = p.parse_args()
+    if args.replace_device:
+        replace_device(args.out, args.replace_device, args.train, args.notes)
+        return
 
     kernels = json.loads(args.kernels.read_text()) if args.kernels and args.kernels.exists() else None
     m = machine(kernels.get("evcxr_version") if kernels else None)

@@ -127,3 +127,54 @@ def test_a_later_run_of_tchbook_alone_is_a_dated_table_of_its_own_after_the_full
     assert "| trivial cell `1 + 1` | 88 ms (80 ms) |" in later_table
     assert "trivial cell 88 ms (target ≤ 80 ms: **missed**); small tch cell 125 ms (target ≤ 120 ms: **missed**)" \
         in later_table
+
+
+def replace_cuda(out: Path, trains: list[Path], notes: Path | None = None) -> subprocess.CompletedProcess:
+    cmd = [sys.executable, str(ROOT / "bench" / "report.py"), "--replace-device", "cuda",
+           "--train", *map(str, trains), "--out", str(out)]
+    return subprocess.run(cmd + (["--notes", str(notes)] if notes else []), capture_output=True, text=True)
+
+
+def test_a_new_cuda_run_replaces_only_the_cuda_table_and_the_notes(tmp_path):
+    # What --apply does on this machine: the header, the CPU table and the kernels' tables were
+    # written when this machine measured them and must come through byte for byte.
+    old = tmp_path / "train-cuda-old.json"
+    cuda = json.loads((RESULTS / "train-cpu.json").read_text())
+    cuda.update(device="cuda", note="Measured on the GPU machine (NVIDIA H100 80GB HBM3).")
+    old.write_text(json.dumps(cuda))
+    before = report(tmp_path, [RESULTS / "train-cpu.json", old])
+    cuda.update(note="Measured on the GPU machine (NVIDIA H200).", started="2026-11-26 22:11 UTC")
+    new = tmp_path / "train-cuda.json"
+    new.write_text(json.dumps(cuda))
+    notes = tmp_path / "NOTES.md"
+    notes.write_text("## Notes\n\nThe second GPU run.\n")
+    done = replace_cuda(tmp_path / "RESULTS.md", [new], notes)
+    assert done.returncode == 0, done.stderr
+    after = (tmp_path / "RESULTS.md").read_text()
+    assert "NVIDIA H200" in after and "NVIDIA H100" not in after
+    assert after.count("## Training loops (cuda") == 1
+    assert after.endswith("## Notes\n\nThe second GPU run.\n")
+    cut = before.index("## Training loops (cuda")
+    assert after[:cut] == before[:cut]
+    assert after[after.index("## Kernels"):after.index("## Notes")] == before[before.index("## Kernels"):]
+
+
+def test_the_first_cuda_run_takes_the_place_of_the_note_that_there_is_none(tmp_path):
+    before = report(tmp_path, [RESULTS / "train-cpu.json"])
+    cuda = json.loads((RESULTS / "train-cpu.json").read_text())
+    cuda.update(device="cuda", note="Measured on the GPU machine (NVIDIA H200).")
+    (tmp_path / "train-cuda.json").write_text(json.dumps(cuda))
+    done = replace_cuda(tmp_path / "RESULTS.md", [tmp_path / "train-cuda.json"])
+    assert done.returncode == 0, done.stderr
+    after = (tmp_path / "RESULTS.md").read_text()
+    assert "No CUDA table yet" in before and "No CUDA table yet" not in after
+    assert headings(after) == ["Training loops (cpu): the prelude vs PyTorch eager",
+                               "Training loops (cuda): the prelude vs PyTorch eager"]
+    assert after.index("## Training loops (cuda") < after.index("## Kernels")
+
+
+def test_replacing_with_no_cuda_run_is_refused_and_changes_nothing(tmp_path):
+    before = report(tmp_path, [RESULTS / "train-cpu.json"])
+    done = replace_cuda(tmp_path / "RESULTS.md", [RESULTS / "train-cpu.json"])
+    assert done.returncode != 0 and "none of the --train files is a cuda run" in done.stderr
+    assert (tmp_path / "RESULTS.md").read_text() == before
