@@ -130,12 +130,18 @@ def measure(slot, kernel_binary, reps=10):
         return out
 
 
-def main():
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def slot_arguments(description):
+    """The command line of a script that replays a kernel's build slot: the slot, the kernel
+    binary that links its cells, the repetitions."""
+    p = argparse.ArgumentParser(description=description)
     p.add_argument("slot", type=Path, help="a tchbook kernel's build slot (`:last_compile_dir` in a cell)")
     p.add_argument("--kernel", type=Path, required=True, help="the tchbook binary (the cells' linker)")
     p.add_argument("--reps", type=int, default=10)
-    args = p.parse_args()
+    return p.parse_args()
+
+
+def main():
+    args = slot_arguments(__doc__.splitlines()[0])
     result = measure(args.slot, args.kernel, args.reps)
     for name, v in result.items():
         if isinstance(v, dict):

@@ -163,8 +163,12 @@ def kernel_section(k):
         lb, la = k["load_before"], k["load_after"]
         out.append(f"Measured {k['started']} – {k['ended'][-9:]}; 1-minute load average {lb[0]:.2f} before, "
                    f"{la[0]:.2f} after.\n")
+    alternated = [n for n in names if "alternated_with" in ks[n]]
     out.append("A cell's time runs from sending `execute_request` to the iopub `status: idle` that ends "
-               "it (everything shown). Min in brackets.\n")
+               "it (everything shown). Min in brackets."
+               + (" The kernels were alive together and each repetition ran the cell in every one of "
+                  "them in turn (`kernels.py --alternate`), so drift over the run reaches them alike."
+                  if alternated else "") + "\n")
     out.append("| measure | " + " | ".join(KERNEL_NAMES[n] for n in names) + " |")
     out.append("| --- |" + " ---: |" * len(names))
 
@@ -179,6 +183,12 @@ def kernel_section(k):
     row("first tch result in a fresh kernel (start included)", "first_tch")
     row("trivial cell `1 + 1`", "trivial")
     row("small tch cell (64×64 randn, matmul, sum)", "tch_cell")
+    if alternated:
+        first = ks[alternated[0]]["alternated_with"][0]
+        for label, key in (("trivial cell", "trivial"), ("small tch cell", "tch_cell")):
+            out.append(f"| … {label} ÷ {first}'s | " + " | ".join(
+                f"{ks[n][f'ratio_to_{first}'][key]:.2f}×" if f"ratio_to_{first}" in ks[n] else "–"
+                for n in names) + " |")
     row("completion request", "complete")
     out.append("| … the kernel's first completion request | " + " | ".join(
         fmt_s(ks[n]["complete_first"]) if "complete_first" in ks[n] else "–" for n in names) + " |")

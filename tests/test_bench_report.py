@@ -178,3 +178,15 @@ def test_replacing_with_no_cuda_run_is_refused_and_changes_nothing(tmp_path):
     done = replace_cuda(tmp_path / "RESULTS.md", [RESULTS / "train-cpu.json"])
     assert done.returncode != 0 and "none of the --train files is a cuda run" in done.stderr
     assert (tmp_path / "RESULTS.md").read_text() == before
+
+
+def test_an_alternated_run_says_so_and_shows_each_kernel_against_the_first(tmp_path):
+    out = tmp_path / "RESULTS.md"
+    subprocess.run([sys.executable, str(ROOT / "bench" / "report.py"), "--kernels", str(RESULTS / "kernels.json"),
+                    "--kernels-later", str(RESULTS / "kernels-tchbook-incremental.json"), "--out", str(out)],
+                   check=True, capture_output=True)
+    run = json.loads((RESULTS / "kernels-tchbook-incremental.json").read_text())
+    section = out.read_text().split("medians of 40, in one kernel")[1].split("\n## ")[0]
+    assert "`kernels.py --alternate`" in section
+    ratio = run["kernels"]["tchbook"]["ratio_to_tchbook-baseline"]["trivial"]
+    assert f"| … trivial cell ÷ tchbook-baseline's | 1.00× | {ratio:.2f}× |" in section

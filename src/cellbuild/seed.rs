@@ -101,9 +101,8 @@ pub(crate) fn repair(
 impl Seeded {
     /// After the prelude was built and loaded in `build_dir`: marks it ready, and when this
     /// kernel made the first full build, keeps it as `cache`'s template. The real cargo built
-    /// it; `warm_up` runs one replayed build first, which leaves the incremental cache as
-    /// replays, with their link plan, want it (`build::link`), or each kernel's first cell
-    /// would pay for the switch.
+    /// it; `warm_up` runs one replayed build first, which learns the link plan replays use
+    /// (`build::link`), or each kernel's first cell would pay for learning it.
     pub(crate) fn finish(
         self,
         cache: Option<&BuildCache>,

@@ -6,6 +6,8 @@ use super::{CELL_CRATE, CHECK_DIR};
 use crate::cellbuild::env;
 use crate::cellbuild::link::{self, LinkPlan};
 use anyhow::{Context, Result};
+use ra_ap_syntax::ast::{self, HasModuleItem, HasName};
+use ra_ap_syntax::{Edition, SourceFile};
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -15,6 +17,14 @@ use std::process::{Command, Stdio};
 /// its link plan.
 pub(super) fn replay(mut record: Record, path: &Path, dir: &Path, check: bool) -> Result<i32> {
     let mut args: Vec<String> = record.args.iter().map(|arg| absolute(arg, dir)).collect();
+    if !check && !defines_items(&dir.join("src").join("lib.rs")) {
+        // An incremental session keeps what rustc learnt about the items a notebook defined
+        // (its functions, types, impls), which evcxr puts into every later cell's crate; a
+        // crate without any is all new to rustc each time, and the session's dependency graph,
+        // loaded and saved, cost 10 ms of a 100 ms cell: bench/NOTES.md ("An incremental
+        // session only where it pays").
+        args = without_incremental(args);
+    }
     let planned = if check {
         let source = std::env::var_os(env::CHECK_SOURCE).map(PathBuf::from);
         args = check_arguments(args, dir, source.as_deref());
@@ -190,16 +200,14 @@ fn note(text: &str) {
     eprintln!("tchbook (cargo front end): {text}");
 }
 
-/// A build's rustc arguments turned into a type check: metadata instead of the library, into
-/// a directory of its own, and no incremental session (it would be the build's, and a check
-/// would overwrite it). A check may run while the cell is built (evcxr's type probe, beside
-/// the build: vendor/README.md), so nothing it writes may be the build's; `source` is the
-/// file it checks in place of `src/lib.rs`, if evcxr named one.
-fn check_arguments(build: Vec<String>, dir: &Path, source: Option<&Path>) -> Vec<String> {
-    let lib = dir.join("src").join("lib.rs");
-    let mut out = Vec::with_capacity(build.len());
-    let mut args = build.into_iter().peekable();
+/// rustc's arguments without an incremental session (`-C incremental=DIR`).
+fn without_incremental(args: Vec<String>) -> Vec<String> {
+    let mut out = Vec::with_capacity(args.len());
+    let mut args = args.into_iter().peekable();
     while let Some(arg) = args.next() {
+        if arg.starts_with("-Cincremental=") {
+            continue;
+        }
         if arg == "-C"
             && args
                 .peek()
@@ -208,6 +216,44 @@ fn check_arguments(build: Vec<String>, dir: &Path, source: Option<&Path>) -> Vec
             args.next();
             continue;
         }
+        out.push(arg);
+    }
+    out
+}
+
+/// Whether the cell crate at `lib` holds items the notebook defined: anything but the `use`
+/// declarations and what evcxr writes for every cell (its entry point, the variable store's
+/// module). A crate that cannot be read or parsed counts as holding some.
+fn defines_items(lib: &Path) -> bool {
+    let Ok(source) = std::fs::read_to_string(lib) else {
+        return true;
+    };
+    let parsed = SourceFile::parse(&source, Edition::Edition2024);
+    if !parsed.errors().is_empty() {
+        return true;
+    }
+    parsed.tree().items().any(|item| match item {
+        ast::Item::Use(_) | ast::Item::ExternCrate(_) => false,
+        ast::Item::Module(module) => module
+            .name()
+            .is_none_or(|name| name.text() != "evcxr_internal_runtime"),
+        ast::Item::Fn(function) => function
+            .name()
+            .is_none_or(|name| !name.text().starts_with("run_user_code_")),
+        _ => true,
+    })
+}
+
+/// A build's rustc arguments turned into a type check: metadata instead of the library, into
+/// a directory of its own, and no incremental session (it would be the build's, and a check
+/// would overwrite it). A check may run while the cell is built (evcxr's type probe, beside
+/// the build: vendor/README.md), so nothing it writes may be the build's; `source` is the
+/// file it checks in place of `src/lib.rs`, if evcxr named one.
+fn check_arguments(build: Vec<String>, dir: &Path, source: Option<&Path>) -> Vec<String> {
+    let lib = dir.join("src").join("lib.rs");
+    let mut out = Vec::with_capacity(build.len());
+    let mut args = without_incremental(build).into_iter().peekable();
+    while let Some(arg) = args.next() {
         if arg == "--out-dir" || arg.starts_with("--out-dir=") {
             if arg == "--out-dir" {
                 args.next();
@@ -236,6 +282,69 @@ fn check_arguments(build: Vec<String>, dir: &Path, source: Option<&Path>) -> Vec
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_incremental_session_is_dropped_in_either_spelling() {
+        let recorded: Vec<String> = [
+            "rustc",
+            "-C",
+            "opt-level=1",
+            "-C",
+            "incremental=/b/target/debug/incremental",
+            "-Cincremental=/b/elsewhere",
+            "-C",
+            "codegen-units=16",
+        ]
+        .map(String::from)
+        .to_vec();
+        assert_eq!(
+            without_incremental(recorded),
+            ["rustc", "-C", "opt-level=1", "-C", "codegen-units=16"]
+        );
+    }
+
+    /// A cell crate as evcxr writes it: the variable store's module when the notebook has
+    /// variables, `items` at the top, the cell's entry point last.
+    fn cell_crate(items: &str) -> tempfile::TempDir {
+        let dir = tempfile::tempdir().unwrap();
+        let source = format!(
+            "#![allow(unused_imports, unused_mut, dead_code)]\n\
+             use tchbook_prelude::prelude::*;\n\
+             mod evcxr_internal_runtime {{\n\
+             pub use ::tchbook_prelude::runtime::variables::*;\n\
+             }}\n\
+             {items}\n\
+             #[unsafe(no_mangle)]\n\
+             pub extern \"C\" fn run_user_code_7(s: *mut u8) -> *mut u8 {{\n\
+             ::tchbook_prelude::runtime::run_cell(::std::boxed::Box::new(||{{ (1 + 1).evcxr_display(); }}));\n\
+             s\n}}\n"
+        );
+        std::fs::write(dir.path().join("lib.rs"), source).unwrap();
+        dir
+    }
+
+    #[test]
+    fn only_a_notebook_that_defined_items_keeps_an_incremental_session() {
+        let lib = |items: &str| defines_items(&cell_crate(items).path().join("lib.rs"));
+        assert!(!lib(""), "evcxr's own code is not the notebook's items");
+        assert!(!lib("use std::collections::HashMap;\nextern crate core;"));
+        for item in [
+            "fn criterion(x: &Tensor) -> Tensor { x.relu() }",
+            "#[derive(Debug)] struct Net { fc: nn::Linear }",
+            "enum Phase { Train, Eval }",
+            "impl Default for Phase { fn default() -> Self { Phase::Train } }",
+            "trait Model {}",
+            "const STEPS: usize = 10;",
+            "macro_rules! twice { ($e:expr) => { $e * 2 } }",
+            "mod helpers { pub fn one() -> i32 { 1 } }",
+        ] {
+            assert!(lib(item), "{item}");
+        }
+        let missing = tempfile::tempdir().unwrap();
+        assert!(defines_items(&missing.path().join("lib.rs")));
+        let broken = cell_crate("fn broken( {");
+        assert!(defines_items(&broken.path().join("lib.rs")));
+    }
 
     #[test]
     fn a_check_is_the_build_without_its_library_beside_the_build() {
