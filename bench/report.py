@@ -30,6 +30,11 @@ TITLES = {
 }
 # (goal ratio PyTorch ÷ prelude, what the prelude is measured against)
 GOALS = {"iris": 2.0, "cifar": 2.0, "mlp": 2.0, "fashion": 1.1, "loader": 5.0}
+# The line a report without a CUDA table holds where that table would be; the first CUDA run
+# (--replace-device cuda) takes its place.
+NO_CUDA_TABLE = ("No CUDA table yet: no GPU has run these workloads. The GPU machine has no Rust toolchain, so "
+                 "`scripts/gpu-check` builds its bundle here and `scripts/gpu-check --apply` adds the table from "
+                 "the run there; on a GPU machine with Rust, `scripts/bench --only train --device cuda` does.")
 KERNEL_NAMES = {"tchbook-baseline": "tchbook, the baseline build (`--tchbook-baseline`)", "tchbook": "tchbook",
                 "evcxr": "evcxr_jupyter 0.22", "ipykernel": "ipykernel (PyTorch)"}
 
@@ -353,9 +358,8 @@ def replace_device(out: Path, device: str, train_files: list[Path], notes: Path 
         at = mine[0]
         kept = [s for i, s in enumerate(sections) if i not in mine]
     else:
-        kept = [s for s in sections]
+        kept = [re.sub(re.escape(NO_CUDA_TABLE) + r"\n\n?", "", s) if device == "cuda" else s for s in sections]
         at = next((i for i, s in enumerate(kept) if s.startswith("## Kernels")), len(kept))
-        kept = [re.sub(r"(?m)^No CUDA table yet:.*\n\n?", "", s) if device == "cuda" else s for s in kept]
     kept.insert(at, "\n".join(new) + "\n")
     if notes and notes.exists():
         text = notes.read_text().rstrip() + "\n"
@@ -435,9 +439,7 @@ def main():
         lines.append("")
     # A CUDA table measured elsewhere (scripts/gpu-check --apply) names its machine in its note.
     if m["gpu"] == "none" and "cuda" not in devices:
-        lines.append("No CUDA table yet: no GPU has run these workloads. The GPU machine has no Rust toolchain, so "
-                     "`scripts/gpu-check` builds its bundle here and `scripts/gpu-check --apply` adds the table from "
-                     "the run there; on a GPU machine with Rust, `scripts/bench --only train --device cuda` does.\n")
+        lines.append(NO_CUDA_TABLE + "\n")
     if args.notes and args.notes.exists():
         lines.append(args.notes.read_text().rstrip() + "\n")
     args.out.write_text("\n".join(lines))
