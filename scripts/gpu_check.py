@@ -40,10 +40,22 @@ def program(messages: Iterable[str]) -> list[str]:
     return [m["executable"] for m in executables(messages) if "bin" in m["target"]["kind"]]
 
 
+class Unfinished(Exception):
+    """A benchmark that was cut short: bench/train.py writes its results after every row and
+    marks the end only when all of them ran."""
+
+
 def cuda_table(train: Path, machine: Path, out: Path) -> None:
     """bench/train.py's CUDA results, with a note naming the GPU machine (its machine.txt, from
-    run.sh) where bench/report.py's header describes the machine that writes the report."""
+    run.sh) where bench/report.py's header describes the machine that writes the report. Raises
+    Unfinished, and writes nothing, for a run that did not reach its end: its table would lack
+    rows and replace a whole one."""
     table = json.loads(train.read_text())
+    if "ended" not in table:
+        rows = len(table.get("rows", []))
+        raise Unfinished(f"the GPU run's benchmark stopped before its end ({rows} row(s) written, "
+                         "see its bench-cuda.log): bench/RESULTS.md keeps its CUDA table; "
+                         "run the benchmark again")
     named = machine.read_text().strip() if machine.exists() else "unknown"
     table["note"] = f"Measured on the GPU machine by `scripts/gpu-check` ({named})."
     out.write_text(json.dumps(table, indent=1))
@@ -89,7 +101,11 @@ def main(argv: list[str]) -> int:
             for path in program(messages):
                 print(path)
     elif args.command == "cuda-table":
-        cuda_table(args.train, args.machine, args.out)
+        try:
+            cuda_table(args.train, args.machine, args.out)
+        except Unfinished as why:
+            print(f"scripts/gpu-check: {why}", file=sys.stderr)
+            return 3
     else:
         try:
             for line in check_notebooks(args.folder, args.names):

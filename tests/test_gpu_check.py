@@ -87,7 +87,8 @@ def test_program_is_the_exported_projects_binary(tmp_path):
 
 
 def test_cuda_table_keeps_the_run_and_names_the_gpu_machine(tmp_path):
-    train = {"device": "cuda", "runs": 2, "rows": [{"workload": "iris", "threads": 1, "steps": 100}]}
+    train = {"device": "cuda", "runs": 2, "rows": [{"workload": "iris", "threads": 1, "steps": 100}],
+             "started": "2026-11-27 01:39 UTC", "ended": "2026-11-27 01:43 UTC"}
     (tmp_path / "train-cuda.json").write_text(json.dumps(train))
     (tmp_path / "machine.txt").write_text("NVIDIA H100 80GB HBM3, 81559 MiB, 570.86\ntorch 2.11.0 CUDA 12.8\n")
     out = tmp_path / "bench-train-cuda.json"
@@ -101,11 +102,25 @@ def test_cuda_table_keeps_the_run_and_names_the_gpu_machine(tmp_path):
 
 
 def test_cuda_table_without_a_machine_description_says_unknown(tmp_path):
-    (tmp_path / "train-cuda.json").write_text(json.dumps({"device": "cuda", "rows": []}))
+    (tmp_path / "train-cuda.json").write_text(json.dumps({"device": "cuda", "rows": [], "ended": "2026-11-27 01:43 UTC"}))
     out = tmp_path / "out.json"
     done = gpu_check("cuda-table", str(tmp_path / "train-cuda.json"), str(tmp_path / "machine.txt"), str(out))
     assert done.returncode == 0, done.stderr
     assert json.loads(out.read_text())["note"] == "Measured on the GPU machine by `scripts/gpu-check` (unknown)."
+
+
+def test_cuda_table_refuses_a_benchmark_that_was_cut_short(tmp_path):
+    # What run.sh returns when the benchmark step hit its limit: the rows done so far, no end.
+    train = {"device": "cuda", "runs": 2, "started": "2026-11-27 01:39 UTC",
+             "rows": [{"workload": "iris", "threads": 1, "steps": 100}, {"workload": "cifar", "threads": 1}]}
+    (tmp_path / "train-cuda.json").write_text(json.dumps(train))
+    out = tmp_path / "bench-train-cuda.json"
+    out.write_text("the table of the last whole run")
+    done = gpu_check("cuda-table", str(tmp_path / "train-cuda.json"), str(tmp_path / "machine.txt"), str(out))
+    assert done.returncode == 3
+    assert "stopped before its end (2 row(s) written" in done.stderr
+    assert "keeps its CUDA table" in done.stderr
+    assert out.read_text() == "the table of the last whole run"
 
 
 def notebook(folder: Path, name: str, outputs: list) -> None:
