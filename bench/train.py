@@ -5,11 +5,15 @@ process doing a short warm-up and then the timed workload once (see torch_loops.
 src/main.rs, which print one JSON line each), and records every run's seconds with the machine's
 load average at its start. The sides: the prelude, PyTorch eager, and plain tch (the reference
 the prelude must not fall behind); for the workloads in --tuned-malloc also PyTorch with the
-prelude's malloc settings; for those in --cpu-cache also the prelude without its CPU caching
-allocator and PyTorch with it (the prelude's prelude/shim/cpu_cache.cpp, built here as a library
-PyTorch's process preloads), so that the table shows what the allocator buys on each side.
+prelude's malloc settings; for those in --allocator also the prelude on glibc's malloc (the
+benchmark built without the kernel's allocator, mimalloc) and PyTorch with mimalloc preloaded
+(the same sources the kernel links), so that the table shows what the allocator buys on each side
+and what is left between the languages once both have it.
 
+    python bench/train.py --prepare target/bench-allocators   # those two, built once
     python bench/train.py --bin target/release/tchbook-bench --out bench/out/train.json \
+        --glibc-bin target/bench-allocators/tchbook-bench-glibc \
+        --mimalloc target/bench-allocators/libmimalloc.so \
         [--runs 5] [--threads 1,2] [--device cpu] [--workloads iris,cifar,fashion,mlp,loader]
 """
 
@@ -19,7 +23,6 @@ import os
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
@@ -39,17 +42,30 @@ MALLOC_ENV = {  # prelude/src/runtime.rs, tune_allocator()
 }
 
 
-def cpu_cache_library(out_dir):
-    """The prelude's CPU caching allocator as a library that installs itself when loaded
-    (LD_PRELOAD), for the PyTorch side: the same source the prelude compiles, against the same
-    libtorch (LIBTORCH, or the torch package's)."""
-    libtorch = Path(os.environ.get("LIBTORCH") or Path(__import__("torch").__file__).parent)
-    out = out_dir / "libtchbook_cpu_cache.so"
-    subprocess.run(["c++", "-O2", "-std=c++17", "-shared", "-fPIC", "-DTCHBOOK_CPU_CACHE_PRELOAD",
-                    str(HERE.parent / "prelude" / "shim" / "cpu_cache.cpp"), f"-I{libtorch / 'include'}",
-                    f"-L{libtorch / 'lib'}", "-lc10", f"-Wl,-rpath,{libtorch / 'lib'}", "-o", str(out)],
-                   check=True)
-    return out
+def prepare(out_dir, scope):
+    """Builds the two programs of the allocator rows into out_dir: tchbook-bench-glibc (this
+    benchmark without the kernel's allocator, so glibc's malloc) and libmimalloc.so (mimalloc as
+    a library PyTorch's process preloads, compiled from the libmimalloc-sys crate the kernel links,
+    with the defines its build script uses for the kernel's features: override, no_thp). Leaves target/release/
+    tchbook-bench as the default build."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    root = HERE.parent
+    target = Path(os.environ.get("CARGO_TARGET_DIR") or root / "target")
+    # The scope of the build that made the other binaries, so that only tchbook-bench changes.
+    build = ["cargo", "build", "--release", "--locked", *scope]
+    subprocess.run(build + ["--features", "tchbook-bench/glibc"], cwd=root, check=True)
+    (out_dir / "tchbook-bench-glibc").write_bytes((target / "release" / "tchbook-bench").read_bytes())
+    (out_dir / "tchbook-bench-glibc").chmod(0o755)
+    subprocess.run(build, cwd=root, check=True)
+    meta = json.loads(subprocess.run(["cargo", "metadata", "--locked", "--format-version", "1"], cwd=root,
+                                     check=True, capture_output=True, text=True).stdout)
+    sys_crate = next(Path(p["manifest_path"]).parent for p in meta["packages"] if p["name"] == "libmimalloc-sys")
+    src = sys_crate / "c_src" / "mimalloc" / "v3"  # the crate's default; the kernel asks for no "v2"
+    subprocess.run(["cc", "-O3", "-shared", "-fPIC", "-DMI_MALLOC_OVERRIDE", "-DMI_BUILD_RELEASE", "-DNDEBUG",
+                    "-DMI_DEBUG=0", "-DMI_NO_THP=1", "-ftls-model=initial-exec", "-fno-builtin-malloc",
+                    f"-I{src / 'include'}", f"-I{src / 'src'}", str(src / "src" / "static.c"),
+                    "-o", str(out_dir / "libmimalloc.so"), "-lpthread"], check=True)
+    log(f"wrote {out_dir / 'tchbook-bench-glibc'} and {out_dir / 'libmimalloc.so'}")
 
 
 def log(*args):
@@ -80,24 +96,37 @@ def run_one(cmd, threads, extra_env=None, timeout=None):
 
 def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--bin", type=Path, required=True, help="the built tchbook-bench binary")
-    p.add_argument("--out", type=Path, required=True)
+    p.add_argument("--prepare", type=Path, metavar="DIR",
+                   help="only build the allocator rows' two programs into DIR (see --glibc-bin, --mimalloc)")
+    p.add_argument("--cargo-scope", default="-p tchbook-bench",
+                   help="with --prepare: the packages and targets of the build it goes with")
+    p.add_argument("--bin", type=Path, help="the built tchbook-bench binary")
+    p.add_argument("--out", type=Path)
     p.add_argument("--runs", type=int, default=5)
     p.add_argument("--threads", default="1,2")
     p.add_argument("--device", default="cpu")
     p.add_argument("--workloads", default=",".join(WORKLOADS))
     p.add_argument("--timeout", type=float, default=300,
                    help="seconds one run may take; a run that takes longer is recorded at this value")
-    p.add_argument("--cpu-cache", default="cifar",
-                   help="workloads that also run the prelude without its CPU caching allocator and PyTorch with it")
+    p.add_argument("--allocator", default="cifar",
+                   help="workloads that also run the prelude on glibc's malloc and PyTorch on mimalloc")
+    p.add_argument("--glibc-bin", type=Path, help="tchbook-bench built without mimalloc (--prepare)")
+    p.add_argument("--mimalloc", type=Path, help="libmimalloc.so for PyTorch's side (--prepare)")
     p.add_argument("--tuned-malloc", default="fashion",
                    help="workloads that also get a PyTorch run with the prelude's malloc settings")
     args = p.parse_args()
+    if args.prepare:
+        prepare(args.prepare, args.cargo_scope.split())
+        return
+    if not args.bin or not args.out:
+        p.error("--bin and --out are needed (or --prepare DIR)")
     threads = [int(t) for t in args.threads.split(",") if t]
     workloads = [w for w in args.workloads.split(",") if w]
     tuned = {w for w in args.tuned_malloc.split(",") if w}
-    cached = {w for w in args.cpu_cache.split(",") if w}
-    preload = cpu_cache_library(Path(tempfile.mkdtemp(prefix="tchbook-cpu-cache-"))) if cached else None
+    allocator = {w for w in args.allocator.split(",") if w}
+    if allocator and not (args.glibc_bin and args.glibc_bin.is_file() and args.mimalloc and args.mimalloc.is_file()):
+        p.error(f"the allocator rows ({args.allocator}) need --glibc-bin and --mimalloc: build them with "
+                "`python bench/train.py --prepare DIR`, or pass --allocator ''")
 
     results = {"device": args.device, "runs": args.runs, "rows": [],
                "started": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}
@@ -112,9 +141,9 @@ def main():
             }
             if w in tuned:
                 sides["pytorch-tuned-malloc"] = (sides["pytorch"][0], MALLOC_ENV)
-            if w in cached:
-                sides["prelude-no-cpu-cache"] = (sides["prelude"][0] + ["--cpu-cache", "off"], None)
-                sides["pytorch-cpu-cache"] = (sides["pytorch"][0], {"LD_PRELOAD": str(preload)})
+            if w in allocator:
+                sides["prelude-glibc"] = ([str(args.glibc_bin)] + sides["prelude"][0][1:], None)
+                sides["pytorch-mimalloc"] = (sides["pytorch"][0], {"LD_PRELOAD": str(args.mimalloc.resolve())})
             runs = {name: [] for name in sides}
             for r in range(args.runs):
                 for name, (cmd, extra) in sides.items():

@@ -106,6 +106,7 @@ for nb in 01-using-the-gpu 02-cpu-cuda-mps 03-cifar10-on-the-gpu 04-deeplizard-p
     "$scratch" "$bundle/bin/$nb" "$results/notebooks/$nb.json"
 done
 step bench-"$device" 480 "$python" "$repo/bench/train.py" --bin "$bundle/bin/tchbook-bench" \
+  --glibc-bin "$bundle/bin/tchbook-bench-glibc" --mimalloc "$bundle/bin/libmimalloc.so" \
   --device "$device" --runs "${GPU_CHECK_BENCH_RUNS:-2}" --threads 1 --timeout 60 \
   --out "$results/train-$device.json"
 

@@ -108,6 +108,13 @@ impl LocationArgs {
     }
 }
 
+/// Every role of this binary allocates through mimalloc, and so does every library it loads: with
+/// mimalloc's `override` feature malloc, free and the rest are defined in this executable, which
+/// exports them, so libtorch in the evaluation process (where a cell's tensors live) allocates
+/// through mimalloc too, not through glibc's malloc.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 fn main() -> ExitCode {
     // evcxr, cargo and rustc run this binary too (the evaluation process, evcxr's cargo, its
     // rustc wrapper, a cell's linker): which role this process plays is decided first.

@@ -239,18 +239,38 @@ async fn a_type_defined_again_with_other_fields_loses_its_variables_instead_of_m
 }
 
 #[tokio::test(flavor = "multi_thread")]
-async fn the_evaluation_process_caches_cpu_tensor_blocks_by_size() {
+async fn libtorch_in_the_evaluation_process_allocates_through_the_kernels_allocator() {
     let mut kernel = Kernel::start().await;
-    // glibc would carve `_smaller` out of the block `first` freed; the prelude's CPU cache keeps
-    // that block for the next tensor of its size.
-    let code = "{\n\
-        let first = Tensor::zeros([12_345], (Kind::Float, Device::Cpu));\n\
-        let block = first.data_ptr() as usize;\n\
-        drop(first);\n\
-        let _smaller = Tensor::zeros([1_000], (Kind::Float, Device::Cpu));\n\
-        Tensor::ones([12_345], (Kind::Float, Device::Cpu)).data_ptr() as usize == block\n\
-    }";
-    assert_eq!(kernel.run_ok(code).await.result().as_deref(), Some("true"));
+    // The dynamic linker binds libtorch's malloc (and a cell's) to the first object that defines
+    // it: the kernel's binary, which defines and exports mimalloc's, not glibc. dladdr names the
+    // object a symbol's address lies in.
+    kernel
+        .run_ok(
+            r#"#[repr(C)]
+struct DlInfo { fname: *const std::ffi::c_char, fbase: *mut std::ffi::c_void,
+                sname: *const std::ffi::c_char, saddr: *mut std::ffi::c_void }
+unsafe extern "C" {
+    fn dlsym(handle: *mut std::ffi::c_void, name: *const std::ffi::c_char) -> *mut std::ffi::c_void;
+    fn dladdr(addr: *const std::ffi::c_void, info: *mut DlInfo) -> i32;
+}"#,
+        )
+        .await;
+    let code = r#"{
+        let _tensor = Tensor::zeros([1 << 20], (Kind::Float, Device::Cpu));
+        let mut info = DlInfo { fname: std::ptr::null(), fbase: std::ptr::null_mut(),
+                                sname: std::ptr::null(), saddr: std::ptr::null_mut() };
+        let found = unsafe { dladdr(dlsym(std::ptr::null_mut(), c"malloc".as_ptr()), &mut info) };
+        assert!(found != 0 && !info.fname.is_null());
+        let object = unsafe { std::ffi::CStr::from_ptr(info.fname) }.to_string_lossy().into_owned();
+        let exe = std::fs::canonicalize(std::env::current_exe().unwrap()).unwrap();
+        let named = std::fs::canonicalize(&object).unwrap_or_default();
+        (named == exe, object.contains("libc.so"))
+    }"#;
+    assert_eq!(
+        kernel.run_ok(code).await.result().as_deref(),
+        Some("(true, false)"),
+        "malloc in the evaluation process should be the kernel binary's"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread")]

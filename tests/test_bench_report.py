@@ -190,3 +190,22 @@ def test_an_alternated_run_says_so_and_shows_each_kernel_against_the_first(tmp_p
     assert "`kernels.py --alternate`" in section
     ratio = run["kernels"]["tchbook"]["ratio_to_tchbook-baseline"]["trivial"]
     assert f"| … trivial cell ÷ tchbook-baseline's | 1.00× | {ratio:.2f}× |" in section
+
+
+def test_the_allocator_rows_show_each_side_without_and_with_mimalloc_and_the_ratios_apart(tmp_path):
+    text = report(tmp_path, [RESULTS / "train-cpu-mimalloc.json"])
+    section = text.split("The kernel's allocator on its own")[1].split("\n\n")[1]
+    row = next(line for line in section.splitlines() if line.startswith("| CIFAR-10 Net") and "| 1 |" in line)
+    cells = [c.strip() for c in row.strip("|").split("|")]
+    cifar = next(r for r in json.loads((RESULTS / "train-cpu-mimalloc.json").read_text())["rows"]
+                 if r["workload"] == "cifar" and r["threads"] == 1)["sides"]
+    median = {side: v["median"] for side, v in cifar.items()}
+    # Without and with, for each side; then neither, as shipped, and both.
+    assert cells[4] == f"{median['prelude-glibc'] / median['prelude']:.2f}×"
+    assert cells[7] == f"{median['pytorch'] / median['pytorch-mimalloc']:.2f}×"
+    assert cells[8:] == [f"{median['pytorch'] / median['prelude-glibc']:.2f}×",
+                         f"**{median['pytorch'] / median['prelude']:.2f}×**",
+                         f"{median['pytorch-mimalloc'] / median['prelude']:.2f}×"]
+    # The older runs' CPU-cache rows keep their own table and words.
+    older = report(tmp_path, [RESULTS / "train-cpu.json"])
+    assert "The CPU caching allocator on its own" in older and "kernel's allocator" not in older

@@ -8,6 +8,12 @@
 //!   models, loaders and helpers: what tchbook users get.
 //! - `--impl tch` is the same loop in plain tch, the reference the prelude must not fall behind.
 
+/// The kernel's allocator, overriding malloc for libtorch too, as in the kernel's evaluation
+/// process (src/main.rs); not in the `glibc` build.
+#[cfg(not(feature = "glibc"))]
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 mod prelude_loops;
 mod tch_loops;
 
@@ -58,13 +64,10 @@ struct Args {
     imp: Impl,
     /// Multiplies the timed run's steps (rows for fashion and loader): for profiling only.
     scale: i64,
-    /// The prelude side with its CPU caching allocator (the default, as in a kernel), or
-    /// without it, to measure what it buys.
-    cpu_cache: bool,
 }
 
 const USAGE: &str = "usage: tchbook-bench --workload iris|cifar|fashion|mlp|loader \
-[--threads N] [--device cpu|cuda] [--impl prelude|tch] [--cpu-cache on|off] \
+[--threads N] [--device cpu|cuda] [--impl prelude|tch] \
 [--scale K (profiling: K times the steps)]";
 
 fn parse_args() -> Result<Args, String> {
@@ -74,7 +77,6 @@ fn parse_args() -> Result<Args, String> {
         device: Device::Cpu,
         imp: Impl::Prelude,
         scale: 1,
-        cpu_cache: true,
     };
     let mut it = std::env::args().skip(1);
     while let Some(flag) = it.next() {
@@ -99,13 +101,6 @@ fn parse_args() -> Result<Args, String> {
                     "prelude" => Impl::Prelude,
                     "tch" => Impl::Tch,
                     other => return Err(format!("--impl {other}: expected prelude or tch")),
-                }
-            }
-            "--cpu-cache" => {
-                args.cpu_cache = match value()?.as_str() {
-                    "on" => true,
-                    "off" => false,
-                    other => return Err(format!("--cpu-cache {other}: expected on or off")),
                 }
             }
             "--scale" => {
@@ -160,7 +155,7 @@ fn main() -> ExitCode {
         }
     };
     if args.imp == Impl::Prelude {
-        prelude_loops::start(args.cpu_cache);
+        prelude_loops::start();
     } else {
         // Only so that plain tch sees the GPU too (--as-needed drops libtorch_cuda from the link).
         tchbook_prelude::device::load_cuda();

@@ -7,13 +7,10 @@ use crate::{Run, Shapes};
 use std::time::Instant;
 use tchbook_prelude::prelude::*;
 
-/// Starts as the kernel's evaluation process does (`runtime::attach`): malloc tuned, libtorch's
-/// CPU allocations cached (unless `cpu_cache` is false), libtorch_cuda loaded.
-pub(crate) fn start(cpu_cache: bool) {
+/// Starts as the kernel's evaluation process does (`runtime::attach`): glibc's malloc tuned (what
+/// the glibc build of this binary allocates with), libtorch_cuda loaded.
+pub(crate) fn start() {
     tune_allocator();
-    if cpu_cache {
-        tchbook_prelude::runtime::cache_cpu_allocations();
-    }
     tchbook_prelude::device::load_cuda();
 }
 

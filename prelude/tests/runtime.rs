@@ -365,30 +365,6 @@ fn plots_progress_bars_and_run_tables_update_in_place_inside_a_kernel() {
 }
 
 #[test]
-fn the_cpu_cache_hands_a_freed_tensors_block_to_the_next_tensor_of_its_size() {
-    use tch::{Device, Kind, Tensor};
-    assert!(runtime::cache_cpu_allocations());
-    // Sizes no other test in this binary allocates, so another thread cannot take the block.
-    let first = Tensor::zeros([12_345], (Kind::Float, Device::Cpu));
-    let block = first.data_ptr();
-    drop(first);
-    // glibc would carve this one from the block just freed; the cache keeps that block for its size.
-    let _smaller = Tensor::zeros([1_000], (Kind::Float, Device::Cpu));
-    let second = Tensor::ones([12_345], (Kind::Float, Device::Cpu));
-    assert_eq!(second.data_ptr(), block);
-    // A reused block holds the new tensor's values, not the old ones.
-    assert_eq!(second.sum(Kind::Float).double_value(&[]), 12_345.0);
-    // Another size gets another block.
-    let other = Tensor::zeros([12_346], (Kind::Float, Device::Cpu));
-    assert_ne!(other.data_ptr(), block);
-    assert_eq!(
-        other.data_ptr() as usize % 64,
-        0,
-        "blocks are 64-byte aligned"
-    );
-}
-
-#[test]
 fn the_variable_store_keeps_values_and_their_type_names_and_refuses_another_type() {
     use tchbook_prelude::runtime::variables::{
         VariableStore, create_variable_store, walk_variables,

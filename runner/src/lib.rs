@@ -57,6 +57,11 @@ use std::io::Write;
 use std::process::ExitCode;
 use tchbook_wire::StreamName;
 
+/// The exported program allocates as its notebook did in the kernel: through mimalloc, which
+/// (its `override` feature) takes the place of glibc's malloc for libtorch too.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 /// The notebook a program was exported from.
 pub struct Notebook {
     /// The file name, for messages and the record.

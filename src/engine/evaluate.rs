@@ -349,12 +349,12 @@ fn guarded<T>(what: &str, call: impl FnOnce() -> anyhow::Result<T>) -> Option<T>
 }
 
 /// rust-analyzer (inside evcxr) allocates hundreds of MB while analysing a cell and frees
-/// most of it; glibc keeps freed pages mapped unless asked. Returning them keeps the idle
-/// kernel small.
+/// most of it; the allocator (mimalloc, src/main.rs) would give the pages back only after its
+/// purge delay. Returning them now keeps the idle kernel small.
 pub(super) fn release_freed_memory() {
-    // SAFETY: malloc_trim only releases free heap memory.
+    // SAFETY: mi_collect only frees what is no longer allocated; `true` also returns it to the OS.
     unsafe {
-        libc::malloc_trim(0);
+        libmimalloc_sys::mi_collect(true);
     }
 }
 

@@ -34,27 +34,6 @@ pub fn tune_allocator() -> bool {
     }
 }
 
-/// Installs a caching allocator for libtorch's CPU tensors (`shim/cpu_cache.cpp`): a freed
-/// tensor's block is kept by its size and handed to the next tensor of that size, as libtorch's
-/// CUDA caching allocator does on the GPU, up to 256 MiB of free blocks. A training step
-/// allocates the same buffers every step, and their malloc/free was 12-15 % of a small conv net's
-/// step (bench/NOTES.md). Tensors made before keep their own deallocator. Returns whether it is
-/// installed (false only where the libtorch headers were missing at build time); calling it again
-/// does nothing. The kernel calls it when the runtime attaches.
-///
-/// ```
-/// assert!(tchbook_prelude::runtime::cache_cpu_allocations());
-/// let t = tch::Tensor::ones([1000], (tch::Kind::Float, tch::Device::Cpu));
-/// assert_eq!(t.sum(tch::Kind::Float).double_value(&[]), 1000.0);
-/// ```
-pub fn cache_cpu_allocations() -> bool {
-    unsafe extern "C" {
-        fn tchbook_cache_cpu_allocations() -> libc::c_int;
-    }
-    // SAFETY: installs an allocator once; no arguments, and C++ exceptions are caught there.
-    unsafe { tchbook_cache_cpu_allocations() == 1 }
-}
-
 /// Sets libtorch's intra-op thread count (`torch.set_num_threads`) and returns the previous one.
 /// On a small machine one thread is often fastest for tiny models (bench/NOTES.md).
 ///
