@@ -6,6 +6,7 @@ use std::path::PathBuf;
 
 fn main() {
     println!("cargo:rerun-if-changed=shim/shim.cpp");
+    println!("cargo:rerun-if-changed=shim/cpu_limit.cpp");
     println!("cargo:rerun-if-changed=build.rs");
     println!("cargo:rerun-if-env-changed=LIBTORCH");
     println!("cargo:rerun-if-env-changed=LIBTORCH_CXX11_ABI");
@@ -46,6 +47,7 @@ fn build_shim(include: Option<PathBuf>) {
         .pic(true)
         .warnings(false)
         .file("shim/shim.cpp")
+        .file("shim/cpu_limit.cpp")
         .flag("-std=c++17");
     if let Some(include) = include {
         build.include(&include);
@@ -66,6 +68,7 @@ fn build_shim(include: Option<PathBuf>) {
             .pic(true)
             .warnings(false)
             .file("shim/shim.cpp")
+            .file("shim/cpu_limit.cpp")
             .flag("-std=c++17");
         stub.define("TCHBOOK_SHIM_STUB", None);
         stub.compile("tchbook_shim");

@@ -8,9 +8,11 @@ use std::time::Instant;
 use tchbook_prelude::prelude::*;
 
 /// Starts as the kernel's evaluation process does (`runtime::attach`): glibc's malloc tuned (what
-/// the glibc build of this binary allocates with), libtorch_cuda loaded.
+/// the glibc build of this binary allocates with), CPU tensors limited to memory and swap,
+/// libtorch_cuda loaded.
 pub(crate) fn start() {
     tune_allocator();
+    tchbook_prelude::runtime::limit_cpu_allocations();
     tchbook_prelude::device::load_cuda();
 }
 

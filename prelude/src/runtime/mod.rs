@@ -38,7 +38,7 @@ pub(crate) use state::INTERRUPTED;
 pub use state::in_kernel;
 pub(crate) use state::shared;
 pub use tchbook_wire::{Message, MimeData, StreamName};
-pub use tuning::{set_threads, tune_allocator};
+pub use tuning::{limit_cpu_allocations, set_threads, tune_allocator};
 
 use std::sync::atomic::Ordering;
 use tchbook_wire::env;
@@ -46,7 +46,8 @@ use tchbook_wire::env;
 /// Connects the prelude to the kernel: reports panics as the kernel reads them (call it on the
 /// thread cells run on: a panic on another thread does not end the cell), installs the SIGINT
 /// handler, starts the stdout/stderr pump, tunes glibc's allocator ([`tune_allocator`]; the
-/// kernel's own process allocates through mimalloc, which these settings leave alone), loads
+/// kernel's own process allocates through mimalloc, which these settings leave alone), has
+/// libtorch refuse a CPU tensor larger than memory and swap ([`limit_cpu_allocations`]), loads
 /// libtorch's CUDA backend where an NVIDIA driver is ([`crate::device::load_cuda`]; call this
 /// before any CUDA question to tch), and marks the process as inside a kernel so display calls
 /// emit message lines. Idempotent; the kernel calls it once.
@@ -64,6 +65,7 @@ pub fn attach() {
     signals::install_sigint_handler();
     signals::install_sigterm_handler();
     tune_allocator();
+    limit_cpu_allocations();
     crate::backend::load_cuda();
     if std::env::var_os(env::NO_PUMP).is_none() {
         pump::start_pump();

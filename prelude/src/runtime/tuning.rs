@@ -34,6 +34,27 @@ pub fn tune_allocator() -> bool {
     }
 }
 
+/// Makes libtorch refuse a CPU tensor larger than the machine's memory and swap together, with
+/// its usual "not enough memory" error (`shim/cpu_limit.cpp`). Under glibc's malloc the kernel
+/// refused such a request itself; the kernel's process allocates through mimalloc, which maps
+/// memory the kernel does not check, so without this a 16 TiB tensor would be filled until the
+/// OOM killer ended the process. Returns whether it is installed (false only where the libtorch
+/// headers were missing at build time); calling it again does nothing. The kernel calls it when
+/// the runtime attaches.
+///
+/// ```
+/// assert!(tchbook_prelude::runtime::limit_cpu_allocations());
+/// let huge = tch::Tensor::f_zeros([1i64 << 42], (tch::Kind::Float, tch::Device::Cpu));
+/// assert!(huge.unwrap_err().to_string().contains("not enough memory"));
+/// ```
+pub fn limit_cpu_allocations() -> bool {
+    unsafe extern "C" {
+        fn tchbook_limit_cpu_allocations() -> libc::c_int;
+    }
+    // SAFETY: installs an allocator once; no arguments, and C++ exceptions are caught there.
+    unsafe { tchbook_limit_cpu_allocations() == 1 }
+}
+
 /// Sets libtorch's intra-op thread count (`torch.set_num_threads`) and returns the previous one.
 /// On a small machine one thread is often fastest for tiny models (bench/NOTES.md).
 ///
