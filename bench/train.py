@@ -46,8 +46,8 @@ def prepare(out_dir, scope):
     """Builds the two programs of the allocator rows into out_dir: tchbook-bench-glibc (this
     benchmark without the kernel's allocator, so glibc's malloc) and libmimalloc.so (mimalloc as
     a library PyTorch's process preloads, compiled from the libmimalloc-sys crate the kernel links,
-    with the defines its build script uses for the kernel's features: override, no_thp). Leaves target/release/
-    tchbook-bench as the default build."""
+    with the defines its build script uses for the kernel's features: override, no_thp). Leaves
+    target/release/tchbook-bench as the default build."""
     out_dir.mkdir(parents=True, exist_ok=True)
     root = HERE.parent
     target = Path(os.environ.get("CARGO_TARGET_DIR") or root / "target")

@@ -50,7 +50,8 @@ struct LimitedCpuAllocator final : c10::Allocator {
     // libtorch's error for a refused CPU allocation, raised as c10/core/impl/alloc_cpu.cpp
     // raises it (CAFFE_ENFORCE: a one-line "[enforce fail at ...]" message, no C++ frames).
     const bool fits = limit == 0 || n <= limit;
-    CAFFE_ENFORCE(fits, "DefaultCPUAllocator: not enough memory: you tried to allocate ", n, " bytes.");
+    CAFFE_ENFORCE(fits, "DefaultCPUAllocator: not enough memory: you tried to allocate ", n,
+                  " bytes.");
     return inner->allocate(n);
   }
 

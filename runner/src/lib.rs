@@ -8,10 +8,10 @@
 //! The exported program runs the cells in order in one process, as "run all" does in the kernel,
 //! and its output goes through the same prelude code as in the kernel: [`run`] points fds 1 and 2
 //! at pipes of its own and then calls the prelude's `runtime::attach()`, which installs the
-//! SIGINT flag, limits CPU tensors to memory and swap, loads CUDA where a driver is and starts its stdout/stderr
-//! pump. From then on every display, update, clear and partial line reaches this runner as the
-//! kernel would see it (DEVELOPERS.md, "The live display line protocol"), a cell's final value
-//! arrives as evcxr's `EVCXR_BEGIN_CONTENT` blocks, and the runner turns them into
+//! SIGINT flag, limits CPU tensors to memory and swap, loads CUDA where a driver is and starts its
+//! stdout/stderr pump. From then on every display, update, clear and partial line reaches this
+//! runner as the kernel would see it (DEVELOPERS.md, "The live display line protocol"), a cell's
+//! final value arrives as evcxr's `EVCXR_BEGIN_CONTENT` blocks, and the runner turns them into
 //! - text on the real stdout/stderr (a batch job's log): streams as printed, each display's
 //!   `text/plain` when it appears and, for displays updated in place (progress bars, loss plots,
 //!   run tables), again at most every `UPDATE_PRINT_INTERVAL` and once more when the cell ends;
