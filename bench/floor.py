@@ -130,6 +130,25 @@ def measure(slot, kernel_binary, reps=10):
         return out
 
 
+def alternated(runs, reps):
+    """Seconds of each of `runs` (name -> function), run in turn `reps` times (A B C A B C ...)
+    after one untimed round, in which each settles (a session, a cache)."""
+    for run in runs.values():
+        run()
+    times = {key: [] for key in runs}
+    for _ in range(reps):
+        for key, run in runs.items():
+            times[key].append(run())
+    return times
+
+
+def print_medians(title, times):
+    """`times` ((crate, variant) -> seconds), a line each: median (min) in ms, under `title`."""
+    print(title)
+    for (crate, variant), t in times.items():
+        print(f"{crate:28s} {variant:28s} {statistics.median(t) * 1000:6.1f} ms ({min(t) * 1000:.1f} ms)")
+
+
 def slot_arguments(description):
     """The command line of a script that replays a kernel's build slot: the slot, the kernel
     binary that links its cells, the repetitions."""

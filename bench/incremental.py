@@ -9,14 +9,13 @@ and each build has a new entry point name, as each cell has.
 """
 
 import re
-import statistics
 import sys
 import tempfile
 from pathlib import Path
 
 sys.dont_write_bytecode = True
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from floor import Slot, slot_arguments  # noqa: E402
+from floor import Slot, alternated, print_medians, slot_arguments  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
 # `1 + 1` as the kernel generates it in a notebook without variables.
@@ -66,15 +65,8 @@ def main():
             runs[(name, "without")] = lambda c=c, src=source: build(f"{c}-noinc", src, without)
             runs[(name, "without, one codegen unit")] = lambda c=c, src=source: build(
                 f"{c}-cgu1", src, without, ["-Ccodegen-units=1"])
-        for run in runs.values():  # one untimed round: each session settles
-            run()
-        times = {key: [] for key in runs}
-        for _ in range(args.reps):
-            for key, run in runs.items():
-                times[key].append(run())
-    print(f"rustc on a cell crate, median (min) of {args.reps} alternated runs")
-    for (crate, variant), t in times.items():
-        print(f"{crate:28s} {variant:28s} {statistics.median(t) * 1000:6.1f} ms ({min(t) * 1000:.1f} ms)")
+        times = alternated(runs, args.reps)
+    print_medians(f"rustc on a cell crate, median (min) of {args.reps} alternated runs", times)
 
 
 if __name__ == "__main__":

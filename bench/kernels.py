@@ -28,6 +28,8 @@ from `tchbook install --prefix <tmp>`.
     python bench/kernels.py --out bench/out/kernels.json [--reps 20] [--kernels tchbook,evcxr,ipykernel]
     python bench/kernels.py --out before-after.json --kernels tchbook-baseline,tchbook \\
         --tchbook-baseline OLD/tchbook --tchbook NEW/tchbook --alternate
+    python bench/kernels.py --out opt-levels.json --kernels tchbook-baseline,tchbook \\
+        --tchbook-baseline BIN --baseline-env TCHBOOK_OPT_LEVEL=1 --alternate
     python bench/kernels.py --kernels tchbook --first-requests --starts 3 \\
         --out bench/results/first-completion.json
 """
@@ -116,6 +118,14 @@ class Kernel:
         self.language = language
 
 
+def environment_setting(text):
+    """NAME=VALUE, for --baseline-env."""
+    name, sep, value = text.partition("=")
+    if not sep or not name:
+        raise argparse.ArgumentTypeError(f"{text!r} is not NAME=VALUE")
+    return name, value
+
+
 def tchbook_kernel(name, binary, env, tmp):
     """A tchbook binary's kernel, from the spec `tchbook install --prefix` writes for it."""
     prefix = tmp / f"{name}-prefix"
@@ -146,7 +156,8 @@ def kernel_specs(args, tmp):
         # cache each would find the other's template out of date and rebuild it.
         cache = Path.home() / ".cache" / "tchbook" / "bench" / "baseline-cache"
         kernels["tchbook-baseline"] = tchbook_kernel(
-            "tchbook-baseline", args.tchbook_baseline, {"TCHBOOK_CACHE_DIR": str(cache)}, tmp)
+            "tchbook-baseline", args.tchbook_baseline,
+            {"TCHBOOK_CACHE_DIR": str(cache), **dict(args.baseline_env)}, tmp)
     if "evcxr" in args.kernels:
         # evcxr builds cells with -Cprefer-dynamic and finds libstd-*.so through a relative
         # rpath that cargo computes for target/.../deps/ but that the uplifted copy one level
@@ -683,6 +694,10 @@ def main():
     p.add_argument("--tchbook-baseline", type=Path,
                    help="a second tchbook binary, measured as kernel `tchbook-baseline` in the same run "
                         "(add it to --kernels): before and after a change, side by side")
+    p.add_argument("--baseline-env", type=environment_setting, action="append", default=[],
+                   metavar="NAME=VALUE",
+                   help="a variable in the baseline kernel's environment (repeatable): the same binary "
+                        "with one setting changed, side by side (TCHBOOK_OPT_LEVEL=1)")
     p.add_argument("--evcxr", type=Path, default=shutil.which("evcxr_jupyter"))
     p.add_argument("--evcxr-tmpdir", type=Path,
                    default=Path.home() / ".cache" / "tchbook" / "bench" / "evcxr-tmpdir")
@@ -717,6 +732,8 @@ def main():
     results = {"reps": args.reps, "starts": args.starts, "kernels": {},
                "started": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
                "load_before": os.getloadavg()}
+    if args.baseline_env:
+        results["baseline_env"] = dict(args.baseline_env)
     with tempfile.TemporaryDirectory(prefix="tchbook-bench-") as tmpname:
         tmp = Path(tmpname)
         runtime = tmp / "runtime"

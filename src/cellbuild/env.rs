@@ -196,8 +196,10 @@ pub unsafe fn set_for_build(libtorch: Option<&Libtorch>, build_dir: &Path) {
     }
 }
 
-/// The optimisation level cells are compiled at: `$TCHBOOK_OPT_LEVEL`, default 1 (see
-/// DEVELOPERS.md for the measurements behind it).
+/// The optimisation level cells are compiled at: `$TCHBOOK_OPT_LEVEL`, default 0. A cell's code is
+/// mostly calls into the prelude and libtorch, which are optimised already; at level 1 LLVM spent
+/// more on a small tensor cell's generic wrappers than rustc did on everything else
+/// (bench/NOTES.md, "Cells at opt-level 0"). `:opt 2` gives a kernel's own loops the optimiser.
 pub fn cell_opt_level() -> String {
-    std::env::var(OPT_LEVEL).unwrap_or_else(|_| "1".to_owned())
+    std::env::var(OPT_LEVEL).unwrap_or_else(|_| "0".to_owned())
 }

@@ -82,7 +82,7 @@ pub const DATA_MIRROR: &str = "TCHBOOK_DATA_MIRROR";
 pub const CACHE_DIR: &str = "TCHBOOK_CACHE_DIR";
 /// A prelude checkout to build cells against instead of the embedded one; read by the kernel.
 pub const PRELUDE_DIR: &str = "TCHBOOK_PRELUDE_DIR";
-/// The optimisation level of cells (default 1); read by the kernel.
+/// The optimisation level of cells (default 0); read by the kernel.
 pub const OPT_LEVEL: &str = "TCHBOOK_OPT_LEVEL";
 /// The largest message, in bytes, the kernel's sockets take from a client (default 1 GiB);
 /// read by the kernel.

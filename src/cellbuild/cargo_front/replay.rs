@@ -22,8 +22,10 @@ pub(super) fn replay(mut record: Record, path: &Path, dir: &Path, check: bool) -
         // (its functions, types, impls), which evcxr puts into every later cell's crate; a
         // crate without any is all new to rustc each time, and the session's dependency graph,
         // loaded and saved, cost 10 ms of a 100 ms cell: bench/NOTES.md ("An incremental
-        // session only where it pays").
-        args = without_incremental(args);
+        // session only where it pays"). Without a session to keep, one codegen unit is
+        // cheaper than sixteen (one LLVM module and object for what is a few functions):
+        // bench/NOTES.md ("Cells at opt-level 0").
+        args = with_one_codegen_unit(without_incremental(args));
     }
     let planned = if check {
         let source = std::env::var_os(env::CHECK_SOURCE).map(PathBuf::from);
@@ -202,17 +204,31 @@ fn note(text: &str) {
 
 /// rustc's arguments without an incremental session (`-C incremental=DIR`).
 fn without_incremental(args: Vec<String>) -> Vec<String> {
+    without_codegen_option(args, "incremental")
+}
+
+/// rustc's arguments with one codegen unit, in place of the recorded count or after it.
+fn with_one_codegen_unit(args: Vec<String>) -> Vec<String> {
+    let mut out = without_codegen_option(args, "codegen-units");
+    out.push("-C".to_owned());
+    out.push("codegen-units=1".to_owned());
+    out
+}
+
+/// rustc's arguments without the codegen option `name`, in either spelling (`-C name=…`,
+/// `-Cname=…`).
+fn without_codegen_option(args: Vec<String>, name: &str) -> Vec<String> {
+    let prefix = format!("{name}=");
     let mut out = Vec::with_capacity(args.len());
     let mut args = args.into_iter().peekable();
     while let Some(arg) = args.next() {
-        if arg.starts_with("-Cincremental=") {
+        if arg
+            .strip_prefix("-C")
+            .is_some_and(|rest| rest.starts_with(&prefix))
+        {
             continue;
         }
-        if arg == "-C"
-            && args
-                .peek()
-                .is_some_and(|next| next.starts_with("incremental="))
-        {
+        if arg == "-C" && args.peek().is_some_and(|next| next.starts_with(&prefix)) {
             args.next();
             continue;
         }
@@ -300,6 +316,29 @@ mod tests {
         assert_eq!(
             without_incremental(recorded),
             ["rustc", "-C", "opt-level=1", "-C", "codegen-units=16"]
+        );
+    }
+
+    #[test]
+    fn a_build_without_a_session_has_one_codegen_unit_whatever_was_recorded() {
+        let recorded: Vec<String> = [
+            "rustc",
+            "-C",
+            "codegen-units=16",
+            "-Ccodegen-units=4",
+            "-C",
+            "opt-level=0",
+        ]
+        .map(String::from)
+        .to_vec();
+        assert_eq!(
+            with_one_codegen_unit(recorded),
+            ["rustc", "-C", "opt-level=0", "-C", "codegen-units=1"]
+        );
+        let unrecorded: Vec<String> = ["rustc", "src/lib.rs"].map(String::from).to_vec();
+        assert_eq!(
+            with_one_codegen_unit(unrecorded),
+            ["rustc", "src/lib.rs", "-C", "codegen-units=1"]
         );
     }
 
