@@ -99,6 +99,10 @@ def measure(slot, kernel_binary, reps=10):
     """Medians and minimums (seconds) of each floor measurement, over `reps` alternated runs."""
     with tempfile.TemporaryDirectory(prefix="tchbook-floor-") as tmp:
         s = Slot(Path(slot), kernel_binary, Path(tmp))
+        # Every crate here holds none of a notebook's items, so the kernel builds each as the
+        # cargo front end replays such a crate (src/cellbuild/cargo_front/replay.rs).
+        s.args = without_codegen_options(s.args, ("incremental", "codegen-units")) + [
+            "-C", "codegen-units=1"]
         variants = {
             "bare": lambda: s.rustc("bare", ENTRY.format(n=""), externs=False),
             "empty": lambda: s.rustc("empty", PRELUDE + ENTRY.format(n="")),
@@ -106,7 +110,7 @@ def measure(slot, kernel_binary, reps=10):
             "cell": lambda: s.rustc("cell", s.cell),
         }
         times = {name: [] for name in variants}
-        for run in variants.values():  # one untimed round: the incremental cache settles
+        for run in variants.values():  # one untimed round: the caches settle
             run()
         for _ in range(reps):
             for name, run in variants.items():
@@ -128,6 +132,23 @@ def measure(slot, kernel_binary, reps=10):
                        "min": out["empty"]["min"] - out["empty_no_link"]["min"], "n": reps}
         out["cell_source"] = s.cell
         return out
+
+
+def without_codegen_options(args, names):
+    """rustc's arguments without the `-C name=...` options named, in either spelling."""
+    out = []
+    skip = False
+    for i, a in enumerate(args):
+        if skip:
+            skip = False
+            continue
+        if a == "-C" and i + 1 < len(args) and args[i + 1].split("=")[0] in names:
+            skip = True
+            continue
+        if a.startswith("-C") and a[2:].split("=")[0] in names:
+            continue
+        out.append(a)
+    return out
 
 
 def alternated(runs, reps):

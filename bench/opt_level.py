@@ -15,7 +15,7 @@ from pathlib import Path
 
 sys.dont_write_bytecode = True
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from floor import Slot, alternated, print_medians, slot_arguments  # noqa: E402
+from floor import Slot, alternated, print_medians, slot_arguments, without_codegen_options  # noqa: E402
 from incremental import TRIVIAL  # noqa: E402
 
 # kernels.py's small tch cell, its value displayed as the kernel generates it for a cell's last
@@ -35,16 +35,8 @@ VARIANTS = {
 def with_settings(args, opt_level, units):
     """The recorded rustc arguments without an incremental session, at `opt_level` with `units`
     codegen units."""
-    out = []
-    pairs = iter(range(len(args)))
-    for i in pairs:
-        a = args[i]
-        if a == "-C" and i + 1 < len(args) and args[i + 1].split("=")[0] in (
-                "incremental", "opt-level", "codegen-units"):
-            next(pairs)
-            continue
-        out.append(a)
-    return out + ["-C", f"opt-level={opt_level}", "-C", f"codegen-units={units}"]
+    return without_codegen_options(args, ("incremental", "opt-level", "codegen-units")) + [
+        "-C", f"opt-level={opt_level}", "-C", f"codegen-units={units}"]
 
 
 def main():
