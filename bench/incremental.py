@@ -15,7 +15,7 @@ from pathlib import Path
 
 sys.dont_write_bytecode = True
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from floor import Slot, alternated, print_medians, slot_arguments  # noqa: E402
+from floor import Slot, alternated, print_medians, slot_arguments, without_codegen_options  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
 # `1 + 1` as the kernel generates it in a notebook without variables.
@@ -52,8 +52,7 @@ def main():
     with tempfile.TemporaryDirectory(prefix="tchbook-incremental-") as tmp:
         s = Slot(args.slot, args.kernel, Path(tmp))
         session = s.args
-        at = next(i for i, a in enumerate(session) if a.startswith("incremental="))
-        without = session[:at - 1] + session[at + 1:]
+        without = without_codegen_options(session, ("incremental",))
 
         def build(variant, source, args, extra=()):
             s.args = args
