@@ -320,6 +320,37 @@ def dep_section(d):
     return out
 
 
+def first_build_section(d):
+    """From a fresh machine to executed notebooks: the README's main command on a clean clone with
+    nothing made before it (first_build.py)."""
+    s = d["steps"]
+    secs = lambda x: "–" if x is None else f"{x:.0f} s"
+    torch = "downloaded" if d["pip_cache"] == "fresh" else "from pip's cache"
+    lb = d["load_before"]
+    out = [f"## From a fresh machine to executed notebooks ({d['started']}, commit {d['commit']})\n",
+           f"`{d['command']}` (the README's main command) on a clean clone, with nothing made before it: a new "
+           f"cargo home (every crate downloaded), target directory, Python environment (torch's wheel {torch}) "
+           f"and build cache; {d['cores']} cores, 1-minute load average {lb[0]:.2f} before. Each step is timed "
+           "from the lines the command prints; CPU time is that of every process it waited for.\n",
+           "| step | wall time |", "| --- | ---: |",
+           f"| the kernel's build (`cargo build --release`), the Python environment made beside it "
+           f"(ready after {secs(s['venv_ready_s'])}) | {secs(s['kernel_build_s'])} |",
+           f"| `tchbook install`: tch and the prelude built into the build cache"
+           + (", the completion index beside them" if s["index_beside_build"] else ", then the completion index")
+           + f" | {secs(s['install_s'])} |"]
+    if s["template_built_s"] is not None:
+        out.append(f"| … tch and the prelude built after | {secs(s['template_built_s'])} |")
+    if s["indexed_s"] is not None:
+        out.append(f"| … the completion index done after | {secs(s['indexed_s'])} |")
+    each = ", ".join(f"{name.split('-')[0]} {t:.0f} s" for name, t in s["notebooks"].items())
+    out.append(f"| the notebooks ({each}) | {secs(s['notebooks_s'])} |")
+    out.append(f"| **in all** | **{secs(d['wall_s'])} ({d['wall_s'] / 60:.1f} minutes)**, {d['cpu_s']:.0f} s of CPU |")
+    out.append(f"\nThe goal is 10 minutes on two cores: {'met' if d['wall_s'] <= 600 else 'missed'} "
+               f"by {abs(600 - d['wall_s']):.0f} s. On {d['cores']} cores the CPU time alone needs at least "
+               f"{d['cpu_s'] / d['cores']:.0f} s.")
+    return out
+
+
 def first_requests_section(k):
     """tchbook's first requests of fresh kernels (kernels.py's FIRST_REQUESTS), from any kernels.py
     run that measured them."""
@@ -393,6 +424,8 @@ def main():
     p.add_argument("--first-requests", type=Path,
                    help="kernels.py --first-requests JSON: tchbook's first requests of fresh kernels")
     p.add_argument("--dep", type=Path, help="dep.py JSON: `:dep` next to `cargo build`")
+    p.add_argument("--first-build", type=Path,
+                   help="first_build.py JSON: the main command from a fresh machine to executed notebooks")
     p.add_argument("--notes", type=Path, help="markdown appended as the Notes section")
     p.add_argument("--out", type=Path, required=True)
     p.add_argument("--command", default="scripts/bench")
@@ -450,6 +483,9 @@ def main():
         lines.append("")
     if args.dep and args.dep.exists():
         lines.extend(dep_section(json.loads(args.dep.read_text())))
+        lines.append("")
+    if args.first_build and args.first_build.exists():
+        lines.extend(first_build_section(json.loads(args.first_build.read_text())))
         lines.append("")
     # A CUDA table measured elsewhere (scripts/gpu-check --apply) names its machine in its note.
     if m["gpu"] == "none" and "cuda" not in devices:

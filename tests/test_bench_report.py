@@ -9,6 +9,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "bench" / "results"
 
@@ -18,6 +20,14 @@ def report(tmp_path: Path, trains: list[Path]) -> str:
     subprocess.run([sys.executable, str(ROOT / "bench" / "report.py"), "--train", *map(str, trains),
                     "--kernels", str(RESULTS / "kernels.json"), "--out", str(out),
                     "--command", "tests/test_bench_report.py"], check=True, capture_output=True)
+    return out.read_text()
+
+
+def report_with(tmp_path: Path, *args: str) -> str:
+    """The report of the committed kernels run and `args`."""
+    out = tmp_path / "RESULTS.md"
+    subprocess.run([sys.executable, str(ROOT / "bench" / "report.py"), "--kernels", str(RESULTS / "kernels.json"),
+                    *args, "--out", str(out)], check=True, capture_output=True)
     return out.read_text()
 
 
@@ -115,11 +125,7 @@ def test_a_later_run_of_tchbook_alone_is_a_dated_table_of_its_own_after_the_full
              "kernels": {"tchbook": {"name": "tchbook", "trivial": {"median": 0.088, "min": 0.080},
                                      "tch_cell": {"median": 0.125, "min": 0.115}}}}
     (tmp_path / "later.json").write_text(json.dumps(later))
-    out = tmp_path / "RESULTS.md"
-    subprocess.run([sys.executable, str(ROOT / "bench" / "report.py"), "--kernels", str(RESULTS / "kernels.json"),
-                    "--kernels-later", str(tmp_path / "later.json"), "--out", str(out)],
-                   check=True, capture_output=True)
-    text = out.read_text()
+    text = report_with(tmp_path, "--kernels-later", str(tmp_path / "later.json"))
     headings = re.findall(r"^## Kernels, through jupyter_client \((.*)\)$", text, re.M)
     assert headings == [f"{full['started'][:10]}, medians of {full['reps']}, fresh kernels: {full['starts']}",
                         "2026-11-26, medians of 10, in one kernel"]
@@ -209,3 +215,84 @@ def test_the_allocator_rows_show_each_side_without_and_with_mimalloc_and_the_rat
     # The older runs' CPU-cache rows keep their own table and words.
     older = report(tmp_path, [RESULTS / "train-cpu.json"])
     assert "The CPU caching allocator on its own" in older and "kernel's allocator" not in older
+
+
+def first_build_module():
+    sys.path.insert(0, str(ROOT / "bench"))
+    try:
+        import first_build
+    finally:
+        sys.path.pop(0)
+    return first_build
+
+
+# What the main command prints, in the order it prints it (abridged), as first_build.py sees it:
+# (seconds since the start, the line).
+MAIN_COMMAND_LINES = [
+    (0.1, "tchbook: creating the Python environment in /tmp/x/venv"),
+    (2.0, "   Compiling proc-macro2 v1.0.106"),
+    (540.9, "    Finished `release` profile [optimized + debuginfo] target(s) in 9m 01s"),
+    (541.2, "Installed the tchbook kernelspec in /tmp/x/venv/share/jupyter/kernels/tchbook"),
+    (541.3, "libtorch: /tmp/x/venv/lib/python3.11/site-packages/torch (torch 2.11.0+cu130)"),
+    (541.3, "Building tch and the tchbook prelude into /tmp/x/cache (only once; about 2 minutes)..."),
+    (731.0, "Built in 189s."),
+    (745.6, "Indexed in 204s, beside the build."),
+    (746.0, "==> notebooks/00-tensors.ipynb on the tchbook kernel"),
+    (761.0, "    ran in 15 s; wrote notebooks/00-tensors.html"),
+    (761.1, "==> notebooks/01-using-the-gpu.ipynb on the tchbook kernel"),
+    (765.2, "    ran in 4 s; wrote notebooks/01-using-the-gpu.html"),
+    (765.3, "==> notebooks/colab-setup.ipynb: left out (it installs Rust, torch and the tchbook wheel ...)"),
+    (765.4, "HTML written beside each notebook in notebooks/"),
+]
+
+
+def test_the_fresh_machine_steps_are_read_from_the_lines_the_main_command_prints():
+    steps = first_build_module().steps(MAIN_COMMAND_LINES, wall=766.0, venv_ready=95.0)
+    assert steps["kernel_build_s"] == 540.9
+    assert steps["install_s"] == 205.1  # from the build's end to the first notebook
+    assert steps["template_built_s"] == 189.8 and steps["indexed_s"] == 204.4
+    assert steps["index_beside_build"] is True
+    assert steps["notebooks"] == {"00-tensors.ipynb": 15.0, "01-using-the-gpu.ipynb": 4.1}
+    assert steps["notebooks_s"] == 20.0 and steps["venv_ready_s"] == 95.0
+
+
+def test_a_main_command_whose_output_changed_is_refused_not_mismeasured():
+    without_build_line = [line for line in MAIN_COMMAND_LINES if "Finished" not in line[1]]
+    with pytest.raises(SystemExit, match="cargo's Finished line"):
+        first_build_module().steps(without_build_line, wall=766.0, venv_ready=None)
+
+
+def test_the_lines_first_build_reads_are_the_ones_install_and_the_notebook_runner_print():
+    fb = first_build_module()
+    install = (ROOT / "src" / "install.rs").read_text()
+    runner = (ROOT / "notebooks" / "run.py").read_text()
+    # The format strings, with their arguments as a run fills them in.
+    printed = [install[install.index('"Installed the tchbook kernelspec'):].split('"')[1],
+               install[install.index('"Built in '):].split('"')[1].replace("{:.0?}", "189s"),
+               install[install.index('"Indexed in '):].split('"')[1].replace("{took:.0?}", "204s"),
+               runner[runner.index('f"==> {shown} on'):].split('"')[1].replace("{shown}", "notebooks/00-tensors.ipynb"),
+               runner[runner.index('f"    ran in'):].split('"')[1].replace("{time.monotonic() - started:.0f}", "15")]
+    patterns = [fb.INSTALL_START, fb.TEMPLATE_BUILT, fb.INDEXED, fb.NOTEBOOK_START, fb.NOTEBOOK_DONE]
+    for line, pattern in zip(printed, patterns):
+        assert pattern.search(line), (pattern.pattern, line)
+
+
+def test_the_fresh_machine_table_gives_each_step_the_total_and_the_goal(tmp_path):
+    fb = first_build_module()
+    run = {"command": "./scripts/run-notebooks", "commit": "abc1234", "started": "2026-11-27 08:37 UTC",
+           "ended": "2026-11-27 08:50 UTC", "cores": 2, "load_before": [0.25, 1.2, 1.6],
+           "load_after": [1.9, 1.9, 1.9], "pip_cache": "fresh", "wall_s": 766.0, "cpu_s": 1400.0,
+           "steps": fb.steps(MAIN_COMMAND_LINES, wall=766.0, venv_ready=95.0)}
+    (tmp_path / "first-build.json").write_text(json.dumps(run))
+    text = report_with(tmp_path, "--first-build", str(tmp_path / "first-build.json"))
+    assert "## From a fresh machine to executed notebooks (2026-11-27 08:37 UTC, commit abc1234)" in text
+    assert "torch's wheel downloaded" in text
+    lines = text.splitlines()
+    assert ("| the kernel's build (`cargo build --release`), the Python environment made beside it "
+            "(ready after 95 s) | 541 s |") in lines
+    assert ("| `tchbook install`: tch and the prelude built into the build cache, the completion index "
+            "beside them | 205 s |") in lines
+    assert "| the notebooks (00 15 s, 01 4 s) | 20 s |" in lines
+    assert "| **in all** | **766 s (12.8 minutes)**, 1400 s of CPU |" in lines
+    assert "The goal is 10 minutes on two cores: missed by 166 s. On 2 cores the CPU time alone needs at least 700 s." \
+        in text
