@@ -13,7 +13,8 @@ Python environment is made beside it, and its stamp file says when it was ready)
 install` (from its first line to the notebooks' first: the build template, with the completion
 index beside it, and its `Built in` and `Indexed in` lines), each notebook (notebooks/run.py's
 `==>` and `ran in` lines). CPU time is that of every process the command waited for (rustc, the
-kernels, pip, ...), from getrusage.
+kernels, pip, ...), from getrusage. The JSON keeps the lines, each with its time (cargo's line
+per crate left out).
 
     python bench/first_build.py --out bench/results/first-build.json [--keep-pip-cache] [--workdir DIR]
 
@@ -42,9 +43,14 @@ COMMAND = ["./scripts/run-notebooks"]
 BUILD_DONE = re.compile(r"^\s*Finished `release` profile")
 INSTALL_START = re.compile(r"^Installed the tchbook kernelspec")
 TEMPLATE_BUILT = re.compile(r"^Built in ")
-INDEXED = re.compile(r"^Indexed in ")
+# How long the index took, as install says: it says so after the build, however early it ended.
+INDEXED = re.compile(r"^Indexed in ([0-9.]+)(ms|s)\b")
+INDEX_RETRIED = re.compile(r"^The index beside the build failed")
 NOTEBOOK_START = re.compile(r"^==> notebooks/(\S+\.ipynb) on ")
 NOTEBOOK_DONE = re.compile(r"^    ran in \d+ s")
+# Cargo's line per crate, left out of the log the results keep (the rest is what the steps are
+# read from, so that they can be read again).
+CARGO_PROGRESS = re.compile(r"^\s*(Compiling|Downloaded|Downloading|Updating|Locking|Adding|Blocking) ")
 
 
 def log(*args):
@@ -131,15 +137,17 @@ def steps(lines: list, wall: float, venv_ready: float | None) -> dict:
             notebooks[current[0]] = round(at - current[1], 1)
             current = None
     template = first(lines, TEMPLATE_BUILT)
-    indexed = [at for at, line in lines if INDEXED.search(line)]
+    indexed = [m for _, line in lines if (m := INDEXED.search(line))]
+    index_s = float(indexed[-1].group(1)) / (1000 if indexed[-1].group(2) == "ms" else 1) if indexed else None
     return {
         "kernel_build_s": round(build, 1),
         "venv_ready_s": None if venv_ready is None else round(venv_ready, 1),
         # From the build's end: waiting for the Python environment where it was not ready yet.
         "install_s": round(notebooks_start - build, 1),
         "template_built_s": None if template is None else round(template - install, 1),
-        "indexed_s": round(indexed[-1] - install, 1) if indexed else None,
+        "index_s": index_s,
         "index_beside_build": any("beside the build." in line for _, line in lines if INDEXED.search(line)),
+        "index_attempts_failed": sum(1 for _, line in lines if INDEX_RETRIED.search(line)),
         "notebooks_s": round(wall - notebooks_start, 1),
         "notebooks": notebooks,
     }
@@ -192,6 +200,7 @@ def main(argv: list[str] | None = None) -> int:
             "wall_s": round(wall, 1),
             "cpu_s": round(cpu, 1),
             "steps": steps(lines, wall, venv_ready),
+            "log": [[at, line] for at, line in lines if not CARGO_PROGRESS.search(line)],
         }
         args.out.parent.mkdir(parents=True, exist_ok=True)
         args.out.write_text(json.dumps(result, indent=1) + "\n")

@@ -339,9 +339,12 @@ def first_build_section(d):
            + (", the completion index beside them" if s["index_beside_build"] else ", then the completion index")
            + f" | {secs(s['install_s'])} |"]
     if s["template_built_s"] is not None:
-        out.append(f"| … tch and the prelude built after | {secs(s['template_built_s'])} |")
-    if s["indexed_s"] is not None:
-        out.append(f"| … the completion index done after | {secs(s['indexed_s'])} |")
+        out.append(f"| … tch and the prelude built | {secs(s['template_built_s'])} |")
+    if s.get("index_s") is not None:
+        failed = s.get("index_attempts_failed", 0)
+        out.append(f"| … the completion index, {'beside the build' if s['index_beside_build'] else 'after it'}"
+                   + (f" ({failed} attempt{'s' if failed > 1 else ''} beside it failed and {'were' if failed > 1 else 'was'} "
+                      "made again)" if failed else "") + f" | {secs(s['index_s'])} |")
     each = ", ".join(f"{name.split('-')[0]} {t:.0f} s" for name, t in s["notebooks"].items())
     out.append(f"| the notebooks ({each}) | {secs(s['notebooks_s'])} |")
     out.append(f"| **in all** | **{secs(d['wall_s'])} ({d['wall_s'] / 60:.1f} minutes)**, {d['cpu_s']:.0f} s of CPU |")

@@ -208,11 +208,15 @@ fn index_beside_build(
     }
     let names_prelude = |name: &str| {
         std::fs::read_to_string(template.join(name))
-            .is_ok_and(|text| text.contains("tchbook-prelude"))
+            .is_ok_and(|text| text.contains(PRELUDE_PACKAGE))
     };
     // evcxr's first build is of a cell without the prelude; the prelude's `:dep` rewrites the
     // manifest, and cargo writes the lock file once it has resolved it. The lock is read twice
-    // a moment apart so that a file cargo is still writing is not copied half-written.
+    // a moment apart so that a file cargo is still writing is not copied half-written. Cargo
+    // may still be downloading and unpacking what the lock names then, and a rust-analyzer
+    // started in those seconds answered without the prelude on every first install with a new
+    // cargo home (bench/NOTES.md): so the index also waits until cargo has prepared the
+    // prelude's build, which it does once every source is in place.
     let mut last_lock = None;
     loop {
         if built.load(Ordering::Acquire) {
@@ -223,7 +227,10 @@ fn index_beside_build(
             continue;
         }
         let lock = std::fs::read(template.join("Cargo.lock")).ok();
-        if lock.is_some() && lock == last_lock {
+        if lock.is_some()
+            && lock == last_lock
+            && prepared(&template.join("target"), PRELUDE_PACKAGE)
+        {
             break;
         }
         last_lock = lock;
@@ -232,10 +239,10 @@ fn index_beside_build(
         "Indexing completions and documentation for every kernel's first Tab, beside the build..."
     );
     let started = std::time::Instant::now();
-    // A rust-analyzer started early in the build has, now and then, answered its first question
-    // without the prelude (cause not found; its `cargo metadata` had succeeded, and the same
-    // manifest and lock file loaded whole later). That answer ends the attempt at once
-    // (`build_index`), and a new analyzer is asked while the build goes on.
+    // Should an analyzer still answer its first question without the prelude (before the wait
+    // above, its `cargo metadata` had succeeded, and the same manifest and lock file loaded
+    // whole seconds later), that answer ends the attempt at once (`build_index`), and a new
+    // analyzer is asked while the build goes on.
     const ATTEMPTS: usize = 3;
     for attempt in 1.. {
         match build_completion_index(template, out) {
@@ -248,6 +255,36 @@ fn index_beside_build(
         }
     }
     Some(Ok(started.elapsed()))
+}
+
+/// The prelude's package name, as cargo names its units.
+const PRELUDE_PACKAGE: &str = "tchbook-prelude";
+
+/// Whether cargo has prepared a unit of `package` in the target directory `target`: a folder
+/// named after it in one of its `.fingerprint` folders (the host's, for build scripts, or a
+/// target's), which cargo makes for every unit of a build before it compiles any, once their
+/// sources are downloaded and unpacked.
+fn prepared(target: &Path, package: &str) -> bool {
+    let prefix = format!("{package}-");
+    let holds = |dir: PathBuf| {
+        std::fs::read_dir(dir).is_ok_and(|entries| {
+            entries
+                .flatten()
+                .any(|e| e.file_name().to_string_lossy().starts_with(&prefix))
+        })
+    };
+    let Ok(entries) = std::fs::read_dir(target) else {
+        return false;
+    };
+    entries.flatten().any(|entry| {
+        let profile = entry.path();
+        holds(profile.join(".fingerprint"))
+            || std::fs::read_dir(&profile).is_ok_and(|inner| {
+                inner
+                    .flatten()
+                    .any(|e| holds(e.path().join(".fingerprint")))
+            })
+    })
 }
 
 /// The completion index a fresh kernel answers its first Tab and its documentation from
@@ -384,4 +421,31 @@ fn doctor_slots(cache: &BuildCache) -> Result<()> {
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{PRELUDE_PACKAGE, prepared};
+    use std::path::Path;
+
+    #[test]
+    fn the_prelude_counts_as_prepared_once_cargo_made_a_unit_of_it_for_the_host_or_a_target() {
+        let make = |root: &Path, unit: &str| std::fs::create_dir_all(root.join(unit)).unwrap();
+        let target = tempfile::tempdir().unwrap();
+        let target = target.path();
+        // The first build, of a cell without the prelude.
+        make(target, "x86_64-unknown-linux-gnu/debug/.fingerprint/ctx-1");
+        make(target, "debug/.fingerprint/serde_derive-2");
+        make(target, "tchbook-replay");
+        assert!(!prepared(target, PRELUDE_PACKAGE));
+        assert!(!prepared(&target.join("not-built-yet"), PRELUDE_PACKAGE));
+        make(
+            target,
+            "x86_64-unknown-linux-gnu/debug/.fingerprint/tchbook-prelude-3",
+        );
+        assert!(prepared(target, PRELUDE_PACKAGE));
+        let host_only = tempfile::tempdir().unwrap();
+        make(host_only.path(), "debug/.fingerprint/tchbook-prelude-4");
+        assert!(prepared(host_only.path(), PRELUDE_PACKAGE));
+    }
 }

@@ -235,6 +235,9 @@ MAIN_COMMAND_LINES = [
     (541.2, "Installed the tchbook kernelspec in /tmp/x/venv/share/jupyter/kernels/tchbook"),
     (541.3, "libtorch: /tmp/x/venv/lib/python3.11/site-packages/torch (torch 2.11.0+cu130)"),
     (541.3, "Building tch and the tchbook prelude into /tmp/x/cache (only once; about 2 minutes)..."),
+    (552.2, "Indexing completions and documentation for every kernel's first Tab, beside the build..."),
+    (570.2, "The index beside the build failed (rust-analyzer did not load the prelude from /tmp/x/cache (no `Tensor` "
+            "in scope)); asking again."),
     (731.0, "Built in 189s."),
     (745.6, "Indexed in 204s, beside the build."),
     (746.0, "==> notebooks/00-tensors.ipynb on the tchbook kernel"),
@@ -250,8 +253,10 @@ def test_the_fresh_machine_steps_are_read_from_the_lines_the_main_command_prints
     steps = first_build_module().steps(MAIN_COMMAND_LINES, wall=766.0, venv_ready=95.0)
     assert steps["kernel_build_s"] == 540.9
     assert steps["install_s"] == 205.1  # from the build's end to the first notebook
-    assert steps["template_built_s"] == 189.8 and steps["indexed_s"] == 204.4
-    assert steps["index_beside_build"] is True
+    assert steps["template_built_s"] == 189.8
+    # As install says it took, not when it says so (after the build, however early the index ended).
+    assert steps["index_s"] == 204.0
+    assert steps["index_beside_build"] is True and steps["index_attempts_failed"] == 1
     assert steps["notebooks"] == {"00-tensors.ipynb": 15.0, "01-using-the-gpu.ipynb": 4.1}
     assert steps["notebooks_s"] == 20.0 and steps["venv_ready_s"] == 95.0
 
@@ -292,6 +297,8 @@ def test_the_fresh_machine_table_gives_each_step_the_total_and_the_goal(tmp_path
             "(ready after 95 s) | 541 s |") in lines
     assert ("| `tchbook install`: tch and the prelude built into the build cache, the completion index "
             "beside them | 205 s |") in lines
+    assert "| … the completion index, beside the build (1 attempt beside it failed and was made again) | 204 s |" \
+        in lines
     assert "| the notebooks (00 15 s, 01 4 s) | 20 s |" in lines
     assert "| **in all** | **766 s (12.8 minutes)**, 1400 s of CPU |" in lines
     assert "The goal is 10 minutes on two cores: missed by 166 s. On 2 cores the CPU time alone needs at least 700 s." \
