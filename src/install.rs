@@ -213,10 +213,11 @@ fn index_beside_build(
     // evcxr's first build is of a cell without the prelude; the prelude's `:dep` rewrites the
     // manifest, and cargo writes the lock file once it has resolved it. The lock is read twice
     // a moment apart so that a file cargo is still writing is not copied half-written. Cargo
-    // may still be downloading and unpacking what the lock names then, and a rust-analyzer
-    // started in those seconds answered without the prelude on every first install with a new
-    // cargo home (bench/NOTES.md): so the index also waits until cargo has prepared the
-    // prelude's build, which it does once every source is in place.
+    // may still be downloading and unpacking what the lock names then: so the index also waits
+    // until cargo has prepared the prelude's build, which it does once every source is in
+    // place. Started at the lock alone, the first analyzer answered without the prelude on each
+    // of four first installs with a new cargo home; since this wait, on none of two
+    // (bench/NOTES.md, "The index beside the build").
     let mut last_lock = None;
     loop {
         if built.load(Ordering::Acquire) {
