@@ -340,8 +340,8 @@ def first_build_section(d):
            + f" | {secs(s['install_s'])} |"]
     if s["template_built_s"] is not None:
         out.append(f"| … tch and the prelude built | {secs(s['template_built_s'])} |")
-    if s.get("index_s") is not None:
-        failed = s.get("index_attempts_failed", 0)
+    if s["index_s"] is not None:
+        failed = s["index_attempts_failed"]
         out.append(f"| … the completion index, {'beside the build' if s['index_beside_build'] else 'after it'}"
                    + (f" ({failed} attempt{'s' if failed > 1 else ''} beside it failed and {'were' if failed > 1 else 'was'} "
                       "made again)" if failed else "") + f" | {secs(s['index_s'])} |")
