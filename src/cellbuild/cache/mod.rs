@@ -633,6 +633,18 @@ mod tests {
         }
     }
 
+    #[test]
+    fn cells_share_the_generic_code_of_tch() {
+        // rustc exports a crate's generic instances for its dependents only at opt-level 0 or 1:
+        // at 2 every tensor cell compiles tch's wrappers and their error handling again.
+        let config: toml::Table = toml::from_str(CARGO_CONFIG).unwrap();
+        let level = config["profile"]["dev"]["package"]["tch"]["opt-level"].as_integer();
+        assert!(
+            matches!(level, Some(0 | 1)),
+            "tch at opt-level {level:?}: cells would instantiate its generics again"
+        );
+    }
+
     /// Set in the process [`a_copy_cut_short_leaves_nothing_a_kernel_would_take_as_built`]
     /// starts and kills: the two directories to copy from and to.
     const COPY_CHILD: &str = "TCHBOOK_TEST_COPY_FROM_TO";
