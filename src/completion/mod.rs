@@ -106,6 +106,9 @@ pub struct Completer {
     late: Arc<Mutex<Option<(Source, Reply)>>>,
     /// The notebook's variables as the engine last listed them.
     variables: Mutex<Vec<(String, String)>>,
+    /// Whether the kernel has run a cell: until then the notebook holds nothing the cell's own
+    /// text does not show ([`Completer::cell_ran`]).
+    cell_ran: AtomicBool,
 }
 
 impl Completer {
@@ -129,6 +132,7 @@ impl Completer {
             indexing: Arc::new(AtomicBool::new(false)),
             late: Arc::new(Mutex::new(None)),
             variables: Mutex::new(Vec::new()),
+            cell_ran: AtomicBool::new(false),
         };
         // Read now, in the background (several MiB of JSON), so that the first Tab does
         // not wait for it; a request that comes sooner waits on the lock for the rest.
@@ -143,6 +147,20 @@ impl Completer {
         completer
     }
 
+    /// Tells the completer that the kernel runs a cell. Before the first one the notebook has no
+    /// items and no variables, so the index answers from the request's own text at once,
+    /// without asking the engine: a fresh kernel's engine spends its first second starting
+    /// evcxr, and the first Tab and the documentation JupyterLab asks for after it waited
+    /// [`ENGINE_PATIENCE`] for it, to learn nothing more.
+    pub fn cell_ran(&self) {
+        self.cell_ran.store(true, Ordering::Relaxed);
+    }
+
+    /// Whether the engine can know more than the request's own text: a cell has run.
+    fn engine_knows_more(&self) -> bool {
+        self.cell_ran.load(Ordering::Relaxed)
+    }
+
     /// Completions at byte `position` of `code`; `prepare` is the engine's shaping of the cell
     /// ([`ENGINE_PATIENCE`]).
     pub async fn complete(
@@ -151,6 +169,12 @@ impl Completer {
         position: usize,
         prepare: impl Future<Output = Prepared>,
     ) -> Completions {
+        if !self.engine_knows_more() {
+            let alone = self.indexed_for_cell_alone(code, position);
+            if !alone.matches.is_empty() {
+                return alone;
+            }
+        }
         let mut prepare = std::pin::pin!(prepare);
         let mut prepared = self.prepared(ENGINE_PATIENCE, prepare.as_mut()).await;
         if prepared.is_none() {
@@ -245,10 +269,15 @@ impl Completer {
         position: usize,
         prepare: impl Future<Output = Prepared>,
     ) -> Option<(String, String)> {
-        let (source, variables) = match self.prepared(ENGINE_PATIENCE, prepare).await {
+        let prepared = match self.engine_knows_more() {
+            true => self.prepared(ENGINE_PATIENCE, prepare).await,
+            false => None,
+        };
+        let (source, variables) = match prepared {
             Some(Prepared::Rust { source, variables }) => (source.code, variables),
             Some(_) => return None,
-            // The engine is busy: the cell's own text holds what it defines.
+            // The engine is busy, or knows nothing more: the cell's own text holds what it
+            // defines.
             None => (code.to_owned(), self.known_variables()),
         };
         let index = self.index()?;
@@ -556,6 +585,7 @@ mod tests {
         };
         index::save(&index_path(cache.path()), &index).unwrap();
         let completer = Completer::new(build.path(), Some(cache.path()), "");
+        completer.cell_ran();
         let busy = std::future::pending::<Prepared>;
         let code = "struct P { x: f64 }\nlet alpha = P { x: 1.0 };\nalpha.";
         let found = completer.complete(code, code.len(), busy()).await;
@@ -571,6 +601,44 @@ mod tests {
         let found = completer.complete(":de", 3, busy()).await;
         assert!(found.matches.is_empty(), "{found:?}");
         assert_eq!(completer.documentation("x", 1, busy()).await, None);
+    }
+
+    #[tokio::test]
+    async fn until_a_cell_ran_the_index_answers_without_asking_the_engine() {
+        let build = tempfile::tempdir().unwrap();
+        let cache = tempfile::tempdir().unwrap();
+        let mut index = Index {
+            scope: vec![messages::Item::new("Tensor", "class")],
+            ..Index::default()
+        };
+        index.docs.by_path.insert("Tensor".into(), 0);
+        index.docs.texts.push(messages::Doc {
+            signature: Some("pub struct Tensor".into()),
+            text: Some("A tensor object.".into()),
+        });
+        index::save(&index_path(cache.path()), &index).unwrap();
+        let completer = Completer::new(build.path(), Some(cache.path()), "");
+        // The engine, busy starting: each time the completer asks it, it counts.
+        let asked = std::sync::atomic::AtomicUsize::new(0);
+        let busy = || {
+            std::future::poll_fn(|_| {
+                asked.fetch_add(1, Ordering::Relaxed);
+                std::task::Poll::<Prepared>::Pending
+            })
+        };
+        let found = completer.complete("let t = Ten", 11, busy()).await;
+        assert_eq!(found.matches[0].text, "Tensor");
+        let (plain, _) = completer.documentation("Tensor", 6, busy()).await.unwrap();
+        assert!(plain.contains("A tensor object."), "{plain}");
+        assert_eq!(asked.load(Ordering::Relaxed), 0);
+        // `:` commands are the engine's, and so is everything once a cell has run.
+        completer.complete(":de", 3, busy()).await;
+        assert!(asked.load(Ordering::Relaxed) > 0);
+        asked.store(0, Ordering::Relaxed);
+        completer.cell_ran();
+        let found = completer.complete("let t = Ten", 11, busy()).await;
+        assert_eq!(found.matches[0].text, "Tensor");
+        assert!(asked.load(Ordering::Relaxed) > 0);
     }
 
     #[test]

@@ -25,6 +25,8 @@ impl<E: Evaluator> Shell<E> {
         message: &JupyterMessage,
         request: &ExecuteRequest,
     ) {
+        // From now on the engine may know items and variables a request's text does not show.
+        self.completer.cell_ran();
         let count = self.announce(message, request);
         self.wait_for_startup().await;
         self.warn_once(message);
