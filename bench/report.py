@@ -360,6 +360,8 @@ def first_requests_section(k):
     runs = [(n, r["first_requests"]) for n, r in k["kernels"].items() if "first_requests" in r]
     out = []
     for name, f in runs:
+        if out:
+            out.append("")
         out.append(f"## {name}: the first request of a fresh kernel ({f['starts']} fresh kernels each)\n")
         if "started" in k:
             lb, la = k["load_before"], k["load_after"]
