@@ -269,9 +269,10 @@ impl Completer {
         position: usize,
         prepare: impl Future<Output = Prepared>,
     ) -> Option<(String, String)> {
-        let prepared = match self.engine_knows_more() {
-            true => self.prepared(ENGINE_PATIENCE, prepare).await,
-            false => None,
+        let prepared = if self.engine_knows_more() {
+            self.prepared(ENGINE_PATIENCE, prepare).await
+        } else {
+            None
         };
         let (source, variables) = match prepared {
             Some(Prepared::Rust { source, variables }) => (source.code, variables),
