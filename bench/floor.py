@@ -70,6 +70,16 @@ class Slot:
         """Seconds for the recorded rustc on `source`. Each variant keeps an incremental cache of
         its own, as a kernel's consecutive cells share one: alternated in one cache, each would
         throw away what the one before it left."""
+        return self.run(variant, source, extra, externs)[0]
+
+    def mono_items(self, source):
+        """How many functions rustc instantiates in `source`'s crate itself (`-Z
+        print-mono-items`), rather than calling its dependencies' compiled ones."""
+        _, out = self.run("mono-items", source, ["-Zno-link", "-Zprint-mono-items=yes"])
+        return sum(line.startswith("MONO_ITEM fn") for line in out.splitlines())
+
+    def run(self, variant, source, extra=(), externs=True):
+        """(seconds, stdout) of the recorded rustc on `source`, as `rustc` describes it."""
         self.n += 1
         # A new entry point name each time, as each cell has: nothing is reused by name.
         source = source.replace("run_user_code_", f"run_user_code_{self.n}_")
@@ -84,11 +94,11 @@ class Slot:
             env["RUSTC_BOOTSTRAP"] = "1"
         t0 = time.perf_counter()
         run = subprocess.run(args + list(extra), cwd=self.dir, env=env,
-                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         seconds = time.perf_counter() - t0
         if run.returncode != 0:
             raise RuntimeError(f"rustc failed on the floor crate:\n{source}\n{run.stderr[-3000:]}")
-        return seconds
+        return seconds, run.stdout
 
     def built(self):
         out = Path(self.args[self.args.index("--out-dir") + 1])

@@ -12,7 +12,6 @@ rather than calling in its dependencies.
 
 import argparse
 import statistics
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
@@ -28,16 +27,6 @@ CRATES = {
     "trivial cell": TRIVIAL.format(items=""),
     "small tch cell": TENSOR.format(items=""),
 }
-
-
-def mono_items(slot, source):
-    """The functions rustc instantiates in `source`'s crate, by the slot's command."""
-    (slot.dir / "src" / "lib.rs").write_text(source)
-    run = subprocess.run(slot.args + ["-Zno-link", "-Zprint-mono-items=yes"], cwd=slot.dir,
-                         env={**slot.env, "RUSTC_BOOTSTRAP": "1"}, capture_output=True, text=True)
-    if run.returncode != 0:
-        raise RuntimeError(f"rustc failed on the small tch cell:\n{run.stderr[-3000:]}")
-    return sum(line.startswith("MONO_ITEM fn") for line in run.stdout.splitlines())
 
 
 def main():
@@ -64,7 +53,7 @@ def main():
             print(f"{crate:18s} A {statistics.median(a) * 1000:6.1f} ms ({min(a) * 1000:.1f})"
                   f"   B {statistics.median(b) * 1000:6.1f} ms ({min(b) * 1000:.1f})"
                   f"   B/A {statistics.median(b) / statistics.median(a):.2f}")
-        counts = {name: mono_items(s, CRATES["small tch cell"]) for name, s in slots.items()}
+        counts = {name: s.mono_items(CRATES["small tch cell"]) for name, s in slots.items()}
         print(f"functions the small tch cell instantiates: A {counts['A']}, B {counts['B']}")
 
 

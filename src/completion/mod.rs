@@ -156,9 +156,13 @@ impl Completer {
         self.cell_ran.store(true, Ordering::Relaxed);
     }
 
-    /// Whether the engine can know more than the request's own text: a cell has run.
-    fn engine_knows_more(&self) -> bool {
-        self.cell_ran.load(Ordering::Relaxed)
+    /// The engine's shaping of the cell within [`ENGINE_PATIENCE`], or `None`: it is busy, or no
+    /// cell has run, so it knows nothing the request's own text does not show and is not asked.
+    async fn shaped(&self, prepare: impl Future<Output = Prepared>) -> Option<Prepared> {
+        if !self.cell_ran.load(Ordering::Relaxed) {
+            return None;
+        }
+        self.prepared(ENGINE_PATIENCE, prepare).await
     }
 
     /// Completions at byte `position` of `code`; `prepare` is the engine's shaping of the cell
@@ -169,17 +173,11 @@ impl Completer {
         position: usize,
         prepare: impl Future<Output = Prepared>,
     ) -> Completions {
-        if !self.engine_knows_more() {
-            let alone = self.indexed_for_cell_alone(code, position);
-            if !alone.matches.is_empty() {
-                return alone;
-            }
-        }
         let mut prepare = std::pin::pin!(prepare);
-        let mut prepared = self.prepared(ENGINE_PATIENCE, prepare.as_mut()).await;
+        let mut prepared = self.shaped(prepare.as_mut()).await;
         if prepared.is_none() {
-            // The engine is busy: the index alone answers, from the cell's own text; if it
-            // finds nothing there, the engine gets a second chance.
+            // The engine is busy or was not asked: the index alone answers, from the cell's own
+            // text; if it finds nothing there, the engine gets a second chance.
             let alone = self.indexed_for_cell_alone(code, position);
             if !alone.matches.is_empty() {
                 return alone;
@@ -269,12 +267,7 @@ impl Completer {
         position: usize,
         prepare: impl Future<Output = Prepared>,
     ) -> Option<(String, String)> {
-        let prepared = if self.engine_knows_more() {
-            self.prepared(ENGINE_PATIENCE, prepare).await
-        } else {
-            None
-        };
-        let (source, variables) = match prepared {
+        let (source, variables) = match self.shaped(prepare).await {
             Some(Prepared::Rust { source, variables }) => (source.code, variables),
             Some(_) => return None,
             // The engine is busy, or knows nothing more: the cell's own text holds what it
