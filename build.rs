@@ -29,6 +29,22 @@ fn main() {
     }
     println!("cargo:rerun-if-changed=runner");
     println!("cargo:rerun-if-changed=Cargo.toml");
+    // The evaluation process's blocking calls (src/waits.rs, its EXPORTED list): exported, so
+    // that the cells' libraries, loaded later, call these rather than glibc's, and the prelude
+    // finds its registration.
+    for symbol in [
+        "tchbook_interruptible_waits",
+        "nanosleep",
+        "clock_nanosleep",
+        "read",
+        "write",
+        "recv",
+        "send",
+        "accept4",
+        "waitpid",
+    ] {
+        println!("cargo:rustc-link-arg-bin=tchbook=-Wl,--export-dynamic-symbol={symbol}");
+    }
 
     let workspace_values = workspace_package_values(&manifest_dir.join("Cargo.toml"));
     let out_dir = PathBuf::from(std::env::var("OUT_DIR").unwrap());

@@ -17,10 +17,14 @@
 //!   rust-analyzer in a process of its own, a fallback index until it is warm.
 //! - `commands`: the `:` command language, read once for the engine, export and `syntax`.
 //! - [`syntax`]: `is_complete` and the code point ↔ byte offset conversions.
+//! - `interrupt_points`: the interrupt check put into each loop of a cell's own code, for the
+//!   engine and export.
 //! - [`history`]: this session's cells for `history_request`.
 //! - [`cellbuild`]: cell build speed: the cargo front end, the link plan, the persistent per-user build
 //!   cache with the embedded prelude sources, libtorch discovery, the environment variables the
 //!   kernel sets.
+//! - `waits`: the evaluation process's blocking calls (sleep, read, write, wait), which an interrupt
+//!   ends on the cells' thread.
 //! - `role`: which of its roles (kernel, evaluation process, cargo front end, rustc wrapper,
 //!   linker) this binary plays, decided once at the top of `main`.
 //! - [`export`]: `tchbook export`: a notebook as a Cargo project that runs it headless, and
@@ -57,6 +61,7 @@ pub mod engine;
 pub mod export;
 pub mod history;
 pub mod install;
+mod interrupt_points;
 pub mod kernel;
 pub mod launch;
 pub mod panels;
@@ -64,6 +69,7 @@ mod role;
 pub mod syntax;
 pub mod transport;
 pub mod usage;
+mod waits;
 
 pub use role::Role;
 

@@ -58,6 +58,7 @@ impl Role {
         let args = || -> Vec<OsString> { std::env::args_os().skip(1).collect() };
         Some(match self {
             Role::Evcxr => {
+                crate::waits::keep();
                 // Does not return in either of evcxr's roles.
                 evcxr::runtime_hook();
                 unreachable!("evcxr::runtime_hook returned in an evcxr role")

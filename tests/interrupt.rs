@@ -2,7 +2,7 @@
 
 use crate::support::{Kernel, REPLY, STARTUP};
 use jupyter_protocol::{ExecuteRequest, InterruptRequest, JupyterMessageContent, ReplyStatus};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// Starts a cell that announces itself and then runs until interrupted, and waits until it
 /// runs.
@@ -91,7 +91,13 @@ async fn a_cell_ignoring_the_interrupt_is_killed_after_the_grace_period_naming_l
     kernel
         .run_ok("let doomed = 1;\nlet also_doomed = vec![1, 2];\nfn still_here() -> u8 { 9 }")
         .await;
-    let sent = start_long_cell(&mut kernel, "loop { std::hint::spin_loop(); }").await;
+    // A loop in a library's code (here core's `for_each`) has no interrupt check: only the
+    // cell's own loops get one.
+    let sent = start_long_cell(
+        &mut kernel,
+        "std::iter::repeat(()).for_each(|()| std::hint::spin_loop());",
+    )
+    .await;
     kernel.send_control(InterruptRequest {}).await;
     kernel.control_reply(REPLY).await;
     let content = kernel
@@ -196,4 +202,262 @@ async fn an_unusable_interrupt_grace_falls_back_to_the_default_with_a_warning() 
             "{value}: {log}"
         );
     }
+}
+
+/// A kernel whose grace period outlasts every test below: a cell that ended in time ended at its
+/// own interrupt check, since the kill that would lose the variables had not come yet.
+async fn kernel_that_would_kill_late() -> Kernel {
+    Kernel::start_with_env(&[(tchbook_wire::env::INTERRUPT_GRACE, "60")]).await
+}
+
+/// Interrupts the running cell `sent` and returns its error and how long it took to end.
+async fn interrupt_and_time(
+    kernel: &mut Kernel,
+    sent: &jupyter_protocol::JupyterMessage,
+) -> (jupyter_protocol::ReplyError, Duration) {
+    let asked = Instant::now();
+    kernel.send_control(InterruptRequest {}).await;
+    kernel.control_reply(REPLY).await;
+    let content = kernel.execute_reply_to(sent, REPLY).await;
+    let took = asked.elapsed();
+    kernel.iopub_until_idle(&sent.header.msg_id, REPLY).await;
+    (
+        *content.error.expect("the cell ended without an error"),
+        took,
+    )
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_plain_loop_of_the_cells_own_stops_with_keyboard_interrupt_and_keeps_variables() {
+    let mut kernel = kernel_that_would_kill_late().await;
+    kernel
+        .run_ok("let kept = 5;\nlet model = Tensor::ones(&[2, 2], (Kind::Float, Device::Cpu));")
+        .await;
+    for body in [
+        "let mut spins = 0u64;\nloop { spins += 1; }",
+        "let mut n = 0u64;\nwhile n < u64::MAX { n = n.wrapping_add(1); }",
+        "let w = Tensor::zeros(&[4], (Kind::Float, Device::Cpu));\n\
+         for step in 0.. { let _ = (&w + step as f64).sum(Kind::Float); }",
+    ] {
+        let sent = start_long_cell(&mut kernel, body).await;
+        let (error, took) = interrupt_and_time(&mut kernel, &sent).await;
+        assert_eq!(error.ename, "KeyboardInterrupt", "{body}: {error:?}");
+        // Found where the user looks: the loop's own line, as typed.
+        let at = error.traceback.join("\n");
+        assert!(at.contains("at cell line 3"), "{body}: {at}");
+        assert!(!at.contains("__point"), "{body}: {at}");
+        assert!(took < Duration::from_secs(5), "{body}: {took:?}");
+        assert_eq!(kernel.run_ok("kept").await.result().as_deref(), Some("5"));
+        assert_eq!(
+            kernel
+                .run_ok("model.sum(Kind::Float).double_value(&[])")
+                .await
+                .result()
+                .as_deref(),
+            Some("4.0")
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_loop_in_a_function_an_earlier_cell_defined_stops_and_names_what_did_not_take_effect() {
+    let mut kernel = kernel_that_would_kill_late().await;
+    kernel
+        .run_ok(
+            "let kept = String::from(\"trained\");\n\
+             fn train(steps: &mut u64) { while *steps != u64::MAX { *steps = steps.wrapping_add(1); } }",
+        )
+        .await;
+    let sent = start_long_cell(
+        &mut kernel,
+        "let mut steps = 0;\nlet fresh = 1;\ntrain(&mut steps);",
+    )
+    .await;
+    let (error, _) = interrupt_and_time(&mut kernel, &sent).await;
+    assert_eq!(error.ename, "KeyboardInterrupt");
+    assert!(
+        error.evalue.contains("`steps`") && error.evalue.contains("`fresh`"),
+        "{}",
+        error.evalue
+    );
+    assert_eq!(
+        kernel.run_ok("kept.clone()").await.result().as_deref(),
+        Some("\"trained\"")
+    );
+    // The function is still there, checks and all.
+    let sent = start_long_cell(&mut kernel, "let mut again = 0;\ntrain(&mut again);").await;
+    let (error, _) = interrupt_and_time(&mut kernel, &sent).await;
+    assert_eq!(error.ename, "KeyboardInterrupt");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn loops_with_checks_compile_errors_point_at_the_users_own_columns() {
+    let mut kernel = Kernel::start().await;
+    let cell = "for i in 0..3 { let s: String = i; }";
+    let (ename, _, traceback) = kernel.execute(cell).await.error().expect("an error");
+    assert_eq!(ename, "CompilationError");
+    let shown = traceback.join("\n");
+    assert!(shown.contains("cell:1:33"), "{shown}");
+    assert!(!shown.contains("__point"), "{shown}");
+    // A loop where no check can go (a const context) still builds and runs.
+    let run = kernel
+        .run_ok("const fn three() -> u32 { let mut i = 0; while i < 3 { i += 1; } i }\nthree()")
+        .await;
+    assert_eq!(run.result().as_deref(), Some("3"));
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_sleep_of_the_cells_thread_ends_at_the_interrupt_and_keeps_variables() {
+    let mut kernel = kernel_that_would_kill_late().await;
+    kernel
+        .run_ok(
+            "let kept = 5;\nfn nap() { std::thread::sleep(std::time::Duration::from_secs(600)); }",
+        )
+        .await;
+    // Where each stops: the cell's line, or the line of the function that slept.
+    for (body, at) in [
+        (
+            "std::thread::sleep(std::time::Duration::from_secs(600));\nprintln!(\"after\");",
+            "at cell line 2",
+        ),
+        ("let fresh = 1;\nnap();\nprintln!(\"after\");", "fn nap()"),
+        (
+            "for _ in 0..3 { std::thread::sleep(std::time::Duration::from_secs(600)); }",
+            "at cell line 2",
+        ),
+    ] {
+        let sent = start_long_cell(&mut kernel, body).await;
+        let asked = Instant::now();
+        kernel.send_control(InterruptRequest {}).await;
+        kernel.control_reply(REPLY).await;
+        let content = kernel.execute_reply_to(&sent, REPLY).await;
+        let took = asked.elapsed();
+        let iopub = kernel.iopub_until_idle(&sent.header.msg_id, REPLY).await;
+        let error = content.error.expect("the cell ended without an error");
+        assert_eq!(error.ename, "KeyboardInterrupt", "{body}: {error:?}");
+        assert!(
+            error.traceback.join("\n").contains(at),
+            "{body}: {:?}",
+            error.traceback
+        );
+        // Nothing after the sleep ran.
+        assert!(
+            !iopub.iter().any(|m| matches!(&m.content,
+                JupyterMessageContent::StreamContent(s) if s.text.contains("after"))),
+            "{body}"
+        );
+        assert!(took < Duration::from_secs(5), "{body}: {took:?}");
+        assert_eq!(kernel.run_ok("kept").await.result().as_deref(), Some("5"));
+    }
+    // A sleep nobody interrupts sleeps in full, and a thread the cell starts is not cut short.
+    let run = kernel
+        .run_ok(
+            "let t = std::time::Instant::now();\n\
+             std::thread::sleep(std::time::Duration::from_millis(300));\n\
+             std::thread::spawn(|| std::thread::sleep(std::time::Duration::from_millis(300))).join().unwrap();\n\
+             t.elapsed().as_millis() >= 600",
+        )
+        .await;
+    assert_eq!(run.result().as_deref(), Some("true"));
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_blocked_read_write_accept_or_child_wait_ends_at_the_interrupt_and_keeps_variables() {
+    let mut kernel = kernel_that_would_kill_late().await;
+    kernel
+        .run_ok(
+            "let kept = 5;\nlet listener = std::net::TcpListener::bind(\"127.0.0.1:0\").unwrap();",
+        )
+        .await;
+    for body in [
+        // A pipe from a child process that writes nothing.
+        "let mut child = std::process::Command::new(\"sleep\").arg(\"600\")\n\
+         .stdout(std::process::Stdio::piped()).spawn().unwrap();\n\
+         let mut text = String::new();\n\
+         std::io::Read::read_to_string(child.stdout.as_mut().unwrap(), &mut text).unwrap();",
+        // A wait for that child.
+        "let mut child = std::process::Command::new(\"sleep\").arg(\"600\").spawn().unwrap();\n\
+         child.wait().unwrap();",
+        // An accept nobody connects to, and a socket read nobody writes to.
+        "let (socket, _) = listener.accept().unwrap();",
+        "let mut peer = std::net::TcpStream::connect(listener.local_addr().unwrap()).unwrap();\n\
+         let mut byte = [0u8; 1];\n\
+         let _ = std::io::Read::read(&mut peer, &mut byte);",
+        // A write to a pipe nobody reads, once it is full.
+        "let mut child = std::process::Command::new(\"sleep\").arg(\"600\")\n\
+         .stdin(std::process::Stdio::piped()).spawn().unwrap();\n\
+         let block = vec![0u8; 1 << 20];\n\
+         std::io::Write::write_all(child.stdin.as_mut().unwrap(), &block).unwrap();",
+    ] {
+        let sent = start_long_cell(&mut kernel, body).await;
+        // The cell is in its blocking call by now (its start was printed before it).
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        let (error, took) = interrupt_and_time(&mut kernel, &sent).await;
+        assert_eq!(error.ename, "KeyboardInterrupt", "{body}: {error:?}");
+        assert!(took < Duration::from_secs(5), "{body}: {took:?}");
+        assert_eq!(
+            kernel.run_ok("kept").await.result().as_deref(),
+            Some("5"),
+            "{body}"
+        );
+    }
+    // The listener still works, and a child's output is read in full when nothing interrupts.
+    let run = kernel
+        .run_ok(
+            "let out = std::process::Command::new(\"echo\").arg(\"hi\").output().unwrap();\n\
+             (listener.local_addr().is_ok(), String::from_utf8(out.stdout).unwrap())",
+        )
+        .await;
+    assert_eq!(run.result().as_deref(), Some("(true, \"hi\\n\")"));
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_interrupt_the_cell_never_noticed_does_not_stop_the_next_cell() {
+    let mut kernel = kernel_that_would_kill_late().await;
+    // core's take_while is no loop of the cell's: the interrupt goes unnoticed, and the cell
+    // ends by itself 1.5 s later.
+    let sent = start_long_cell(
+        &mut kernel,
+        "let t = std::time::Instant::now();\n\
+         (0..).take_while(|_| t.elapsed() < std::time::Duration::from_millis(1500)).for_each(drop)",
+    )
+    .await;
+    kernel.send_control(InterruptRequest {}).await;
+    kernel.control_reply(REPLY).await;
+    kernel.execute_reply_to(&sent, REPLY).await;
+    kernel.iopub_until_idle(&sent.header.msg_id, REPLY).await;
+    let run = kernel
+        .run_ok("let mut n = 0;\nfor i in 0..4 { n += i; }\nstd::thread::sleep(std::time::Duration::from_millis(10));\nn")
+        .await;
+    assert_eq!(run.result().as_deref(), Some("6"));
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_interrupt_stops_the_cells_thread_not_a_thread_it_started() {
+    let mut kernel = kernel_that_would_kill_late().await;
+    // The worker checks too (its loop and statements are the cell's code), but the interrupt is
+    // the cell's thread's, as KeyboardInterrupt is Python's main thread's.
+    let body = "let worker = std::thread::spawn(|| {\n\
+                    let mut n = 0u64;\n\
+                    for _ in 0..300 { n += 1; std::thread::sleep(std::time::Duration::from_millis(10)); }\n\
+                    println!(\"worker done {n}\");\n\
+                });\n\
+                let mut spins = 0u64;\n\
+                loop { spins += 1; }";
+    let sent = start_long_cell(&mut kernel, body).await;
+    let (error, _) = interrupt_and_time(&mut kernel, &sent).await;
+    assert_eq!(error.ename, "KeyboardInterrupt");
+    assert!(
+        error.traceback.join("\n").contains("at cell line 8"),
+        "{error:?}"
+    );
+    // The worker runs on to its end (3 s from its start) and says so, without a panic of its own.
+    let run = kernel
+        .run_ok("std::thread::sleep(std::time::Duration::from_secs(4));")
+        .await;
+    let said = format!("{}{}", run.stdout(), run.stderr());
+    assert!(
+        said.contains("worker done 300") && !said.contains("panicked"),
+        "{said}"
+    );
 }

@@ -96,7 +96,9 @@ async fn the_restart_after_an_ignored_interrupt_ends_what_the_cell_started() {
     let sleepers = spawn_sleepers(&mut kernel).await;
     let sent = kernel
         .send_shell(jupyter_protocol::ExecuteRequest::new(
-            "println!(\"started\");\nloop { std::hint::spin_loop(); }".into(),
+            // A loop in core's code, which has no interrupt check, so the grace period ends it.
+            "println!(\"started\");\nstd::iter::repeat(()).for_each(|()| std::hint::spin_loop());"
+                .into(),
         ))
         .await;
     tokio::time::sleep(Duration::from_secs(2)).await;

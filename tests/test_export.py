@@ -21,6 +21,7 @@ import json
 import os
 import re
 import shutil
+import signal
 import subprocess
 from pathlib import Path
 
@@ -213,8 +214,15 @@ CELLS = [
     ("// items defined in one cell serve the next\ndouble(a) + 1", []),
     ("show(&tchbook_prelude::display::Bundle::text(\"shown\"));\n"
      "if std::env::var_os(\"CONTRACT_HANG\").is_some() {\n"
-     "    interrupt::raise(); // as SIGINT would; this loop never checks it\n"
-     "    loop { std::thread::sleep(std::time::Duration::from_millis(20)); }\n"
+     "    // As SIGINT would, in one statement (no check follows it until it ends) whose loop is\n"
+     "    // core's, which has no check.\n"
+     "    std::iter::repeat(()).map(|()| interrupt::raise())\n"
+     "        .for_each(|()| std::thread::sleep(std::time::Duration::from_millis(20)));\n"
+     "}\n"
+     "if std::env::var_os(\"CONTRACT_LOOP\").is_some() {\n"
+     "    println!(\"looping\");\n"
+     "    let mut n = 0u64;\n"
+     "    loop { n = n.wrapping_add(1); }\n"
      "}\n"
      "panic!(\"the run stops here\");", []),
     ("println!(\"never printed\");", []),
@@ -287,6 +295,22 @@ def test_exported_program_keeps_the_kernels_contract_and_merges_back(tmp_path):
     last = json.loads(hung_record.read_text())["cells"][-1]
     assert last["cell"] == 6 and last["outputs"][-1]["ename"] == "KeyboardInterrupt"
     assert "grace period" in last["outputs"][-1]["evalue"]
+
+    # A real SIGINT stops a plain loop of the cell's own at its check, on the loop's line.
+    looping_record = tmp_path / "looping.json"
+    looping = subprocess.Popen([str(binary), "--record", str(looping_record)], cwd=tmp_path,
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                               env={**os.environ, "CONTRACT_LOOP": "1", "TCHBOOK_INTERRUPT_GRACE": "60"})
+    for line in looping.stdout:
+        if line.startswith("looping"):
+            break
+    looping.send_signal(signal.SIGINT)
+    looping.communicate(timeout=30)
+    assert looping.returncode == 1, "ended by its own check, long before the grace period"
+    stopped = json.loads(looping_record.read_text())["cells"][-1]["outputs"][-1]
+    assert stopped["ename"] == "KeyboardInterrupt", stopped
+    assert stopped["traceback"][1].startswith("  at cell line 11\n"), stopped["traceback"]
+    assert "__point" not in "".join(stopped["traceback"])
 
     # A record of other code is refused rather than merged into the wrong cells.
     nb.cells[1].source = "let a = 1;"

@@ -5,10 +5,11 @@ use super::commands::{Listing, PlainFormat, Rewritten, rewrite_commands};
 use super::diagnostics::{describe_evcxr_error, diagnostic};
 use super::interrupt::kill_process_group;
 use super::pump::PumpMessage;
-use super::{CellError, CellValue, CommandTable, Event, Finished, Interrupter};
+use super::{CellError, CellValue, CommandTable, Diagnostic, Event, Finished, Interrupter};
 use crate::cellbuild::cache;
 use crate::commands::Command;
 use crate::completion::{self, Prepared, Source};
+use crate::interrupt_points::{self, Inserted};
 use crossbeam_channel::Sender;
 use evcxr::{CommandContext, EvalCallbacks, EvalOutputs};
 use std::collections::BTreeSet;
@@ -32,6 +33,8 @@ pub(super) struct State {
     child_pid: u32,
     /// Where cells are built, to tell a full disk from a real build failure.
     build_dir: PathBuf,
+    /// Whether the cells' loops get the interrupt check (`TCHBOOK_INTERRUPT_CHECKS`).
+    interrupt_checks: bool,
 }
 
 impl State {
@@ -52,6 +55,8 @@ impl State {
             cells: 0,
             child_pid,
             build_dir,
+            interrupt_checks: std::env::var(tchbook_wire::env::INTERRUPT_CHECKS)
+                .map_or(true, |value| value.trim() != "0"),
         }
     }
 
@@ -132,11 +137,26 @@ impl State {
             },
         };
         let code = rewrite_commands(code);
+        // The prelude's interrupt check in each loop of the cell (`interrupt_points`); a cell
+        // whose checks fail to compile where they stand runs as typed, checks left out.
+        let mut points = (self.prelude_loaded && self.interrupt_checks)
+            .then(|| interrupt_points::insert(&code.code))
+            .filter(Inserted::any);
         self.interrupter.begin(self.cells);
         let started = Instant::now();
-        let result = self
-            .context
-            .execute_with_callbacks(&code.code, &mut callbacks);
+        let mut result = self.context.execute_with_callbacks(
+            points.as_ref().map_or(&code.code, |p| &p.code),
+            &mut callbacks,
+        );
+        if let (Err(evcxr::Error::CompilationErrors(errors)), Some(inserted)) = (&result, &points)
+            && errors.iter().any(|error| in_a_point(error, inserted))
+        {
+            tracing::warn!("a cell's interrupt checks did not compile; running it without them");
+            points = None;
+            result = self
+                .context
+                .execute_with_callbacks(&code.code, &mut callbacks);
+        }
         let interrupted = self.interrupter.end();
         if let Ok(outputs) = &result {
             let phases: Vec<String> = outputs
@@ -155,7 +175,7 @@ impl State {
         let source = self.context.last_source().ok();
         let outcome = match result {
             Ok(outputs) => Ok(self.value(outputs, &code, interrupted)),
-            Err(error) => Err(self.error(error, &before, interrupted)),
+            Err(error) => Err(self.error(error, &before, interrupted, points.as_ref())),
         };
         let outcome = self.after_cell(outcome, &code);
         Finished { outcome, source }
@@ -197,11 +217,21 @@ impl State {
         error: evcxr::Error,
         before: &BTreeSet<String>,
         interrupted: bool,
+        points: Option<&Inserted>,
     ) -> CellError {
         let error = match error {
-            evcxr::Error::CompilationErrors(errors) => {
-                CellError::Compile(errors.iter().map(diagnostic).collect())
-            }
+            evcxr::Error::CompilationErrors(errors) => CellError::Compile(
+                errors
+                    .iter()
+                    .map(|error| {
+                        let mut diagnostic = diagnostic(error);
+                        if let Some(points) = points {
+                            in_users_columns(&mut diagnostic, points);
+                        }
+                        diagnostic
+                    })
+                    .collect(),
+            ),
             evcxr::Error::SubprocessTerminated(message) => {
                 // What the dead process's cells started goes with it, now (evcxr may start
                 // the next process only with the next cell).
@@ -330,6 +360,26 @@ impl State {
         let context = &mut self.context;
         guarded("preparing a hover", || context.hover_source(code, position)).map(Source::from)
     }
+}
+
+/// Whether a compile error points into one of the interrupt checks the kernel put in.
+fn in_a_point(error: &evcxr::CompilationError, points: &Inserted) -> bool {
+    error
+        .spanned_messages()
+        .iter()
+        .filter_map(|message| message.span.as_ref())
+        .any(|span| points.in_a_point(span.start_line, span.start_column))
+}
+
+/// A diagnostic's columns as the user typed the cell: the interrupt checks taken out.
+fn in_users_columns(diagnostic: &mut Diagnostic, points: &Inserted) {
+    for span in &mut diagnostic.spans {
+        span.start_column = points.user_column(span.start_line, span.start_column);
+        span.end_column = points.user_column(span.end_line, span.end_column);
+    }
+    diagnostic.rendered = diagnostic
+        .rendered
+        .replace(tchbook_wire::INTERRUPT_POINT, "");
 }
 
 /// Runs an evcxr call that only reshapes text, logging its error or panic: neither may end the

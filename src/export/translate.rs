@@ -5,6 +5,7 @@
 use super::notebook::{CodeCell, source_hash};
 use super::split::split_cell;
 use crate::commands::{Cell, Command, Line};
+use crate::interrupt_points;
 use anyhow::{Context, Result, bail};
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -32,6 +33,8 @@ pub(super) fn translate(cells: &[CodeCell]) -> Result<Translation> {
             .push((cell.index, source_hash(&cell.source), cell.source.clone()));
         let count = position + 1;
         let (mut body, rust) = commands(cell, count, &mut out.dependencies)?;
+        // The loops stop on SIGINT as they do in the kernel (`interrupt_points`).
+        let rust = interrupt_points::insert(&rust).code;
         let split = split_cell(&rust).with_context(|| {
             format!(
                 "In [{count}] (cell {}) does not parse as Rust; fix it in the notebook",

@@ -5,6 +5,7 @@ fresh kernel, as a person opening a new notebook does.
 """
 from __future__ import annotations
 
+import re
 import time
 
 from labpage import OUTPUT, Notebook
@@ -118,18 +119,48 @@ def test_stop_button_ends_a_prelude_loop_within_a_second_and_keeps_variables(not
     wait_for_text(nb, 2, "kept after the interrupt: [1, 2, 3]", 30)
 
 
-def test_stop_button_on_a_plain_loop_names_the_lost_variables(notebook):
+def test_stop_button_on_a_plain_training_loop_keeps_the_trained_model(notebook):
+    nb = notebook(
+        "let vs = nn::VarStore::new(Device::Cpu);\n"
+        "let model = nn::linear(vs.root(), 4, 1, Default::default());\n"
+        "let mut opt = nn::Sgd::default().build(&vs, 0.01).unwrap();\n"
+        "let x = Tensor::randn([64, 4], (Kind::Float, Device::Cpu));",
+        # Plain tch, no prelude loop: the kernel's own check in the loop body stops it.
+        'println!("training");\nlet mut steps = 0u64;\nloop {\n'
+        "    let loss = model.forward(&x).pow_tensor_scalar(2).mean(Kind::Float);\n"
+        "    opt.backward_step(&loss);\n"
+        "    steps += 1;\n}",
+        'println!("model kept: {:?}", model.ws.size());',
+    )
+    nb.run_cell(0)
+    nb.start_cell(1)
+    wait_for_text(nb, 1, "training", COMPILE_S)
+    time.sleep(0.5)
+    started = time.monotonic()
+    nb.press_stop()
+    wait_for_text(nb, 1, "KeyboardInterrupt", 10)
+    took = time.monotonic() - started
+    assert took < 1.0, f"the cell ended {took:.2f} s after Stop was pressed"
+    text = "\n".join(nb.cell(1).locator(OUTPUT).all_text_contents())
+    # Stopped at the check after the statement it was in, or at the loop's own.
+    assert re.search(r"at cell line [4-7]\n", text), f"not placed in the loop: {text}"
+    nb.wait_cell_done(1, 10)
+    nb.run_cell(2)
+    wait_for_text(nb, 2, "model kept: [1, 4]", 60)
+
+
+def test_stop_button_on_a_loop_in_a_library_names_the_lost_variables(notebook):
     nb = notebook(
         'let kept = vec![1, 2, 3];\nlet greeting = String::from("hello");',
-        'println!("spinning");\nlet mut n = 0u64;\nloop {\n    n = std::hint::black_box(n.wrapping_add(1));\n}',
+        'println!("spinning");\nstd::iter::repeat(()).for_each(|()| std::hint::spin_loop());',
         "1 + 1",
     )
     nb.run_cell(0)
     nb.start_cell(1)
     wait_for_text(nb, 1, "spinning", COMPILE_S)
     nb.press_stop()
-    # The loop never checks the flag: the kernel waits its grace period (3 s), then restarts
-    # the evaluation process and names what went with it.
+    # core's for_each never checks the flag: the kernel waits its grace period (3 s), then
+    # restarts the evaluation process and names what went with it.
     wait_for_text(nb, 1, "KeyboardInterrupt", 30)
     text = "\n".join(nb.cell(1).locator(OUTPUT).all_text_contents())
     assert "kept" in text and "greeting" in text, f"the lost variables are not named: {text}"

@@ -95,6 +95,12 @@ pub const LOG: &str = "TCHBOOK_LOG";
 /// the kernel and by exported notebooks, both through [`interrupt_grace`].
 pub const INTERRUPT_GRACE: &str = "TCHBOOK_INTERRUPT_GRACE";
 
+/// `0` builds a kernel's cells without the interrupt check in each of their loops (on by
+/// default; read by the kernel): for a loop whose every cycle counts under `:opt 2`, where the
+/// check costs a tight integer loop about a tenth. Such a loop is then ended only after the
+/// grace period, with the evaluation process and its variables.
+pub const INTERRUPT_CHECKS: &str = "TCHBOOK_INTERRUPT_CHECKS";
+
 /// The grace period when [`INTERRUPT_GRACE`] is unset or unusable.
 pub const DEFAULT_INTERRUPT_GRACE: Duration = Duration::from_secs(3);
 

@@ -85,6 +85,12 @@ pub const END_CONTENT: &str = "EVCXR_END_CONTENT";
 /// The line (keyed) that says a cell panicked (evcxr's protocol): the cell's code caught the
 /// panic, and the kernel reports the cell as failed.
 pub const PANIC_NOTIFICATION: &str = "EVCXR_PANIC_NOTIFICATION";
+/// The interrupt check the kernel puts after the `{` of each loop body of a cell's own code,
+/// and `tchbook export` of each loop of an exported cell: a call that reads the prelude's
+/// interrupt flag and panics with `KeyboardInterrupt` when it is set. Its text is taken out of a
+/// generated line again wherever that line is shown or matched against the cell's own
+/// ([`report::panic_report`]).
+pub const INTERRUPT_POINT: &str = "::tchbook_prelude::interrupt::__point();";
 /// The start of the line (keyed) that says a stored variable was lost because a cell redefined
 /// its type (evcxr's protocol): the variable's name follows.
 pub const VARIABLE_CHANGED_TYPE: &str = "EVCXR_VARIABLE_CHANGED_TYPE:";

@@ -20,6 +20,12 @@ pub fn run_cell(cell: Box<dyn FnOnce() + '_>) -> bool {
     // Unwind safety is the cell's variables' business: evcxr puts back or reports what a panic
     // left behind, as it does around its own `catch_unwind`.
     let panicked = catch_unwind(AssertUnwindSafe(cell)).is_err();
+    // An interrupt belongs to the cell it was sent for: one this cell never reached a check for
+    // (a wait that failed and was unwrapped, a cell that ended meanwhile) must not stop the
+    // next cell at its first loop.
+    super::state::shared()
+        .interrupted
+        .store(false, std::sync::atomic::Ordering::SeqCst);
     let mut stdout = std::io::stdout().lock();
     if panicked {
         let _ = writeln!(

@@ -61,9 +61,14 @@ pub fn attach() {
     if state.attached.swap(true, Ordering::SeqCst) {
         return;
     }
+    // SAFETY: gettid(2) cannot fail.
+    state
+        .cell_thread
+        .store(unsafe { libc::gettid() }, Ordering::SeqCst);
     tchbook_wire::install_panic_hook(emit);
     signals::install_sigint_handler();
     signals::install_sigterm_handler();
+    signals::make_waits_interruptible();
     tune_allocator();
     limit_cpu_allocations();
     crate::backend::load_cuda();

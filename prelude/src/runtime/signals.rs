@@ -1,7 +1,7 @@
 //! SIGINT sets the interrupt flag; SIGTERM ends the evaluation process's whole group.
 
 use super::state::shared;
-use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI32, AtomicPtr, AtomicUsize, Ordering};
 use tchbook_wire::env;
 
 static INTERRUPT_FLAG: AtomicPtr<AtomicBool> = AtomicPtr::new(std::ptr::null_mut());
@@ -10,12 +10,23 @@ static INTERRUPT_FLAG: AtomicPtr<AtomicBool> = AtomicPtr::new(std::ptr::null_mut
 static PREVIOUS: AtomicUsize = AtomicUsize::new(0);
 
 extern "C" fn on_sigint(signal: libc::c_int) {
-    // Only an atomic store and the previous handler, itself an atomic store: anything else
-    // (allocation, locks, printing) is not async-signal-safe.
+    // Only atomic stores, tgkill and the previous handler, itself an atomic store: anything
+    // else (allocation, locks, printing) is not async-signal-safe.
     let flag = INTERRUPT_FLAG.load(Ordering::SeqCst);
     if !flag.is_null() {
         // SAFETY: points into the leaked, never-freed shared state.
         unsafe { (*flag).store(true, Ordering::SeqCst) };
+    }
+    let (thread, wake) = (
+        CELL_THREAD.load(Ordering::SeqCst),
+        WAKE.load(Ordering::SeqCst),
+    );
+    if wake != 0 {
+        // SAFETY: tgkill(2) is async-signal-safe; the thread is this process's cells' thread,
+        // which lives as long as the process, and its handler for `wake` does nothing.
+        unsafe {
+            libc::syscall(libc::SYS_tgkill, libc::getpid(), thread, wake);
+        }
     }
     let previous = PREVIOUS.load(Ordering::SeqCst);
     if previous != 0 {
@@ -71,4 +82,32 @@ pub(super) fn install_sigterm_handler() {
         libc::sigemptyset(&mut action.sa_mask);
         libc::sigaction(libc::SIGTERM, &action, std::ptr::null_mut());
     }
+}
+
+/// The thread cells run on, and the signal that ends its blocking call (0: none), once the
+/// kernel's evaluation process has made its waits interruptible ([`make_waits_interruptible`]).
+static CELL_THREAD: AtomicI32 = AtomicI32::new(0);
+static WAKE: AtomicI32 = AtomicI32::new(0);
+
+/// Tells the kernel's evaluation process how to see a pending interrupt, so that a blocking
+/// call on this thread (the one cells run on: a sleep, a read or write of a pipe or socket, a
+/// wait for a child) ends when the user interrupts the cell; the kernel's `src/waits.rs` says
+/// how. From then on this thread blocks SIGINT, and the handler, run on another thread, sends
+/// it the signal that ends its call. Elsewhere (an exported program, a test) the process does
+/// not define the function, and waits stay as they are.
+pub(super) fn make_waits_interruptible() {
+    extern "C" fn pending() -> bool {
+        shared().interrupted.load(Ordering::SeqCst)
+    }
+    // SAFETY: dlsym with the default scope and a NUL-terminated name.
+    let found = unsafe { libc::dlsym(libc::RTLD_DEFAULT, c"tchbook_interruptible_waits".as_ptr()) };
+    if found.is_null() {
+        return;
+    }
+    // SAFETY: the kernel's binary exports this name for this function's signature alone.
+    let register: extern "C" fn(extern "C" fn() -> bool) -> libc::c_int =
+        unsafe { std::mem::transmute(found) };
+    // SAFETY: gettid(2) cannot fail.
+    CELL_THREAD.store(unsafe { libc::gettid() }, Ordering::SeqCst);
+    WAKE.store(register(pending), Ordering::SeqCst);
 }

@@ -2,12 +2,12 @@
 
 use std::ffi::c_void;
 use std::sync::OnceLock;
-use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI32, AtomicPtr, AtomicU64, Ordering};
 use tchbook_wire::env;
 
 // Names the layout of `Shared`: a process whose cells were built against a prelude with another
 // layout (its sources changed under a running kernel) must not read this one.
-const MAGIC: u64 = 0x7463_6862_6f6f_6b33; // "tchbook3"
+const MAGIC: u64 = 0x7463_6862_6f6f_6b34; // "tchbook4"
 
 /// The message a cell ends with when the user interrupts it (`interrupt::MESSAGE`; the
 /// runtime's `input()`, below the `interrupt` layer, stops with it too).
@@ -23,6 +23,10 @@ pub(crate) const INTERRUPTED: &str = tchbook_wire::report::INTERRUPTED;
 pub(crate) struct Shared {
     magic: u64,
     pub(crate) interrupted: AtomicBool,
+    /// The thread cells run on (its kernel thread id; 0 before [`attach`](super::attach)): the
+    /// interrupt checks the kernel puts into a cell's code stop only that thread, as Python's
+    /// `KeyboardInterrupt` reaches only the main thread.
+    pub(crate) cell_thread: AtomicI32,
     pub(super) attached: AtomicBool,
     pub(super) pumping: AtomicBool,
     pub(super) display_ids: AtomicU64,
@@ -45,6 +49,7 @@ pub(crate) fn shared() -> &'static Shared {
         let state: &'static Shared = Box::leak(Box::new(Shared {
             magic: MAGIC,
             interrupted: AtomicBool::new(false),
+            cell_thread: AtomicI32::new(0),
             attached: AtomicBool::new(false),
             pumping: AtomicBool::new(false),
             display_ids: AtomicU64::new(0),

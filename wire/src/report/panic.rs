@@ -33,8 +33,9 @@ pub fn panic_report(panic: &Panic, cell: &str, generated: Option<Generated>) -> 
     let mut traceback = vec![headline(ename, shown)];
     if !panic.location.is_empty() {
         let in_cell = cell_line(&panic.location, generated).map(|line| {
-            // The cell is wrapped in generated code whose lines keep their text, so the
-            // cell's own line number is where that text is.
+            // The cell is wrapped in generated code whose lines keep their text (but for the
+            // interrupt checks put into its loops), so the cell's own line number is where that
+            // text is.
             let wanted = line.trim().to_owned();
             let number = cell.lines().position(|l| l.trim() == wanted);
             (number, wanted)
@@ -83,8 +84,14 @@ fn cell_line(location: &str, generated: Option<Generated>) -> Option<String> {
     if !file.ends_with(generated.file) {
         return None;
     }
-    let text = generated.source.lines().nth(line.checked_sub(1)?)?;
-    Some(text.to_owned())
+    // A check that follows a statement of the cell's top level is a statement of its own, which
+    // evcxr writes on a line of its own: the panic is then the statement's before it.
+    let lines: Vec<&str> = generated.source.lines().take(line).collect();
+    lines
+        .iter()
+        .rev()
+        .map(|text| text.replace(crate::INTERRUPT_POINT, ""))
+        .find(|text| !text.trim().is_empty())
 }
 
 /// The name of the function whose body holds `file:line:col` (a library's source on disk).
@@ -172,6 +179,53 @@ mod tests {
         assert_eq!(report.evalue, "interrupted by the user");
         assert!(report.traceback[1].contains("at cell line 2"), "{report:?}");
         assert!(report.traceback[1].contains("loop_body();"));
+    }
+
+    #[test]
+    fn an_interrupt_at_a_loops_check_is_placed_on_the_loops_line_as_typed() {
+        let panic = Panic {
+            message: "KeyboardInterrupt: interrupted by the user".into(),
+            location: "src/lib.rs:2:20".into(),
+            thread: "<unnamed>".into(),
+            on_main: true,
+        };
+        let generated = format!("a\n    for i in 0..n {{{}\n", crate::INTERRUPT_POINT);
+        let report = panic_report(
+            &panic,
+            "let n = 10;\nfor i in 0..n {\n    work(i);\n}",
+            Some(Generated {
+                file: "src/lib.rs",
+                source: &generated,
+            }),
+        );
+        assert_eq!(report.ename, "KeyboardInterrupt");
+        assert_eq!(
+            report.traceback[1],
+            format!("  at cell line 2\n{BLUE}   |{RESET} for i in 0..n {{")
+        );
+    }
+
+    #[test]
+    fn an_interrupt_at_a_check_on_a_line_of_its_own_is_placed_on_the_statement_before() {
+        let panic = Panic {
+            message: "KeyboardInterrupt: interrupted by the user".into(),
+            location: "src/lib.rs:3:1".into(),
+            thread: "<unnamed>".into(),
+            on_main: true,
+        };
+        let generated = format!("a\nnap();\n{}\n", crate::INTERRUPT_POINT);
+        let report = panic_report(
+            &panic,
+            "let kept = 1;\nnap();",
+            Some(Generated {
+                file: "src/lib.rs",
+                source: &generated,
+            }),
+        );
+        assert_eq!(
+            report.traceback[1],
+            format!("  at cell line 2\n{BLUE}   |{RESET} nap();")
+        );
     }
 
     #[test]

@@ -1,0 +1,402 @@
+//! A cell's blocking waits end when the user interrupts the cell: a sleep, a read or write of a
+//! pipe or socket, an `accept`, a wait for a child process.
+//!
+//! Rust cannot unwind out of a signal handler, so a SIGINT only sets the prelude's flag, and a
+//! cell blocked in a system call never reaches a check of it: std retries a call that a signal
+//! cut short (`EINTR`), and the SIGINT handler is installed with `SA_RESTART`, so most calls are
+//! not even cut short. Such a cell waited out its grace period and lost every variable with the
+//! evaluation process. Three parts end those waits instead:
+//!
+//! - The cells' thread blocks SIGINT ([`tchbook_interruptible_waits`], which the prelude's
+//!   `runtime::attach` finds with `dlsym` and calls on that thread), and a thread of this module
+//!   that never blocks it receives it; the prelude's handler then sends SIGUSR2 to the cells'
+//!   thread. SIGUSR2's handler does nothing and is installed without `SA_RESTART`, so the
+//!   thread's blocking call returns `EINTR`.
+//! - The kernel's binary, which is the evaluation process, defines the calls std makes for those
+//!   waits (`nanosleep`, `clock_nanosleep`, `read`, `write`, `recv`, `send`, `accept4`,
+//!   `waitpid`) and exports them (build.rs), so the cells' libraries call these: the loader
+//!   looks in the executable first. Each is the system call glibc makes; on the cells' thread,
+//!   when it returns `EINTR` (or a sleep starts) with an interrupt pending, a sleep returns with
+//!   nothing left to sleep and every other call fails with `ECANCELED`, which std does not retry
+//!   (a write cut short after some bytes returns their count, and the next one fails).
+//! - The interrupt check after each statement of the cell (`interrupt_points`) then ends the cell
+//!   with `KeyboardInterrupt`, every variable kept; a failed call the cell unwraps panics, which
+//!   the kernel reports as the interrupt it was.
+//!
+//! Every other call (any other thread, the kernel's own process, a wait nothing interrupted) is
+//! the system call glibc would make, with glibc's results. A wait on a futex (a channel's
+//! `recv`, a `Mutex`, a `Condvar`, a `JoinHandle::join`) cannot be ended so: std waits again
+//! after any wake-up until the value it waits for is there, and there is no error to give it.
+
+use std::cell::Cell;
+use std::ffi::{c_int, c_long, c_void};
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+/// The prelude's `extern "C" fn() -> bool` that says whether an interrupt is pending; 0 until
+/// it is registered.
+static PENDING: AtomicUsize = AtomicUsize::new(0);
+
+thread_local! {
+    /// Whether this thread runs cells (set by the registration, on that thread).
+    static CELL_THREAD: Cell<bool> = const { Cell::new(false) };
+    /// Whether this thread's last write or send was cut short by the interrupt after it moved
+    /// some bytes: it then returned their count, and std's `write_all` writes again.
+    static SHORT_AT_INTERRUPT: Cell<bool> = const { Cell::new(false) };
+}
+
+extern "C" fn on_wake(_signal: c_int) {}
+
+/// Called once by the prelude's `runtime::attach`, on the thread that runs cells: from then on
+/// that thread's waits end at an interrupt. Returns the signal the prelude's SIGINT handler is
+/// to send that thread (SIGUSR2), or 0 when nothing was set up. Not for calling by hand.
+#[unsafe(no_mangle)]
+pub extern "C" fn tchbook_interruptible_waits(pending: extern "C" fn() -> bool) -> c_int {
+    // A thread that never blocks SIGINT, started before this thread blocks it (threads inherit
+    // their starter's mask): the process always has one to take the signal.
+    let receiver = std::thread::Builder::new()
+        .name("tchbook-sigint".to_owned())
+        .spawn(|| {
+            loop {
+                std::thread::park();
+            }
+        });
+    if receiver.is_err() {
+        return 0;
+    }
+    // SAFETY: a zeroed sigaction and sigset are valid; the handler does nothing; the mask
+    // change is this thread's own.
+    unsafe {
+        let mut action: libc::sigaction = std::mem::zeroed();
+        action.sa_sigaction = on_wake as *const () as usize;
+        action.sa_flags = 0; // no SA_RESTART: the blocking call returns EINTR
+        libc::sigemptyset(&mut action.sa_mask);
+        if libc::sigaction(libc::SIGUSR2, &action, std::ptr::null_mut()) != 0 {
+            return 0;
+        }
+        let mut sigint: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut sigint);
+        libc::sigaddset(&mut sigint, libc::SIGINT);
+        libc::pthread_sigmask(libc::SIG_BLOCK, &sigint, std::ptr::null_mut());
+    }
+    CELL_THREAD.with(|cell| cell.set(true));
+    PENDING.store(pending as usize, Ordering::SeqCst);
+    libc::SIGUSR2
+}
+
+/// Whether a wait on this thread should end now: it is the cells' thread and the user
+/// interrupted the cell.
+fn interrupted() -> bool {
+    let pending = PENDING.load(Ordering::SeqCst);
+    if pending == 0 || !CELL_THREAD.with(Cell::get) {
+        return false;
+    }
+    // SAFETY: a non-zero value is the `extern "C" fn() -> bool` stored by the registration.
+    let pending: extern "C" fn() -> bool = unsafe { std::mem::transmute(pending) };
+    pending()
+}
+
+fn errno() -> c_int {
+    std::io::Error::last_os_error()
+        .raw_os_error()
+        .unwrap_or(libc::EINVAL)
+}
+
+/// A system call's result as glibc's wrapper gives it (the value, or -1 with errno), except that
+/// one cut short while an interrupt is pending on the cells' thread fails with `ECANCELED`.
+fn ended_at_interrupt(done: c_long) -> c_long {
+    if done == -1 && errno() == libc::EINTR && interrupted() {
+        // SAFETY: errno is this thread's.
+        unsafe { *libc::__errno_location() = libc::ECANCELED };
+    }
+    done
+}
+
+/// A write or send of `count` bytes, ended at an interrupt on the cells' thread. A signal that
+/// cuts a blocking write short after it moved some bytes makes it return their count, not
+/// `EINTR`, and std's `write_all` then writes the rest, blocking again: the write after such a
+/// short one fails with `ECANCELED` at once if the interrupt is still pending. (Only then: a
+/// write that cannot block, such as a file's or the panic report's, is never refused.)
+fn write_ended_at_interrupt(count: usize, call: impl FnOnce() -> c_long) -> isize {
+    if SHORT_AT_INTERRUPT.with(|short| short.replace(false)) && interrupted() {
+        // SAFETY: errno is this thread's.
+        unsafe { *libc::__errno_location() = libc::ECANCELED };
+        return -1;
+    }
+    let done = ended_at_interrupt(call());
+    if done >= 0 && (done as usize) < count && interrupted() {
+        SHORT_AT_INTERRUPT.with(|short| short.set(true));
+    }
+    done as isize
+}
+
+/// glibc's `read`, ended at an interrupt on the cells' thread.
+///
+/// # Safety
+/// As read(2).
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn read(fd: c_int, buffer: *mut c_void, count: usize) -> isize {
+    // SAFETY: the caller's arguments, as read(2) takes them.
+    ended_at_interrupt(unsafe { libc::syscall(libc::SYS_read, fd, buffer, count) }) as isize
+}
+
+/// glibc's `write`, ended at an interrupt on the cells' thread.
+///
+/// # Safety
+/// As write(2).
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn write(fd: c_int, buffer: *const c_void, count: usize) -> isize {
+    // SAFETY: the caller's arguments, as write(2) takes them.
+    write_ended_at_interrupt(count, || unsafe {
+        libc::syscall(libc::SYS_write, fd, buffer, count)
+    })
+}
+
+/// glibc's `recv` (recvfrom(2) with no address), ended at an interrupt on the cells' thread.
+///
+/// # Safety
+/// As recv(2).
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn recv(fd: c_int, buffer: *mut c_void, count: usize, flags: c_int) -> isize {
+    let none = std::ptr::null_mut::<c_void>();
+    // SAFETY: the caller's arguments, as recvfrom(2) takes them, with no address wanted.
+    let done = unsafe { libc::syscall(libc::SYS_recvfrom, fd, buffer, count, flags, none, none) };
+    ended_at_interrupt(done) as isize
+}
+
+/// glibc's `send` (sendto(2) with no address), ended at an interrupt on the cells' thread.
+///
+/// # Safety
+/// As send(2).
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn send(
+    fd: c_int,
+    buffer: *const c_void,
+    count: usize,
+    flags: c_int,
+) -> isize {
+    let none = std::ptr::null::<c_void>();
+    // SAFETY: the caller's arguments, as sendto(2) takes them, with no address.
+    write_ended_at_interrupt(count, || unsafe {
+        libc::syscall(libc::SYS_sendto, fd, buffer, count, flags, none, 0)
+    })
+}
+
+/// glibc's `accept4`, ended at an interrupt on the cells' thread.
+///
+/// # Safety
+/// As accept4(2).
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn accept4(
+    fd: c_int,
+    address: *mut libc::sockaddr,
+    length: *mut libc::socklen_t,
+    flags: c_int,
+) -> c_int {
+    // SAFETY: the caller's arguments, as accept4(2) takes them.
+    let done = unsafe { libc::syscall(libc::SYS_accept4, fd, address, length, flags) };
+    ended_at_interrupt(done) as c_int
+}
+
+/// glibc's `waitpid` (wait4(2) without usage), ended at an interrupt on the cells' thread.
+///
+/// # Safety
+/// As waitpid(2).
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn waitpid(
+    pid: libc::pid_t,
+    status: *mut c_int,
+    options: c_int,
+) -> libc::pid_t {
+    let none = std::ptr::null_mut::<libc::rusage>();
+    // SAFETY: the caller's arguments, as wait4(2) takes them, with no usage wanted.
+    let done = unsafe { libc::syscall(libc::SYS_wait4, pid, status, options, none) };
+    ended_at_interrupt(done) as libc::pid_t
+}
+
+/// clock_nanosleep(2) as glibc's returns it: 0, or the error number; cut short by an interrupt
+/// on the cells' thread, `EINTR` with nothing left to sleep.
+///
+/// # Safety
+/// As clock_nanosleep(3).
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn clock_nanosleep(
+    clock: libc::clockid_t,
+    flags: c_int,
+    request: *const libc::timespec,
+    remain: *mut libc::timespec,
+) -> c_int {
+    if interrupted() {
+        nothing_left(flags, remain);
+        return libc::EINTR;
+    }
+    // SAFETY: the caller's pointers, as the system call takes them.
+    let done = unsafe { libc::syscall(libc::SYS_clock_nanosleep, clock, flags, request, remain) };
+    if done == 0 {
+        return 0;
+    }
+    let error = errno();
+    if error == libc::EINTR && interrupted() {
+        nothing_left(flags, remain);
+    }
+    error
+}
+
+/// What a relative sleep cut short by an interrupt has left: nothing, so std's loop ends.
+fn nothing_left(flags: c_int, remain: *mut libc::timespec) {
+    if !remain.is_null() && flags & libc::TIMER_ABSTIME == 0 {
+        // SAFETY: the sleep's caller passed `remain` writable (or null, checked).
+        unsafe {
+            *remain = libc::timespec {
+                tv_sec: 0,
+                tv_nsec: 0,
+            }
+        };
+    }
+}
+
+/// glibc's `nanosleep` (CLOCK_REALTIME, relative), ended at an interrupt on the cells' thread.
+///
+/// # Safety
+/// As nanosleep(2).
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn nanosleep(
+    request: *const libc::timespec,
+    remain: *mut libc::timespec,
+) -> c_int {
+    // SAFETY: the caller's pointers, as it promised them.
+    match unsafe { clock_nanosleep(libc::CLOCK_REALTIME, 0, request, remain) } {
+        0 => 0,
+        error => {
+            // SAFETY: errno is this thread's.
+            unsafe { *libc::__errno_location() = error };
+            -1
+        }
+    }
+}
+
+/// The names build.rs exports from the kernel's binary (checked by a test: build.rs cannot read
+/// this file).
+#[cfg(test)]
+const EXPORTED: [&str; 9] = [
+    "tchbook_interruptible_waits",
+    "nanosleep",
+    "clock_nanosleep",
+    "read",
+    "write",
+    "recv",
+    "send",
+    "accept4",
+    "waitpid",
+];
+
+/// Keeps the definitions above in the kernel's binary: nothing in it calls them by name, and
+/// the linker takes from a library only what something asks for.
+pub(crate) fn keep() {
+    std::hint::black_box([
+        tchbook_interruptible_waits as *const () as usize,
+        nanosleep as *const () as usize,
+        clock_nanosleep as *const () as usize,
+        read as *const () as usize,
+        write as *const () as usize,
+        recv as *const () as usize,
+        send as *const () as usize,
+        accept4 as *const () as usize,
+        waitpid as *const () as usize,
+    ]);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::AtomicBool;
+    use std::time::{Duration, Instant};
+
+    static SET: AtomicBool = AtomicBool::new(false);
+
+    extern "C" fn pending() -> bool {
+        SET.load(Ordering::SeqCst)
+    }
+
+    #[test]
+    fn only_the_cells_thread_stops_waiting_and_only_while_an_interrupt_is_pending() {
+        let request = libc::timespec {
+            tv_sec: 0,
+            tv_nsec: 20_000_000,
+        };
+        let mut remain = libc::timespec {
+            tv_sec: 9,
+            tv_nsec: 9,
+        };
+        CELL_THREAD.with(|cell| cell.set(true));
+        PENDING.store(pending as *const () as usize, Ordering::SeqCst);
+        SET.store(true, Ordering::SeqCst);
+        let other = std::thread::spawn(move || {
+            let started = Instant::now();
+            // SAFETY: valid pointers.
+            let done = unsafe { nanosleep(&request, std::ptr::null_mut()) };
+            (done, started.elapsed())
+        })
+        .join()
+        .unwrap();
+        assert_eq!(other.0, 0);
+        assert!(
+            other.1 >= Duration::from_millis(20),
+            "another thread slept in full"
+        );
+        // SAFETY: valid pointers.
+        let done = unsafe { nanosleep(&request, &mut remain) };
+        assert_eq!(done, -1);
+        assert_eq!(errno(), libc::EINTR);
+        assert_eq!((remain.tv_sec, remain.tv_nsec), (0, 0));
+        // A call cut short fails with ECANCELED; a call that was not is left as it was.
+        // SAFETY: errno is this thread's.
+        unsafe { *libc::__errno_location() = libc::EINTR };
+        assert_eq!(ended_at_interrupt(-1), -1);
+        assert_eq!(errno(), libc::ECANCELED);
+        assert_eq!(ended_at_interrupt(5), 5);
+        SET.store(false, Ordering::SeqCst);
+        // SAFETY: errno is this thread's.
+        unsafe { *libc::__errno_location() = libc::EINTR };
+        assert_eq!(ended_at_interrupt(-1), -1);
+        assert_eq!(
+            errno(),
+            libc::EINTR,
+            "without an interrupt std retries, as with glibc"
+        );
+        let started = Instant::now();
+        // SAFETY: valid pointers.
+        assert_eq!(unsafe { nanosleep(&request, &mut remain) }, 0);
+        assert!(started.elapsed() >= Duration::from_millis(20));
+        PENDING.store(0, Ordering::SeqCst);
+        CELL_THREAD.with(|cell| cell.set(false));
+    }
+
+    #[test]
+    fn build_rs_exports_every_definition_here() {
+        let build = include_str!("../build.rs");
+        for name in EXPORTED {
+            assert!(
+                build.contains(&format!("\"{name}\",")),
+                "build.rs does not export {name}"
+            );
+        }
+    }
+
+    #[test]
+    fn reads_and_writes_are_the_system_calls_glibc_makes() {
+        let mut fds = [0; 2];
+        // SAFETY: a pipe into an array of two.
+        assert_eq!(unsafe { libc::pipe(fds.as_mut_ptr()) }, 0);
+        // SAFETY: the pipe's fds and buffers of the lengths given.
+        unsafe {
+            assert_eq!(write(fds[1], b"abc".as_ptr().cast(), 3), 3);
+            let mut buffer = [0u8; 8];
+            assert_eq!(read(fds[0], buffer.as_mut_ptr().cast(), 8), 3);
+            assert_eq!(&buffer[..3], b"abc");
+            assert_eq!(read(-1, buffer.as_mut_ptr().cast(), 8), -1);
+            assert_eq!(errno(), libc::EBADF);
+            libc::close(fds[0]);
+            libc::close(fds[1]);
+        }
+    }
+}
