@@ -18,8 +18,11 @@ impl PanelsDir {
     /// A fresh directory under the system's temporary directory: a Unix socket's path must stay
     /// under 108 bytes, which a build cache's path may not.
     pub fn create() -> Result<PanelsDir> {
+        // 0700 whatever the umask: tempfile would create it with the process's umask, and
+        // under `umask 000` any local user could connect and read every variable.
         let dir = tempfile::Builder::new()
             .prefix("tchbook-panels-")
+            .permissions(std::os::unix::fs::PermissionsExt::from_mode(0o700))
             .tempdir()
             .context("creating the directory of the panels socket")?;
         Ok(PanelsDir { dir })
@@ -71,4 +74,25 @@ async fn exchange(socket: &Path, request: &Request) -> Result<Answer> {
     let mut answer = String::new();
     BufReader::new(stream).read_line(&mut answer).await?;
     serde_json::from_str(answer.trim()).with_context(|| format!("reading the answer {answer:?}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::PermissionsExt;
+
+    #[test]
+    fn the_socket_directory_is_private_whatever_the_umask() {
+        // SAFETY: umask(2) cannot fail; it is put back at once.
+        let before = unsafe { libc::umask(0) };
+        let dir = PanelsDir::create();
+        // SAFETY: as above.
+        unsafe { libc::umask(before) };
+        let dir = dir.unwrap();
+        let mode = std::fs::metadata(dir.dir.path())
+            .unwrap()
+            .permissions()
+            .mode();
+        assert_eq!(mode & 0o777, 0o700);
+    }
 }

@@ -167,3 +167,28 @@ async fn an_interrupt_while_a_stdin_read_waits_stops_the_cell_and_stdin_works_ag
     let (out, _) = run_answering(&mut kernel, READS_TWO_LINES, &["x", "y"]).await;
     assert!(out.contains(r#"got "x\ny\n""#), "{out}");
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_answer_with_line_breaks_is_data_never_a_command() {
+    let mut kernel = Kernel::start().await;
+    kernel.run_ok("let kept = 41;").await;
+    // Before: the line after the break was read as the evaluation process's next command.
+    let marker = std::env::temp_dir().join("no-such-library.so");
+    let hostile = format!("abc\nLOAD_AND_RUN {} run_me\nxyz", marker.display());
+    for code in [
+        "let answer = input(\"q? \");\nprintln!(\"got {answer:?}\");",
+        "let mut answer = String::new();\nstd::io::stdin().read_line(&mut answer).unwrap();\nprintln!(\"got {answer:?}\");",
+    ] {
+        let (out, _) = run_answering(&mut kernel, code, &[hostile.as_str()]).await;
+        let expected = format!("LOAD_AND_RUN {} run_me xyz", marker.display());
+        assert!(
+            out.contains("got \"abc ") && out.contains(&expected),
+            "{code}: {out}"
+        );
+        assert_eq!(
+            kernel.run_ok("kept + 1").await.result().as_deref(),
+            Some("42"),
+            "the evaluation process and its variables survived"
+        );
+    }
+}

@@ -133,7 +133,7 @@ impl State {
                     // let the cell run on.
                     return tchbook_wire::NO_ANSWER.to_owned();
                 }
-                answer
+                one_line(answer)
             },
         };
         let code = rewrite_commands(code);
@@ -360,6 +360,23 @@ impl State {
         let context = &mut self.context;
         guarded("preparing a hover", || context.hover_source(code, position)).map(Source::from)
     }
+}
+
+/// A front end's answer to an input request, as the one line the evaluation process reads for
+/// it: evcxr writes the answer and a newline on the process's command pipe, so a line break
+/// inside it would start a line the process reads as its next command (`abc\nLOAD_AND_RUN
+/// <path>` would load a library; an unknown line ends the process with every variable). An
+/// input box holds one line; a client that sends more gets its lines joined by spaces.
+fn one_line(answer: String) -> String {
+    if !answer.contains(['\n', '\r']) {
+        return answer;
+    }
+    tracing::warn!("an input answer held line breaks; it is read as one line");
+    answer
+        .split(['\n', '\r'])
+        .filter(|line| !line.is_empty())
+        .collect::<Vec<_>>()
+        .join(" ")
 }
 
 /// Whether a compile error points into one of the interrupt checks the kernel put in.
