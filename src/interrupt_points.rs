@@ -48,31 +48,30 @@ impl Inserted {
     /// checks before it on that line taken away. A column inside a check is the column the
     /// check stands at.
     pub(crate) fn user_column(&self, line: usize, column: usize) -> usize {
-        let width = INTERRUPT_POINT.chars().count();
-        let mut shift = 0;
-        for &(_, at) in self.points.iter().filter(|(l, _)| *l == line) {
-            let start = at + shift;
-            if column >= start + width {
-                shift += width;
-            } else if column >= start {
-                return at;
-            }
-        }
-        column - shift
+        self.locate(line, column).unwrap_or_else(|at| at)
     }
 
     /// Whether a span (1-based line and column in the code with checks) lies in a check.
     pub(crate) fn in_a_point(&self, line: usize, column: usize) -> bool {
+        self.locate(line, column).is_err()
+    }
+
+    /// The user's column for a column of the code with checks, or `Err` with the column of the
+    /// check it lies in.
+    fn locate(&self, line: usize, column: usize) -> Result<usize, usize> {
         let width = INTERRUPT_POINT.chars().count();
         let mut shift = 0;
         for &(_, at) in self.points.iter().filter(|(l, _)| *l == line) {
             let start = at + shift;
-            if (start..start + width).contains(&column) {
-                return true;
+            if column < start {
+                break;
+            }
+            if column < start + width {
+                return Err(at);
             }
             shift += width;
         }
-        false
+        Ok(column - shift)
     }
 }
 
@@ -93,22 +92,19 @@ pub(crate) fn insert(code: &str) -> Inserted {
     if !parsed.errors().is_empty() {
         return unchanged();
     }
-    let tree = parsed.tree();
-    let loops = tree
+    // One walk: the `{` of each loop body and the `;` of each statement a check may follow.
+    let mut offsets: Vec<usize> = parsed
+        .tree()
         .syntax()
         .descendants()
-        .filter_map(loop_body)
-        .filter(|body| !in_const_context(body.syntax()))
-        .filter_map(|body| body.stmt_list()?.l_curly_token());
-    let statements = tree
-        .syntax()
-        .descendants()
-        .filter_map(ast::Stmt::cast)
-        .filter(|statement| !in_const_context(statement.syntax()))
-        .filter(|statement| !ends_a_loop_body(statement))
-        .filter_map(statement_end);
-    let mut offsets: Vec<usize> = loops
-        .chain(statements)
+        .filter_map(|node| {
+            let token = match ast::Stmt::cast(node.clone()) {
+                Some(statement) if ends_a_loop_body(&statement) => return None,
+                Some(statement) => statement_end(statement)?,
+                None => loop_body(node.clone())?.stmt_list()?.l_curly_token()?,
+            };
+            (!in_const_context(&node)).then_some(token)
+        })
         .map(|token| usize::from(token.text_range().end()) - PREFIX.len())
         .collect();
     if offsets.is_empty() {

@@ -135,42 +135,37 @@ pub fn __point() {
     }
 }
 
+/// Two loads in one `asm!` block: the pointer in `$slot`, then the byte it points to.
+macro_rules! load_through {
+    ($slot:expr, $load_pointer:literal, $load_byte:literal) => {{
+        let set: u32;
+        // SAFETY: reads the pointer in FLAG (always a valid `&'static AtomicBool`) and the byte
+        // it points to; writes only the two registers named; no stack, flags kept.
+        unsafe {
+            std::arch::asm!(
+                $load_pointer,
+                $load_byte,
+                slot = in(reg) $slot,
+                flag = out(reg) _,
+                set = lateout(reg) set,
+                options(nostack, readonly, preserves_flags),
+            );
+        }
+        set != 0
+    }};
+}
+
 #[inline(always)]
 fn flag_is_set() -> bool {
     let slot = &FLAG as *const AtomicPtr<AtomicBool>;
     #[cfg(target_arch = "x86_64")]
-    {
-        let set: u32;
-        // SAFETY: reads the pointer in FLAG (always a valid `&'static AtomicBool`) and the
-        // byte it points to; writes only the two registers named; no stack, flags kept.
-        unsafe {
-            std::arch::asm!(
-                "mov {flag}, qword ptr [{slot}]",
-                "movzx {set:e}, byte ptr [{flag}]",
-                slot = in(reg) slot,
-                flag = out(reg) _,
-                set = lateout(reg) set,
-                options(nostack, readonly, preserves_flags),
-            );
-        }
-        set != 0
-    }
+    return load_through!(
+        slot,
+        "mov {flag}, qword ptr [{slot}]",
+        "movzx {set:e}, byte ptr [{flag}]"
+    );
     #[cfg(target_arch = "aarch64")]
-    {
-        let set: u32;
-        // SAFETY: as for x86_64 above.
-        unsafe {
-            std::arch::asm!(
-                "ldr {flag}, [{slot}]",
-                "ldrb {set:w}, [{flag}]",
-                slot = in(reg) slot,
-                flag = out(reg) _,
-                set = lateout(reg) set,
-                options(nostack, readonly, preserves_flags),
-            );
-        }
-        set != 0
-    }
+    return load_through!(slot, "ldr {flag}, [{slot}]", "ldrb {set:w}, [{flag}]");
     #[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
     {
         // SAFETY: FLAG always holds a valid `&'static AtomicBool`.
