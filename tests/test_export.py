@@ -207,8 +207,16 @@ def test_exported_tour_prints_rich_output_as_text(projects, tmp_path):
 
 CELLS = [
     ("fn double(x: i64) -> i64 {\n    x * 2\n}\nlet a = double(21);\nprintln!(\"a = {a}\");\na", []),
-    ("#[derive(Debug)]\nstruct Point { x: i32 }\nlet p = Point { x: 1 };\n"
-     "println!(\"{:?}\", p);\nvec![p.x, 2]", []),
+    # A value of a type that renders through evcxr's convention, after printed text that holds
+    # the same words (which stays text).
+    ("#[derive(Debug)]\nstruct Point { x: i32 }\nstruct Row(Vec<i32>);\n"
+     "impl Row {\n    pub fn evcxr_display(&self) {\n"
+     "        println!(\"EVCXR_BEGIN_CONTENT text/plain\\n{:?}\\nEVCXR_END_CONTENT\", self.0);\n"
+     "        println!(\"EVCXR_BEGIN_CONTENT text/html\\n<b>{:?}</b>\\nEVCXR_END_CONTENT\", self.0);\n"
+     "    }\n}\nlet p = Point { x: 1 };\n"
+     "println!(\"{:?}\", p);\n"
+     "println!(\"EVCXR_BEGIN_CONTENT text/html\\n<i>printed</i>\\nEVCXR_END_CONTENT\");\n"
+     "Row(vec![p.x, 2])", []),
     ("let lost = 5;\npanic!(\"expected failure after {}\", a);", ["raises-exception"]),
     (":timing", []),
     ("// items defined in one cell serve the next\ndouble(a) + 1", []),
@@ -260,8 +268,9 @@ def test_exported_program_keeps_the_kernels_contract_and_merges_back(tmp_path):
     first = cells[1]
     assert [o["output_type"] for o in first] == ["stream", "execute_result"]
     assert first[0]["text"] == "a = 42\n" and first[1]["data"]["text/plain"] == "42"
-    assert cells[2][0]["text"] == "Point { x: 1 }\n"
-    assert cells[2][1]["data"]["text/plain"] == "[1, 2]"
+    assert cells[2][0]["text"] == \
+        "Point { x: 1 }\nEVCXR_BEGIN_CONTENT text/html\n<i>printed</i>\nEVCXR_END_CONTENT\n"
+    assert cells[2][1]["data"] == {"text/plain": "[1, 2]", "text/html": "<b>[1, 2]</b>"}
     error = cells[3][0]
     assert (error["output_type"], error["ename"], error["evalue"]) == \
         ("error", "panic", "expected failure after 42")

@@ -32,4 +32,5 @@ mod panels;
 mod processes;
 mod protocol;
 mod stdin;
+mod value_display;
 mod widgets;

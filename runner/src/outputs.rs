@@ -46,8 +46,8 @@ pub(super) struct Printed {
 #[derive(Default)]
 pub(super) struct Recorder {
     pub(super) cells: Vec<CellRecord>,
-    /// An EVCXR content block being read: its MIME type and lines.
-    pub(super) block: Option<(String, Vec<String>)>,
+    /// The reader of the current cell's content blocks (one per cell, as in the kernel).
+    pub(super) blocks: tchbook_wire::value::ValueReader,
     /// The current cell's final value, one string per MIME type (as evcxr keeps it).
     pub(super) value: Vec<(String, String)>,
     pub(super) clear_pending: bool,
@@ -121,7 +121,7 @@ impl Recorder {
 
     pub(super) fn begin(&mut self, cell: usize, hash: &'static str, execution_count: usize) {
         self.value.clear();
-        self.block = None;
+        self.blocks = tchbook_wire::value::ValueReader::default();
         self.clear_pending = false;
         self.cells.push(CellRecord {
             cell,

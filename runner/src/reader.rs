@@ -9,7 +9,8 @@ use serde_json::{Map, Value};
 use std::time::{Duration, Instant};
 use tchbook_wire::MimeData;
 use tchbook_wire::record::Output;
-use tchbook_wire::{BEGIN_CONTENT, END_CONTENT, InputRequest, Message, StreamName};
+use tchbook_wire::value::Read;
+use tchbook_wire::{InputRequest, Message, StreamName};
 
 /// How often an updated display's text is printed again while its cell runs.
 const UPDATE_PRINT_INTERVAL: Duration = Duration::from_secs(10);
@@ -33,9 +34,20 @@ impl Recorder {
     /// the kernel, only a line with the run's key is protocol (`tchbook_wire::key`).
     fn line(&mut self, stream: StreamName, line: &str) {
         // Content blocks come on stdout only; stderr (the sync line, too) may arrive meanwhile.
-        if stream == StreamName::Stdout && self.block.is_some() {
-            self.block_line(line);
-            return;
+        // A protocol line or text that is not part of a block is handled below.
+        if stream == StreamName::Stdout {
+            match self.blocks.line(line) {
+                Read::Consumed => return,
+                Read::Block { mime, content } => {
+                    // A later block of the same type replaces it, as in evcxr.
+                    match self.value.iter_mut().find(|(m, _)| *m == mime) {
+                        Some(slot) => slot.1 = content,
+                        None => self.value.push((mime, content)),
+                    }
+                    return;
+                }
+                Read::Protocol(_) | Read::Text(_) => {}
+            }
         }
         let sync = tchbook_wire::keyed(SYNC);
         if let Some(at) = line.find(&sync) {
@@ -47,12 +59,6 @@ impl Recorder {
             return;
         }
         if stream == StreamName::Stdout {
-            if let Some(mime) =
-                tchbook_wire::unkeyed(line).and_then(|command| command.strip_prefix(BEGIN_CONTENT))
-            {
-                self.block = Some((mime.trim().to_owned(), Vec::new()));
-                return;
-            }
             // A line with the prefix that does not read as a message stays text, as in the kernel.
             if let Some(Ok(message)) = Message::parse_line(line) {
                 self.message(message);
@@ -67,23 +73,6 @@ impl Recorder {
         // Text, and without the key if it had one: no output shows it.
         let text = tchbook_wire::unkeyed(line).unwrap_or(line);
         self.stream(stream, &format!("{text}\n"));
-    }
-
-    /// A stdout line inside an evcxr content block: its end keeps the block as the value's
-    /// text for its MIME type (a later block of the same type replaces it, as in evcxr).
-    fn block_line(&mut self, line: &str) {
-        if tchbook_wire::unkeyed(line) != Some(END_CONTENT) {
-            if let Some((_, lines)) = &mut self.block {
-                lines.push(line.to_owned());
-            }
-            return;
-        }
-        let (mime, lines) = self.block.take().unwrap_or_default();
-        let content = lines.join("\n");
-        match self.value.iter_mut().find(|(m, _)| *m == mime) {
-            Some(slot) => slot.1 = content,
-            None => self.value.push((mime, content)),
-        }
     }
 
     /// A message from the prelude.

@@ -48,9 +48,11 @@ pub(super) fn translate(cells: &[CodeCell]) -> Result<Translation> {
         }
         body.push_str(&split.statements);
         if let Some(tail) = &split.tail {
-            // As evcxr shows a final value: `(expr).evcxr_display();` (the prelude gives std
-            // values and its own types that method; `()` shows nothing).
-            writeln!(body, "({}).evcxr_display();", tail.trim())?;
+            // As the kernel shows a final value: its `evcxr_display()` between the keyed lines
+            // that make what it prints the value's (the prelude gives std values and its own
+            // types that method; `()` shows nothing).
+            let (before, after) = tchbook_wire::value::display_code();
+            writeln!(body, "{before}{}{after}", tail.trim())?;
         }
         wrap_cell(&mut out.body, cell, position, &body)?;
     }

@@ -264,3 +264,37 @@ def test_restart_from_the_kernel_menu_forgets_variables_and_runs_cells(notebook)
     wait_for_text(nb, 1, "cannot find value `kept`", 30)
     nb.run_cell(2)
     wait_for_text(nb, 2, "2", 60)
+
+
+MATRIX = """\
+struct Matrix { rows: Vec<Vec<i32>> }
+impl Matrix {
+    pub fn evcxr_display(&self) {
+        let mut html = String::from("<table class=\\"matrix\\">");
+        for row in &self.rows {
+            html.push_str("<tr>");
+            for x in row { html.push_str(&format!("<td>{x}</td>")); }
+            html.push_str("</tr>");
+        }
+        println!("EVCXR_BEGIN_CONTENT text/html\\n{html}</table>\\nEVCXR_END_CONTENT");
+    }
+}"""
+
+
+def test_a_value_with_evcxr_display_renders_as_html_and_printed_markup_stays_text(notebook):
+    """evcxr's convention, as its documentation's `Matrix` follows it: the value's own rendering
+    is a table on the page; the same words printed by a cell are text a person can read."""
+    nb = notebook(
+        MATRIX,
+        "Matrix { rows: vec![vec![1, 2], vec![3, 4]] }",
+        'println!("EVCXR_BEGIN_CONTENT text/html\\n<table class=\\"printed\\"><tr><td>9</td></tr></table>\\nEVCXR_END_CONTENT");',
+    )
+    for index in range(3):
+        nb.run_cell(index)
+    wait_for_text(nb, 1, "4", 30)
+    cells = nb.cell(1).locator(OUTPUT + " table.matrix td").all_text_contents()
+    assert cells == ["1", "2", "3", "4"], f"the value is not a table: {shown(nb, 1)}"
+    wait_for_text(nb, 2, "EVCXR_END_CONTENT", 30)
+    assert nb.cell(2).locator(OUTPUT + " table").count() == 0, f"printed markup was rendered: {shown(nb, 2)}"
+    text = nb.cell(2).locator(OUTPUT).first.text_content()
+    assert '<table class="printed">' in text, text

@@ -53,6 +53,7 @@ pub mod panels;
 mod panic;
 pub mod record;
 pub mod report;
+pub mod value;
 pub mod widgets;
 
 pub use key::{

@@ -954,14 +954,24 @@ impl EvalContext {
         let mut got_panic = false;
         let mut lost_variables = Vec::new();
         // tchbook patch: a line is one of the protocol's only when it carries the kernel's key
-        // (`tchbook_wire::unkeyed`); any other line is the cell's text, whatever it says. Keyed
-        // lines evcxr does not know (the prelude's messages) go on with their key, for the
-        // kernel's own reader to check again.
+        // (`tchbook_wire::unkeyed`); any other line is the cell's text, whatever it says, except
+        // the content blocks of the final value's own `evcxr_display()` (the reader, shared with
+        // exported programs: `tchbook_wire::value`). Keyed lines evcxr does not know (the
+        // prelude's messages) go on with their key, for the kernel's own reader to check again.
+        let mut reader = tchbook_wire::value::ValueReader::default();
         loop {
             let line = self.child_process.recv_line()?;
-            let Some(command) = tchbook_wire::unkeyed(&line) else {
-                let _ = self.stdout_sender.send(line);
-                continue;
+            let command = match reader.line(&line) {
+                tchbook_wire::value::Read::Protocol(command) => command,
+                tchbook_wire::value::Read::Block { mime, content } => {
+                    output.content_by_mime_type.insert(mime, content);
+                    continue;
+                }
+                tchbook_wire::value::Read::Consumed => continue,
+                tchbook_wire::value::Read::Text(_) => {
+                    let _ = self.stdout_sender.send(line);
+                    continue;
+                }
             };
             if command == runtime::EVCXR_EXECUTION_COMPLETE {
                 // tchbook patch: what the process prints until the next cell goes to the
@@ -997,30 +1007,6 @@ impl EvalContext {
                 command.strip_prefix(evcxr_internal_runtime::VARIABLE_CHANGED_TYPE)
             {
                 lost_variables.push(variable_name.to_owned());
-            } else if let Some(mime_type) = command.strip_prefix(tchbook_wire::BEGIN_CONTENT) {
-                let mime_type = mime_type.split(' ').next().unwrap_or_default().to_owned();
-                let mut content = String::new();
-                loop {
-                    let line = self.child_process.recv_line()?;
-                    match tchbook_wire::unkeyed(&line) {
-                        Some(tchbook_wire::END_CONTENT) => break,
-                        Some(PANIC_NOTIFICATION) => {
-                            got_panic = true;
-                            break;
-                        }
-                        // Another protocol line meanwhile (a thread's output, a display).
-                        Some(_) if tchbook_wire::carries_key(&line) => {
-                            let _ = self.stdout_sender.send(line);
-                        }
-                        _ => {
-                            if !content.is_empty() {
-                                content.push('\n');
-                            }
-                            content.push_str(&line);
-                        }
-                    }
-                }
-                output.content_by_mime_type.insert(mime_type, content);
             } else {
                 // Note, errors sending are ignored, since it just means the
                 // user of the library has dropped the Receiver.
@@ -2018,10 +2004,12 @@ impl ContextState {
                     if self.config.display_final_expression {
                         code_out = code_out.code_with_fallback(
                             // First we try calling .evcxr_display().
+                            // tchbook patch: between keyed lines, after the value is computed,
+                            // so that the blocks it prints are read as its own (change 17).
                             CodeBlock::new()
-                                .generated("(")
+                                .generated(tchbook_wire::value::display_code().0)
                                 .with_segment(segment.clone())
-                                .generated(").evcxr_display();")
+                                .generated(tchbook_wire::value::display_code().1)
                                 .code_string(),
                             // If that fails, we try debug format.
                             if self.config.display_types {
