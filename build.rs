@@ -29,23 +29,26 @@ fn main() {
     }
     println!("cargo:rerun-if-changed=runner");
     println!("cargo:rerun-if-changed=Cargo.toml");
-    // The evaluation process's blocking calls (src/waits.rs): every function defined there
-    // under `#[unsafe(no_mangle)]` is exported, so that the cells' libraries, loaded later, call
-    // these rather than glibc's, and the prelude finds its registration.
-    println!("cargo:rerun-if-changed=src/waits.rs");
-    let waits = std::fs::read_to_string(manifest_dir.join("src/waits.rs")).unwrap();
-    let mut lines = waits.lines();
-    while let Some(line) = lines.next() {
-        if line.trim() != "#[unsafe(no_mangle)]" {
-            continue;
+    // The evaluation process's blocking calls (src/evaluation/waits.rs) and its stdin's entry for the
+    // prelude (src/evaluation/stdin.rs): every function defined there under
+    // `#[unsafe(no_mangle)]` is exported, so that the cells' libraries, loaded later, call these
+    // rather than glibc's, and the prelude finds its entries.
+    for file in ["src/evaluation/waits.rs", "src/evaluation/stdin.rs"] {
+        println!("cargo:rerun-if-changed={file}");
+        let source = std::fs::read_to_string(manifest_dir.join(file)).unwrap();
+        let mut lines = source.lines();
+        while let Some(line) = lines.next() {
+            if line.trim() != "#[unsafe(no_mangle)]" {
+                continue;
+            }
+            let definition = lines.next().unwrap_or_default();
+            let name = definition
+                .split("fn ")
+                .nth(1)
+                .and_then(|rest| rest.split('(').next())
+                .unwrap_or_else(|| panic!("{file}: no function after no_mangle: {definition}"));
+            println!("cargo:rustc-link-arg-bin=tchbook=-Wl,--export-dynamic-symbol={name}");
         }
-        let definition = lines.next().unwrap_or_default();
-        let name = definition
-            .split("fn ")
-            .nth(1)
-            .and_then(|rest| rest.split('(').next())
-            .unwrap_or_else(|| panic!("src/waits.rs: no function after no_mangle: {definition}"));
-        println!("cargo:rustc-link-arg-bin=tchbook=-Wl,--export-dynamic-symbol={name}");
     }
 
     let workspace_values = workspace_package_values(&manifest_dir.join("Cargo.toml"));

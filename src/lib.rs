@@ -23,8 +23,10 @@
 //! - [`cellbuild`]: cell build speed: the cargo front end, the link plan, the persistent per-user build
 //!   cache with the embedded prelude sources, libtorch discovery, the environment variables the
 //!   kernel sets.
-//! - `waits`: the evaluation process's blocking calls (sleep, read, write, wait), which an interrupt
-//!   ends on the cells' thread.
+//! - `evaluation`: the evaluation process, the role that loads and runs the cells and holds the
+//!   notebook's variables: its loop, its command pipe, its stdin, the guards around each cell and
+//!   the panels socket, and the blocking calls (sleep, read, write, wait) an interrupt ends on the
+//!   cells' thread.
 //! - `role`: which of its roles (kernel, evaluation process, cargo front end, rustc wrapper,
 //!   linker) this binary plays, decided once at the top of `main`.
 //! - [`export`]: `tchbook export`: a notebook as a Cargo project that runs it headless, and
@@ -58,6 +60,7 @@ pub mod dispatch;
 pub mod display;
 pub mod download;
 pub mod engine;
+mod evaluation;
 pub mod export;
 pub mod history;
 pub mod install;
@@ -69,7 +72,6 @@ mod role;
 pub mod syntax;
 pub mod transport;
 pub mod usage;
-mod waits;
 
 pub use role::Role;
 

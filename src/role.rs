@@ -11,7 +11,9 @@ use std::path::PathBuf;
 /// The role of this process, from its environment and arguments.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Role {
-    /// evcxr's evaluation process, or evcxr's own rustc wrapper: `evcxr::runtime_hook` runs it.
+    /// The evaluation process, which evcxr starts (`EVCXR_IS_RUNTIME`): `crate::evaluation`.
+    Evaluation,
+    /// evcxr's own rustc wrapper: `evcxr::runtime_hook` runs it.
     Evcxr,
     /// A replayed cell build's linker: the real linker with the plan's library
     /// (`TCHBOOK_LINK_PLAN` holds the plan).
@@ -31,7 +33,10 @@ impl Role {
     /// the evaluation process and the helpers are all started from a kernel that set
     /// `TCHBOOK_REAL_CARGO`, and a linker runs under a front end's rustc.
     pub fn of_this_process() -> Role {
-        if std::env::var(env::IS_RUNTIME).is_ok() || std::env::var(env::RUSTC_WRAPPER).is_ok() {
+        if std::env::var(env::IS_RUNTIME).is_ok() {
+            return Role::Evaluation;
+        }
+        if std::env::var(env::RUSTC_WRAPPER).is_ok() {
             return Role::Evcxr;
         }
         if let Some(plan) = std::env::var_os(env::LINK_PLAN) {
@@ -57,9 +62,9 @@ impl Role {
     pub fn run(self) -> Option<i32> {
         let args = || -> Vec<OsString> { std::env::args_os().skip(1).collect() };
         Some(match self {
+            Role::Evaluation => crate::evaluation::run(),
             Role::Evcxr => {
-                crate::waits::keep();
-                // Does not return in either of evcxr's roles.
+                // Does not return in evcxr's rustc wrapper role.
                 evcxr::runtime_hook();
                 unreachable!("evcxr::runtime_hook returned in an evcxr role")
             }

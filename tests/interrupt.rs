@@ -172,13 +172,7 @@ async fn an_interrupted_cell_that_used_the_old_value_names_the_variable_it_lost(
     kernel.control_reply(REPLY).await;
     kernel.execute_reply_to(&sent, REPLY).await;
     let iopub = kernel.iopub_until_idle(&sent.header.msg_id, REPLY).await;
-    let stderr: String = iopub
-        .iter()
-        .filter_map(|m| match &m.content {
-            JupyterMessageContent::StreamContent(s) => Some(s.text.clone()),
-            _ => None,
-        })
-        .collect();
+    let stderr = crate::support::streamed(&iopub);
     assert!(stderr.contains("Lost: `data`"), "{stderr}");
     assert_eq!(kernel.run_ok("kept").await.result().as_deref(), Some("7"));
 }

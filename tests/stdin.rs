@@ -1,6 +1,6 @@
 //! input_request on stdin when a cell reads input.
 
-use crate::support::{Kernel, REPLY, STARTUP};
+use crate::support::{Kernel, REPLY, STARTUP, streamed};
 use jupyter_protocol::{
     ExecuteRequest, InputReply, InterruptRequest, JupyterMessage, JupyterMessageContent,
     ReplyStatus,
@@ -37,17 +37,6 @@ async fn without_allow_stdin_a_cell_reads_an_empty_line() {
     );
 }
 
-/// What a cell printed, from its iopub messages.
-fn printed(iopub: &[JupyterMessage]) -> String {
-    iopub
-        .iter()
-        .filter_map(|m| match &m.content {
-            JupyterMessageContent::StreamContent(s) => Some(s.text.clone()),
-            _ => None,
-        })
-        .collect()
-}
-
 /// Runs `code` (which must print `went on` after it reads a line) in a kernel holding
 /// `kept = 41`, interrupts it at its first input request, and checks that the cell stopped there
 /// as a KeyboardInterrupt with the variable kept. Returns the kernel for more.
@@ -69,7 +58,7 @@ async fn interrupted_while_waiting(code: &str) -> Kernel {
     ));
     kernel.send_control(InterruptRequest {}).await;
     let content = kernel.execute_reply_to(&sent, REPLY).await;
-    let out = printed(&kernel.iopub_until_idle(&sent.header.msg_id, REPLY).await);
+    let out = streamed(&kernel.iopub_until_idle(&sent.header.msg_id, REPLY).await);
     assert_eq!(content.status, ReplyStatus::Error);
     assert_eq!(content.error.unwrap().ename, "KeyboardInterrupt");
     assert!(
@@ -134,7 +123,7 @@ async fn run_answering(
     }
     let content = kernel.execute_reply_to(&sent, REPLY).await;
     assert_eq!(content.status, ReplyStatus::Ok, "{:?}", content.error);
-    let out = printed(&kernel.iopub_until_idle(&sent.header.msg_id, REPLY).await);
+    let out = streamed(&kernel.iopub_until_idle(&sent.header.msg_id, REPLY).await);
     (out, seen)
 }
 
@@ -175,20 +164,164 @@ async fn an_answer_with_line_breaks_is_data_never_a_command() {
     // Before: the line after the break was read as the evaluation process's next command.
     let marker = std::env::temp_dir().join("no-such-library.so");
     let hostile = format!("abc\nLOAD_AND_RUN {} run_me\nxyz", marker.display());
-    for code in [
+    // As ipykernel: input() returns the answer as it came; a read of stdin takes it line by line.
+    let (out, _) = run_answering(
+        &mut kernel,
         "let answer = input(\"q? \");\nprintln!(\"got {answer:?}\");",
-        "let mut answer = String::new();\nstd::io::stdin().read_line(&mut answer).unwrap();\nprintln!(\"got {answer:?}\");",
-    ] {
-        let (out, _) = run_answering(&mut kernel, code, &[hostile.as_str()]).await;
-        let expected = format!("LOAD_AND_RUN {} run_me xyz", marker.display());
-        assert!(
-            out.contains("got \"abc ") && out.contains(&expected),
-            "{code}: {out}"
-        );
-        assert_eq!(
-            kernel.run_ok("kept + 1").await.result().as_deref(),
-            Some("42"),
-            "the evaluation process and its variables survived"
-        );
+        &[hostile.as_str()],
+    )
+    .await;
+    assert!(out.contains(&format!("got {hostile:?}")), "{out}");
+    let (out, asked) = run_answering(
+        &mut kernel,
+        "let mut lines = Vec::new();\nfor _ in 0..3 {\n    let mut line = String::new();\n    std::io::stdin().read_line(&mut line).unwrap();\n    lines.push(line);\n}\nprintln!(\"got {lines:?}\");",
+        &[hostile.as_str()],
+    )
+    .await;
+    let lines: Vec<String> = hostile.lines().map(|l| format!("{l}\n")).collect();
+    assert!(out.contains(&format!("got {lines:?}")), "{out}");
+    assert_eq!(asked.len(), 1, "one answer held the three lines");
+    assert_eq!(
+        kernel.run_ok("kept + 1").await.result().as_deref(),
+        Some("42"),
+        "the evaluation process and its variables survived"
+    );
+}
+
+/// No input_request arrives within half a second.
+async fn assert_no_input_request(kernel: &mut Kernel, why: &str) {
+    let more =
+        tokio::time::timeout(std::time::Duration::from_millis(500), kernel.stdin.read()).await;
+    assert!(more.is_err(), "{why}: {more:?}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_interrupted_read_asks_once_and_the_next_cells_input_gets_its_own_answer() {
+    // Before: one interrupt at a read_line opened a second input box, and the next cell's
+    // input() then failed.
+    let mut kernel = interrupted_while_waiting(
+        "let mut s = String::new();\nlet _ = std::io::stdin().read_line(&mut s);\nprintln!(\"went on with {s:?}\");",
+    )
+    .await;
+    assert_no_input_request(&mut kernel, "a second request for the interrupted read").await;
+    let (out, asked) = run_answering(&mut kernel, READS_A_NAME, &["Ada"]).await;
+    assert!(out.contains("hello Ada!"), "{out}");
+    assert_eq!(asked.len(), 1);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_reply_nobody_asked_for_is_dropped_not_given_to_the_next_input() {
+    let mut kernel = Kernel::start().await;
+    kernel.run_ok("1").await;
+    let unasked = InputReply {
+        value: "stale".into(),
+        status: ReplyStatus::Ok,
+        error: None,
+    };
+    kernel
+        .stdin
+        .send(JupyterMessage::new(unasked, None))
+        .await
+        .unwrap();
+    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    let (out, _) = run_answering(&mut kernel, READS_A_NAME, &["fresh"]).await;
+    assert!(out.contains("hello fresh!"), "{out}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn read_to_string_asks_one_line_at_a_time_until_an_empty_answer() {
+    // Before: 84 input boxes in 20 s.
+    let mut kernel = Kernel::start().await;
+    kernel.run_ok("1").await;
+    let (out, asked) = run_answering(
+        &mut kernel,
+        "use std::io::Read;\nlet mut all = String::new();\nstd::io::stdin().read_to_string(&mut all).unwrap();\nprintln!(\"got {all:?}\");",
+        &["a", "b", ""],
+    )
+    .await;
+    assert!(out.contains(r#"got "a\nb\n""#), "{out}");
+    assert_eq!(asked.len(), 3);
+    assert_no_input_request(&mut kernel, "a request after the end of input").await;
+}
+
+/// Every way to read fd 0 that is not the cell's own read (a duplicate, `/dev/stdin`, a child
+/// process, a thread or a child still reading after its cell) ends at once with end-of-file and
+/// asks nothing, as in ipykernel. Before, each hung the cell or a later one, or took the kernel's
+/// next command.
+#[tokio::test(flavor = "multi_thread")]
+async fn other_reads_of_fd_0_get_end_of_file_and_nothing_hangs() {
+    let mut kernel = Kernel::start().await;
+    kernel.run_ok("let kept = 41;").await;
+    let request = ExecuteRequest {
+        allow_stdin: true,
+        ..ExecuteRequest::new(
+            r#"use std::io::Read;
+use std::os::fd::AsFd;
+let mut copy = std::fs::File::from(std::io::stdin().as_fd().try_clone_to_owned().unwrap());
+let mut text = String::new();
+println!("dup: {:?}", copy.read_to_string(&mut text).map(|_| text.clone()));
+text.clear();
+println!("dev: {:?}", std::fs::File::open("/dev/stdin").unwrap().read_to_string(&mut text).map(|_| text.clone()));
+let head = std::process::Command::new("head").args(["-c", "5"]).output().unwrap();
+println!("head: {:?} {:?}", head.status.success(), String::from_utf8_lossy(&head.stdout));
+let cat = std::process::Command::new("sh").args(["-c", "cat; echo cat ended"]).spawn().unwrap();
+std::thread::spawn(|| {
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    let mut line = String::new();
+    let read = std::io::stdin().read_line(&mut line);
+    println!("late: {read:?} {line:?}");
+});
+std::mem::forget(cat);"#
+                .into(),
+        )
+    };
+    let execution = kernel.execute_with(request, STARTUP).await;
+    assert_eq!(execution.reply_status(), ReplyStatus::Ok);
+    let out = execution.stdout();
+    for line in ["dup: Ok(\"\")", "dev: Ok(\"\")", "head: true \"\""] {
+        assert!(out.contains(line), "{line} in {out}");
     }
+    assert_no_input_request(&mut kernel, "a read that is not the cell's asked").await;
+    let next = kernel
+        .run_ok("std::thread::sleep(std::time::Duration::from_millis(500));\nkept + 1")
+        .await;
+    assert_eq!(next.result().as_deref(), Some("42"));
+    let all = format!("{out}{}", next.stdout());
+    assert!(all.contains("cat ended"), "{all}");
+    assert!(all.contains("late: Ok(0) \"\""), "{all}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_cell_that_closes_or_replaces_fd_0_leaves_stdin_working() {
+    // Before: the evaluation process ended after such a cell, with every variable.
+    let mut kernel = Kernel::start().await;
+    kernel.run_ok("let kept = 41;").await;
+    kernel
+        .run_ok(
+            "use std::os::fd::FromRawFd;\ndrop(unsafe { std::os::fd::OwnedFd::from_raw_fd(0) });",
+        )
+        .await;
+    let (out, _) = run_answering(&mut kernel, READS_TWO_LINES, &["x", "y"]).await;
+    assert!(out.contains(r#"got "x\ny\n""#), "{out}");
+    // A file opened onto fd 0 is read as the file within its cell.
+    let file = std::env::temp_dir().join(format!("tchbook-stdin-{}.txt", std::process::id()));
+    std::fs::write(&file, "from the file\n").unwrap();
+    let code = format!(
+        "use std::os::fd::{{AsRawFd, FromRawFd}};\ndrop(unsafe {{ std::os::fd::OwnedFd::from_raw_fd(0) }});\n\
+         let file = std::fs::File::open({file:?}).unwrap();\nassert_eq!(file.as_raw_fd(), 0);\nstd::mem::forget(file);\n\
+         let mut line = String::new();\nstd::io::stdin().read_line(&mut line).unwrap();\nprintln!(\"read {{line:?}}\");"
+    );
+    let read = kernel.run_ok(&code).await;
+    assert!(
+        read.stdout().contains(r#"read "from the file\n""#),
+        "{}",
+        read.stdout()
+    );
+    let _ = std::fs::remove_file(&file);
+    let (out, _) = run_answering(&mut kernel, READS_TWO_LINES, &["p", "q"]).await;
+    assert!(out.contains(r#"got "p\nq\n""#), "{out}");
+    assert_eq!(
+        kernel.run_ok("kept + 1").await.result().as_deref(),
+        Some("42")
+    );
 }

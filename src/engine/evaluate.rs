@@ -15,6 +15,7 @@ use evcxr::{CommandContext, EvalCallbacks, EvalOutputs};
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
+use tchbook_wire::commands::Command::Answer;
 
 /// The panic hook of a process without the prelude: panics as `tchbook_wire` messages on stdout.
 const WIRE_PANIC_HOOK: &str = "tchbook_wire::install_panic_hook(tchbook_wire::print_line);";
@@ -117,10 +118,11 @@ impl State {
         // from the field it is written into.
         let mut callbacks = EvalCallbacks {
             input_reader: &move |request| {
+                // Without stdin allowed, an empty answer: `input()` returns "", a read of stdin
+                // gets end-of-file.
                 if !allow_stdin {
-                    return String::new();
+                    return Answer(String::new()).to_line();
                 }
-                let stdin = request.stdin;
                 let (reply, answer) = crossbeam_channel::bounded(1);
                 let _ = pump.send(PumpMessage::Event(Event::Input {
                     prompt: request.prompt,
@@ -128,12 +130,13 @@ impl State {
                     reply,
                 }));
                 let answer = answer.recv().unwrap_or_default();
-                if stdin && interrupter.was_interrupted() {
-                    // The evaluation process ends the read itself; an empty line here would
-                    // let the cell run on.
-                    return tchbook_wire::NO_ANSWER.to_owned();
+                if interrupter.was_interrupted() {
+                    // The evaluation process ends the wait itself; an empty line is no
+                    // command, and no answer.
+                    return String::new();
                 }
-                one_line(answer)
+                // Data whatever it holds (`tchbook_wire::commands`): line breaks included.
+                Answer(answer).to_line()
             },
         };
         let code = rewrite_commands(code);
@@ -360,23 +363,6 @@ impl State {
         let context = &mut self.context;
         guarded("preparing a hover", || context.hover_source(code, position)).map(Source::from)
     }
-}
-
-/// A front end's answer to an input request, as the one line the evaluation process reads for
-/// it: evcxr writes the answer and a newline on the process's command pipe, so a line break
-/// inside it would start a line the process reads as its next command (`abc\nLOAD_AND_RUN
-/// <path>` would load a library; an unknown line ends the process with every variable). An
-/// input box holds one line; a client that sends more gets its lines joined by spaces.
-fn one_line(answer: String) -> String {
-    if !answer.contains(['\n', '\r']) {
-        return answer;
-    }
-    tracing::warn!("an input answer held line breaks; it is read as one line");
-    answer
-        .split(['\n', '\r'])
-        .filter(|line| !line.is_empty())
-        .collect::<Vec<_>>()
-        .join(" ")
 }
 
 /// Whether a compile error points into one of the interrupt checks the kernel put in.

@@ -116,6 +116,17 @@ impl Execution {
         }
     }
 }
+/// The text of every `stream` message among `iopub`, in order.
+pub fn streamed(iopub: &[JupyterMessage]) -> String {
+    iopub
+        .iter()
+        .filter_map(|m| match &m.content {
+            JupyterMessageContent::StreamContent(s) => Some(s.text.clone()),
+            _ => None,
+        })
+        .collect()
+}
+
 /// Five free loopback ports and a fresh key, as Jupyter picks them for a kernel.
 pub async fn loopback_connection() -> ConnectionInfo {
     let ip = "127.0.0.1";

@@ -47,6 +47,7 @@
 
 #![forbid(unsafe_code)]
 
+pub mod commands;
 pub mod env;
 pub mod key;
 pub mod panels;
@@ -70,12 +71,6 @@ use serde_json::{Map, Value};
 /// assert_eq!(tchbook_wire::PREFIX, "TCHBOOK_DISPLAY ");
 /// ```
 pub const PREFIX: &str = "TCHBOOK_DISPLAY ";
-
-/// What the kernel answers a request for a line of stdin (a cell's `std::io::stdin()` read)
-/// that the user interrupted: the patched evcxr writes nothing to the evaluation process then,
-/// whose watcher ends the read instead. No line a front end sends can be this (a lone ASCII CAN,
-/// which an input box cannot hold).
-pub const NO_ANSWER: &str = "\u{18}";
 
 /// Starts one of a cell's final values, one MIME type per block (evcxr's protocol): the block's
 /// lines follow, then [`END_CONTENT`] on a line of its own. Both lines are keyed

@@ -91,7 +91,7 @@ static WAKE: AtomicI32 = AtomicI32::new(0);
 
 /// Tells the kernel's evaluation process how to see a pending interrupt, so that a blocking
 /// call on this thread (the one cells run on: a sleep, a read or write of a pipe or socket, a
-/// wait for a child) ends when the user interrupts the cell; the kernel's `src/waits.rs` says
+/// wait for a child) ends when the user interrupts the cell; the kernel's `src/evaluation/waits.rs` says
 /// how. From then on this thread blocks SIGINT, and the handler, run on another thread, sends
 /// it the signal that ends its call. Elsewhere (an exported program, a test) the process does
 /// not define the function, and waits stay as they are.

@@ -14,16 +14,28 @@ impl<E: Evaluator> Shell<E> {
         prompt: String,
         password: bool,
     ) -> String {
-        let request = InputRequest { prompt, password };
-        let _ = self.stdin.outgoing.send(request.as_child_of(parent));
+        // A reply that came while nothing asked (to a request an interrupt ended, or sent
+        // unasked) is stale: dropped, as ipykernel drops it, never the next answer.
+        while let Ok(stale) = self.stdin.incoming.try_recv() {
+            tracing::warn!(
+                "stdin: dropping a {} nobody waited for",
+                stale.header.msg_type
+            );
+        }
+        let request = InputRequest { prompt, password }.as_child_of(parent);
+        let asked = request.header.msg_id.clone();
+        let _ = self.stdin.outgoing.send(request);
         let interrupter = self.engine.interrupter();
         loop {
             tokio::select! {
                 reply = self.stdin.incoming.recv() => match reply {
-                    Some(JupyterMessage { content: JupyterMessageContent::InputReply(reply), .. }) => {
+                    // The answer to this request; a reply to another one is stale.
+                    Some(JupyterMessage { content: JupyterMessageContent::InputReply(reply), parent_header, .. })
+                        if parent_header.as_ref().is_none_or(|p| p.msg_id == asked) =>
+                    {
                         return reply.value;
                     }
-                    Some(other) => tracing::warn!("stdin: ignoring {}", other.header.msg_type),
+                    Some(other) => tracing::warn!("stdin: ignoring a {} that answers no open request", other.header.msg_type),
                     None => return String::new(),
                 },
                 _ = tokio::time::sleep(Duration::from_millis(100)) => {

@@ -349,10 +349,6 @@ pub struct EvalContextOutputs {
 pub struct InputRequest {
     pub prompt: String,
     pub is_password: bool,
-    /// tchbook patch: asked for a read of stdin in the cell (no prompt; see
-    /// `runtime::tchbook`), whose interrupted request is answered with
-    /// `tchbook_wire::NO_ANSWER`.
-    pub stdin: bool,
 }
 
 pub struct EvalCallbacks<'a> {
@@ -985,16 +981,11 @@ impl EvalContext {
             } else if command.starts_with(evcxr_input::GET_CMD) {
                 let is_password = command.starts_with(evcxr_input::GET_CMD_PASSWORD);
                 let prompt = command.split(':').nth(1).unwrap_or_default().to_owned();
-                // tchbook patch: a read of stdin asks too (the runtime's watcher), and its
-                // interrupted request gets no answer (the watcher ends the read instead).
-                let answer = (callbacks.input_reader)(InputRequest {
-                    prompt,
-                    is_password,
-                    stdin: command.starts_with(runtime::tchbook::STDIN_REQUEST),
-                });
-                if answer != tchbook_wire::NO_ANSWER {
-                    self.child_process.send(&answer)?;
-                }
+                self.child_process
+                    .send(&(callbacks.input_reader)(InputRequest {
+                        prompt,
+                        is_password,
+                    }))?;
             } else if command == evcxr_internal_runtime::USER_ERROR_OCCURRED {
                 // A question mark operator in user code triggered an early
                 // return. Any newly defined variables won't have been stored.

@@ -14,9 +14,6 @@ use std::marker::PhantomData;
 use std::rc::Rc;
 use std::{self};
 
-// tchbook patch: the guards around each cell (stdout, stderr, stdin).
-pub(crate) mod tchbook;
-
 pub(crate) const EVCXR_IS_RUNTIME_VAR: &str = "EVCXR_IS_RUNTIME";
 pub(crate) const EVCXR_EXECUTION_COMPLETE: &str = "EVCXR_EXECUTION_COMPLETE";
 pub(crate) const WRAP_RUSTC_ENV: &str = "EVCXR_RUSTC_WRAPPER";
@@ -55,8 +52,6 @@ impl Runtime {
         use std::io::BufRead;
 
         self.install_crash_handlers();
-        // tchbook patch: the guards around each cell.
-        tchbook::start();
 
         let stdin = std::io::stdin();
         for line in stdin.lock().lines() {
@@ -70,11 +65,6 @@ impl Runtime {
 
     fn handle_line(&mut self, line: &io::Result<String>) -> Result<(), Error> {
         let line = line.as_ref()?;
-        // tchbook patch: an empty line is no command (an answer meant for a read that ended
-        // first); ending the process over it would lose every variable.
-        if line.is_empty() {
-            return Ok(());
-        }
         static LOAD_AND_RUN: Lazy<Regex> =
             Lazy::new(|| Regex::new("LOAD_AND_RUN ([^ ]+) ([^ ]+)").unwrap());
         if let Some(captures) = LOAD_AND_RUN.captures(line) {
@@ -90,15 +80,9 @@ impl Runtime {
         unsafe {
             let user_fn = shared_object
                 .get::<extern "C" fn(*mut c_void) -> *mut c_void>(fn_name.as_bytes())?;
-            // tchbook patch: the cell's stdout, stderr and stdin guarded.
-            let guard = tchbook::CellGuard::begin();
             self.variable_store_ptr = user_fn(self.variable_store_ptr);
-            // tchbook patch: the store, and the functions that read it, for the panels socket.
-            tchbook::after_cell(&shared_object, self.variable_store_ptr);
-            guard.end();
         }
-        // tchbook patch: keyed, so that a cell printing these words does not end itself.
-        println!("{}", tchbook_wire::keyed(EVCXR_EXECUTION_COMPLETE));
+        println!("{EVCXR_EXECUTION_COMPLETE}");
         self.shared_objects.push(shared_object);
         Ok(())
     }

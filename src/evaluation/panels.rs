@@ -1,17 +1,17 @@
-// tchbook patch: the panels socket (change 11). The kernel asks this process, on the Unix socket
-// named in `TCHBOOK_PANELS_SOCKET`, for what JupyterLab's Variables and Kernel Usage panels
-// show (`tchbook_wire::panels`): one request per connection, one JSON line each way, served by
-// a thread of its own, so nothing is compiled and the cell's stdout carries nothing.
-//
-// The variables are evcxr's store, which the last cell returned: a cell takes its variables out
-// of it into locals and puts them back at its end, so the store is read only under the lock a
-// cell's start takes (`super::running`), and a request while a cell runs is answered `busy`;
-// GPU usage and the front end's comm messages (the prelude's widgets) are answered at any time.
-// Each cell's library that has variables carries evcxr's `tchbook_variables`, which walks the
-// store; the prelude (in the cells' dependencies) exports `tchbook_prelude_panels`, which turns
-// each value (the store's `Box<dyn Any>`) into its summary. Both are C functions looked up
-// after each cell, so this binary and the cells, built by different compilers, share no Rust
-// types. A kernel without the prelude still gets each variable's name and type.
+//! The panels socket. The kernel asks this process, on the Unix socket named in
+//! `TCHBOOK_PANELS_SOCKET`, for what JupyterLab's Variables and Kernel Usage panels show
+//! (`tchbook_wire::panels`): one request per connection, one JSON line each way, served by a
+//! thread of its own, so nothing is compiled and the cell's stdout carries nothing.
+//!
+//! The variables are evcxr's store, which the last cell returned: a cell takes its variables out
+//! of it into locals and puts them back at its end, so the store is read only under the lock a
+//! cell's start takes (`super::guards::running`), and a request while a cell runs is answered
+//! `busy`; GPU usage and the front end's comm messages (the prelude's widgets) are answered at
+//! any time. Each cell's library that has variables carries evcxr's `tchbook_variables`, which
+//! walks the store; the prelude (in the cells' dependencies) exports `tchbook_prelude_panels`,
+//! which turns each value (the store's `Box<dyn Any>`) into its summary. Both are C functions
+//! looked up after each cell, so this binary and the cells, built by different compilers, share
+//! no Rust types. A kernel without the prelude still gets each variable's name and type.
 
 use std::ffi::c_void;
 use std::io::{BufRead, BufReader, Write};
@@ -53,7 +53,7 @@ pub(super) fn start() {
 
 /// After each cell, before its end is known to the kernel: the store it returned, and the
 /// functions its library brings.
-pub(crate) fn after_cell(library: &libloading::Library, store: *mut c_void) {
+pub(super) fn after_cell(library: &libloading::Library, store: *mut c_void) {
     STORE.store(store, Ordering::SeqCst);
     // SAFETY: the symbols have the types their definitions give them (evcxr_internal_runtime.rs,
     // the prelude's `panels` module, both spelled in `tchbook_wire::panels`); the cells'
@@ -101,7 +101,7 @@ fn answer(line: &str) -> String {
             .to_line()
         });
     }
-    let running = super::running();
+    let running = super::guards::running();
     if *running {
         return Answer::Busy.to_line();
     }
@@ -156,9 +156,8 @@ fn prelude(request: &str, entries: &[Entry]) -> Option<String> {
     extern "C" fn keep(context: *mut c_void, bytes: *const u8, len: usize) {
         // SAFETY: `context` is the `Option<String>` below; the bytes are the answer's.
         unsafe {
-            *(context as *mut Option<String>) = Some(
-                String::from_utf8_lossy(std::slice::from_raw_parts(bytes, len)).into_owned(),
-            );
+            *(context as *mut Option<String>) =
+                Some(String::from_utf8_lossy(std::slice::from_raw_parts(bytes, len)).into_owned());
         }
     }
     let function = PRELUDE.load(Ordering::SeqCst);

@@ -129,12 +129,19 @@ fn write_ended_at_interrupt(count: usize, call: impl FnOnce() -> c_long) -> isiz
     done as isize
 }
 
-/// glibc's `read`, ended at an interrupt on the cells' thread.
+/// glibc's `read`, ended at an interrupt on the cells' thread; in the evaluation process, a
+/// read of fd 0 asks the front end for a line (`crate::evaluation`).
 ///
 /// # Safety
 /// As read(2).
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn read(fd: c_int, buffer: *mut c_void, count: usize) -> isize {
+    // The evaluation process's stdin asks the front end (`crate::evaluation`).
+    if fd == 0
+        && let Some(done) = super::stdin::read(buffer, count)
+    {
+        return done;
+    }
     // SAFETY: the caller's arguments, as read(2) takes them.
     ended_at_interrupt(unsafe { libc::syscall(libc::SYS_read, fd, buffer, count) }) as isize
 }
@@ -276,7 +283,7 @@ pub unsafe extern "C" fn nanosleep(
 
 /// Keeps the definitions above in the kernel's binary: nothing in it calls them by name, and
 /// the linker takes from a library only what something asks for.
-pub(crate) fn keep() {
+pub(super) fn keep() {
     std::hint::black_box([
         tchbook_interruptible_waits as *const () as usize,
         nanosleep as *const () as usize,

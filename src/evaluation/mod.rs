@@ -1,0 +1,110 @@
+//! The evaluation process: the role of the kernel's binary that loads each cell's library and
+//! runs it, where a notebook's variables live. evcxr starts it (this binary with
+//! `EVCXR_IS_RUNTIME` set), writes its commands to the process's stdin and reads its stdout and
+//! stderr; everything the process does between those is this module's:
+//!
+//! - this file: the loop. Each `LOAD_AND_RUN` command loads a cell's library (never unloaded:
+//!   its types' code and thread-local destructors must outlive it) and calls the cell's function
+//!   with evcxr's variable store, which the function returns updated; then the keyed
+//!   end-of-cell line. A crash (segfault, illegal instruction, bus error) is reported on stderr
+//!   with a backtrace before the process aborts, as evcxr's own loop does.
+//! - `commands`: the one reader of the command pipe, which is no longer fd 0: commands go to the
+//!   loop, input answers to the read that waits for one (`tchbook_wire::commands`).
+//! - `stdin`: fd 0, and every read of it: a read by the cell asks the front end for a line; any
+//!   other way of reading fd 0 (a child process, a duplicate, `/dev/stdin`, a read after its
+//!   cell ended) gets end-of-file.
+//! - `guards`: what a cell may break and the next cell needs: fds 0, 1 and 2 put back after a
+//!   cell that closed or replaced them; whether a cell runs, which the panels and stdin read.
+//! - `panels`: the socket on which the kernel asks for what JupyterLab's Variables and Kernel
+//!   Usage panels show, and passes on the front end's comm messages.
+//!
+//! - `waits`: the blocking calls an interrupt ends (sleep, read, write, wait), the binary's own
+//!   definitions of glibc's, whose `read` hands reads of fd 0 to `stdin`.
+
+mod commands;
+mod guards;
+mod panels;
+mod stdin;
+mod waits;
+
+use std::ffi::c_void;
+use std::io::Write;
+use tchbook_wire::commands::{Command, EXECUTION_COMPLETE};
+
+/// Runs the evaluation process until its command pipe closes; never returns.
+pub(crate) fn run() -> ! {
+    waits::keep();
+    stdin::keep();
+    install_crash_handlers();
+    let commands = match stdin::take_over_fd_0() {
+        Ok(commands) => commands,
+        Err(error) => {
+            eprintln!("The evaluation process could not set up its standard input: {error}");
+            std::process::exit(99);
+        }
+    };
+    guards::install_sigint_handler();
+    panels::start();
+    let loads = commands::start(commands);
+    let mut store: *mut c_void = std::ptr::null_mut();
+    let mut libraries = Vec::new();
+    for (library, function) in loads {
+        match load_and_run(&library, &function, store) {
+            Ok((loaded, returned)) => {
+                store = returned;
+                libraries.push(loaded);
+            }
+            Err(error) => {
+                let line = Command::LoadAndRun { library, function }.to_line();
+                eprintln!("While processing instruction `{line}`, got error: {error}");
+                std::process::exit(99);
+            }
+        }
+        let mut out = std::io::stdout().lock();
+        let _ = writeln!(out, "{}", tchbook_wire::keyed(EXECUTION_COMPLETE));
+        let _ = out.flush();
+    }
+    // The libraries stay loaded until the process ends (see the module's docs).
+    std::mem::forget(libraries);
+    std::process::exit(0);
+}
+
+type CellFunction = extern "C" fn(*mut c_void) -> *mut c_void;
+
+/// Loads a cell's library and runs its function on `store` between the cell's guards; returns
+/// the library and the store the cell returned.
+fn load_and_run(
+    library: &str,
+    function: &str,
+    store: *mut c_void,
+) -> Result<(libloading::Library, *mut c_void), libloading::Error> {
+    // SAFETY: the library is a cell evcxr just built for this process; loading runs its
+    // initialisers, which are the cell's dependencies' own.
+    let loaded = unsafe { libloading::Library::new(library) }?;
+    // SAFETY: evcxr generates the function with this signature.
+    let cell = unsafe { loaded.get::<CellFunction>(function.as_bytes()) }?;
+    let guard = guards::CellGuard::begin();
+    let returned = cell(store);
+    panels::after_cell(&loaded, returned);
+    guard.end();
+    Ok((loaded, returned))
+}
+
+fn install_crash_handlers() {
+    extern "C" fn on_crash(signal: libc::c_int) {
+        let what = match signal {
+            libc::SIGSEGV => "Segmentation fault.",
+            libc::SIGILL => "Illegal instruction.",
+            libc::SIGBUS => "Bus error.",
+            _ => "Unexpected signal.",
+        };
+        // Not async-signal-safe, as evcxr's own handler: the process is ending anyway, and the
+        // backtrace is what makes the crash findable.
+        eprintln!("{what}");
+        eprintln!("{}", std::backtrace::Backtrace::force_capture());
+        std::process::abort();
+    }
+    for signal in [libc::SIGSEGV, libc::SIGILL, libc::SIGBUS] {
+        guards::install(signal, on_crash, 0);
+    }
+}
