@@ -124,3 +124,41 @@ async fn usage_reply_sums_the_kernel_and_its_evaluation_process() {
     let second = usage(&mut kernel, REPLY).await;
     assert!(second["kernel_cpu"].as_f64().is_some());
 }
+
+/// The stop button is answered at once while a Variables-panel request waits on an evaluation
+/// process that does not answer (here: stopped). Before, the interrupt waited behind it.
+#[tokio::test(flavor = "multi_thread")]
+async fn an_interrupt_never_waits_behind_a_variables_request() {
+    use jupyter_protocol::{DebugRequest, InterruptRequest, JupyterMessageContent};
+    let mut kernel = Kernel::start().await;
+    kernel.run_ok("let kept = 41;").await;
+    let evaluation = *children(kernel.pid())
+        .first()
+        .expect("the evaluation process");
+    // SAFETY: signals to the test's own child process.
+    unsafe { libc::kill(evaluation, libc::SIGSTOP) };
+    let inspect = json!({"type": "request", "seq": 1, "command": "richInspectVariables",
+                         "arguments": {"variableName": "kept"}});
+    let asked = kernel.send_control(DebugRequest { content: inspect }).await;
+    let interrupt = kernel.send_control(InterruptRequest {}).await;
+    let first = kernel.control_reply(REPLY).await;
+    // SAFETY: as above.
+    unsafe { libc::kill(evaluation, libc::SIGCONT) };
+    assert_eq!(
+        first.parent_header.as_ref().map(|p| p.msg_id.clone()),
+        Some(interrupt.header.msg_id.clone()),
+        "the first reply on control answers {:?}",
+        first.header.msg_type
+    );
+    assert!(matches!(
+        first.content,
+        JupyterMessageContent::InterruptReply(_)
+    ));
+    let second = kernel.control_reply(REPLY).await;
+    assert_eq!(
+        second.parent_header.as_ref().map(|p| p.msg_id.clone()),
+        Some(asked.header.msg_id)
+    );
+    let next = kernel.run_ok("kept + 1").await;
+    assert_eq!(next.result().as_deref(), Some("42"));
+}

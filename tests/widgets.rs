@@ -295,3 +295,54 @@ async fn a_progress_bar_is_a_tqdm_widget_with_its_html_bar_beside_it() {
         "{last_html:?}"
     );
 }
+
+/// What a front end (or whoever holds its connection) sends is checked against the model, as
+/// ipywidgets' traits check it. Before, a slider of range 0..100 took `1e15`, `-5` and `"abc"`
+/// as they came, and a loop read them.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_slider_keeps_its_range_and_type_whatever_the_front_end_sends() {
+    let mut kernel = Kernel::start().await;
+    let cell = kernel
+        .run_ok("let lr = IntSlider::new().min(0).max(100).with_value(5);\nlr")
+        .await;
+    let slider = id_of(&opened(&cell.iopub), "IntSliderModel");
+    let mut deep = json!(1);
+    // Deeper than a model's value may be, within what the kernel's JSON reader takes.
+    for _ in 0..100 {
+        deep = json!([deep]);
+    }
+    // (sent, what the model holds after it, what the front end is told back)
+    let cases = [
+        (json!(1e15), 100, "update"),
+        (json!(-5), 0, "update"),
+        (json!("abc"), 0, "update"),
+        (deep, 0, "update"),
+        (json!(42), 42, "echo_update"),
+    ];
+    for (sent, kept, told) in cases {
+        let moved = kernel
+            .send_shell(update(&slider, json!({"value": sent})))
+            .await;
+        let iopub = kernel.iopub_until_idle(&moved.header.msg_id, REPLY).await;
+        let back: Vec<(String, Value)> = iopub
+            .iter()
+            .filter_map(|m| match &m.content {
+                JupyterMessageContent::CommMsg(msg) => Some((
+                    msg.data["method"].as_str().unwrap_or_default().to_owned(),
+                    msg.data["state"]["value"].clone(),
+                )),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(back, [(told.to_owned(), json!(kept))], "{sent}");
+        let stderr = crate::support::streamed(&iopub);
+        if sent.is_string() {
+            assert!(
+                stderr.contains("refused") && stderr.contains("`value`"),
+                "{stderr}"
+            );
+        }
+        let read = kernel.run_ok("lr.value()").await;
+        assert_eq!(read.result(), Some(kept.to_string()), "after {sent}");
+    }
+}

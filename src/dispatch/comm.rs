@@ -198,6 +198,21 @@ async fn ask(shared: &Shared, request: &Request) -> Option<Vec<tchbook_wire::Mes
 
 fn publish_all(shared: &Shared, messages: Vec<tchbook_wire::Message>, parent: &JupyterMessage) {
     for message in messages {
+        // A widget's word on what it refused: JupyterLab shows output with no cell in its log.
+        if let tchbook_wire::Message::Stream { name, text } = &message {
+            let name = match name {
+                tchbook_wire::StreamName::Stderr => jupyter_protocol::Stdio::Stderr,
+                tchbook_wire::StreamName::Stdout => jupyter_protocol::Stdio::Stdout,
+            };
+            let stream = jupyter_protocol::StreamContent {
+                name,
+                text: text.clone(),
+            };
+            shared
+                .iopub
+                .publish(JupyterMessage::new(stream, Some(parent)));
+            continue;
+        }
         match Comm::from_message(message) {
             Some(comm) => shared.comms.publish(&shared.iopub, comm, parent),
             None => tracing::warn!("comm: the answer held a message that is not a comm's"),

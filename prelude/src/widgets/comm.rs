@@ -49,7 +49,7 @@ pub(crate) fn answer(
                         _ => Map::new(),
                     };
                     Answer::Comm {
-                        messages: model.apply_front_end(&state).into_iter().collect(),
+                        messages: model.apply_front_end(&state),
                     }
                 }
                 "request_state" => Answer::Comm {

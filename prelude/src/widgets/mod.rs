@@ -65,6 +65,7 @@ mod numeric;
 mod output;
 mod render;
 mod spec;
+mod validate;
 mod widget;
 
 pub use boxes::{HBox, VBox};

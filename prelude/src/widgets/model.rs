@@ -193,26 +193,76 @@ impl Model {
         queue_all(jobs);
     }
 
-    /// Applies a front end's `update`: the keys this model has, as they came. Returns the
-    /// `echo_update` to send back (the applied keys with the front end's values, as ipywidgets
-    /// 8 echoes them), and queues the listeners of the keys whose values changed.
-    pub(crate) fn apply_front_end(&self, state: &Map<String, Value>) -> Option<Message> {
-        let (echo, jobs) = {
+    /// Applies a front end's `update`: the keys this model has, each checked first
+    /// ([`validate`](super::validate)). Returns the messages to send back: an `echo_update` of
+    /// the keys applied as they came (as ipywidgets 8 echoes them), an `update` with the model's
+    /// value for each key kept within bounds or refused (so the front end shows what the model
+    /// holds), and a line on stderr naming each refusal; and queues the listeners of the keys
+    /// whose values changed.
+    pub(crate) fn apply_front_end(&self, state: &Map<String, Value>) -> Vec<Message> {
+        use super::validate::{Checked, check};
+        let (echo, corrected, refused, jobs) = {
             let mut inner = lock(&self.inner);
-            let known: Map<String, Value> = state
-                .iter()
-                .filter(|(key, _)| inner.state.contains_key(*key))
-                .map(|(key, value)| (key.clone(), value.clone()))
-                .collect();
-            let changed = apply(&mut inner.state, &known);
-            (known, listeners_for(&inner, changed))
+            let (mut echo, mut applied, mut corrected) = (Map::new(), Map::new(), Map::new());
+            let mut refused = Vec::new();
+            for (key, value) in state {
+                if !inner.state.contains_key(key) {
+                    continue;
+                }
+                match check(&inner.state, key, value) {
+                    Checked::Accepted => {
+                        echo.insert(key.clone(), value.clone());
+                        applied.insert(key.clone(), value.clone());
+                    }
+                    Checked::Corrected(kept) => {
+                        applied.insert(key.clone(), kept.clone());
+                        corrected.insert(key.clone(), kept);
+                    }
+                    Checked::Refused(why) => {
+                        let now = inner.state.get(key).cloned().unwrap_or(Value::Null);
+                        refused.push(format!("`{key}` ({why}; it stays {now})"));
+                        corrected.insert(key.clone(), now);
+                    }
+                }
+            }
+            let changed = apply(&mut inner.state, &applied);
+            let name = inner
+                .state
+                .get("_model_name")
+                .cloned()
+                .unwrap_or(Value::Null);
+            let refused = (!refused.is_empty()).then(|| {
+                format!(
+                    "A widget ({}) refused a change from the front end: {}\n",
+                    name.as_str().unwrap_or("?").trim_end_matches("Model"),
+                    refused.join(", ")
+                )
+            });
+            (echo, corrected, refused, listeners_for(&inner, changed))
         };
         queue_all(jobs);
-        (!echo.is_empty()).then(|| Message::CommMsg {
-            comm_id: self.id.clone(),
-            data: update("echo_update", echo),
-            metadata: widgets::metadata(),
-        })
+        let mut messages = Vec::new();
+        if !echo.is_empty() {
+            messages.push(Message::CommMsg {
+                comm_id: self.id.clone(),
+                data: update("echo_update", echo),
+                metadata: widgets::metadata(),
+            });
+        }
+        if !corrected.is_empty() {
+            messages.push(Message::CommMsg {
+                comm_id: self.id.clone(),
+                data: update("update", corrected),
+                metadata: widgets::metadata(),
+            });
+        }
+        if let Some(text) = refused {
+            messages.push(Message::Stream {
+                name: tchbook_wire::StreamName::Stderr,
+                text,
+            });
+        }
+        messages
     }
 
     /// A custom message from the front end (`{"method": "custom", "content": ..}`): counted,
