@@ -2,7 +2,7 @@
 //! its cargo front end and linker roles (the same binary, re-executed), the vendored evcxr
 //! (`vendor/evcxr.patch`), the evaluation process and the prelude in it, and exported
 //! notebooks. Each name is spelled here once; who sets it and who reads it is said beside it.
-//! The kernel's side of setting them is `src/build/env.rs`.
+//! The kernel's side of setting them is `src/cellbuild/env.rs`.
 //!
 //! ```
 //! assert_eq!(tchbook_wire::env::IS_RUNTIME, "EVCXR_IS_RUNTIME");

@@ -6,17 +6,14 @@ from __future__ import annotations
 import getpass
 import sys
 import time
-from typing import TYPE_CHECKING
 
 import zmq
 
 from .errors import RustKernelDied, error_for
 from .interrupts import Interrupts
+from .session import Session
 from .value import RustValue
 from .widgets import COMM_MESSAGES
-
-if TYPE_CHECKING:
-    from .kernel import RustKernel
 
 POLL_MS = 100
 ALIVE_CHECK_S = 1.0
@@ -25,7 +22,7 @@ ALIVE_CHECK_S = 1.0
 class Cell:
     """One execute_request to the Rust kernel and everything it sends back."""
 
-    def __init__(self, kernel: RustKernel, code: str):
+    def __init__(self, kernel: Session, code: str):
         self.kernel = kernel
         self.kc = kernel.kc
         self.code = code

@@ -23,10 +23,9 @@ from __future__ import annotations
 
 import threading
 import uuid
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-if TYPE_CHECKING:
-    from .kernel import RustKernel
+from .session import Session
 
 WIDGET_TARGET = "jupyter.widget"
 VIEW_MIME = "application/vnd.jupyter.widget-view+json"
@@ -39,7 +38,7 @@ POLL_S = 0.05
 class CommRelay:
     """The Rust kernel's open comms, each with its Python twin."""
 
-    def __init__(self, kernel: RustKernel):
+    def __init__(self, kernel: Session):
         self.kernel = kernel
         self.ours: dict[str, Any] = {}  # Rust comm id -> the Python comm
         self.to_ours: dict[str, str] = {}  # Rust comm id -> Python comm id
