@@ -6,6 +6,9 @@ use crate::cellbuild::libtorch::{Libtorch, detect_libtorch};
 use crate::completion::index_path;
 use crate::engine::{Engine, EngineOptions};
 use anyhow::{Context, Result, bail};
+use jupyter_protocol::JupyterKernelspec;
+use serde_json::Value;
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -33,7 +36,7 @@ fn data_dir(location: &Location) -> Result<PathBuf> {
             }
         },
         Location::SysPrefix => {
-            let output = env::tool("python3")
+            let output = crate::cellbuild::cache::tool("python3")
                 .args(["-c", "import sys; print(sys.prefix)"])
                 .output()
                 .context("--sys-prefix needs python3 on PATH")?;
@@ -50,25 +53,34 @@ pub fn kernelspec_dir(location: &Location) -> Result<PathBuf> {
 }
 
 /// The kernel.json for this binary; `env` carries LIBTORCH when it was found.
-pub fn kernel_json(executable: &str, libtorch: Option<&Libtorch>) -> serde_json::Value {
-    let mut spec = serde_json::json!({
-        "argv": [executable, "kernel", "--connection-file", "{connection_file}"],
-        "display_name": "Rust (tchbook)",
-        "language": "rust",
+pub fn kernelspec(executable: &str, libtorch: Option<&Libtorch>) -> JupyterKernelspec {
+    let env = libtorch
+        .map(|libtorch| ("LIBTORCH".to_owned(), libtorch.dir.display().to_string()))
+        .into_iter()
+        .collect();
+    JupyterKernelspec {
+        argv: [
+            executable,
+            "kernel",
+            "--connection-file",
+            "{connection_file}",
+        ]
+        .map(str::to_owned)
+        .into(),
+        display_name: "Rust (tchbook)".to_owned(),
+        language: "rust".to_owned(),
+        // The bug icon, for JupyterLab's Variables panel (`debug_request`; no breakpoints).
+        metadata: Some(HashMap::from([("debugger".to_owned(), Value::Bool(true))])),
         // Interrupts arrive as interrupt_request on control; SIGINT works too (see
         // DEVELOPERS.md), but a message also works when the kernel runs elsewhere.
-        "interrupt_mode": "message",
-        // The bug icon, for JupyterLab's Variables panel (`debug_request`; no breakpoints).
-        "metadata": { "debugger": true },
-    });
-    if let Some(libtorch) = libtorch {
-        spec["env"] = serde_json::json!({ "LIBTORCH": libtorch.dir.display().to_string() });
+        interrupt_mode: Some("message".to_owned()),
+        // Never null: jupyter_client refuses a spec whose `env` or `metadata` is not an object.
+        env: Some(env),
     }
-    spec
 }
 
 /// Writes `spec` as `dir/kernel.json`, with the logos beside it.
-pub(crate) fn write_kernelspec(dir: &Path, spec: &serde_json::Value) -> Result<()> {
+pub(crate) fn write_kernelspec(dir: &Path, spec: &JupyterKernelspec) -> Result<()> {
     std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
     std::fs::write(
         dir.join("kernel.json"),
@@ -83,7 +95,7 @@ pub fn install(location: &Location, prebuild: bool) -> Result<()> {
     let dir = kernelspec_dir(location)?;
     let executable = std::env::current_exe()?.canonicalize()?;
     let libtorch = detect_libtorch();
-    let spec = kernel_json(&executable.display().to_string(), libtorch.as_ref().ok());
+    let spec = kernelspec(&executable.display().to_string(), libtorch.as_ref().ok());
     write_kernelspec(&dir, &spec)?;
     println!("Installed the tchbook kernelspec in {}", dir.display());
     match &libtorch {
@@ -150,7 +162,7 @@ pub fn prebuild_prelude(libtorch: &Libtorch) -> Result<()> {
     );
     std::fs::create_dir_all(&template)?;
     // SAFETY: the install command runs on main's thread alone until the engine below starts.
-    unsafe { env::set_for_build(Some(libtorch), &template) };
+    unsafe { crate::cellbuild::setup::set_for_build(Some(libtorch), &template) };
     let started = std::time::Instant::now();
     let engine = Engine::spawn(EngineOptions {
         build_dir: template.clone(),

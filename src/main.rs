@@ -149,8 +149,8 @@ fn main() -> ExitCode {
         // Before any thread starts: it sets environment variables evcxr reads.
         // SAFETY: still one thread (see above).
         unsafe {
-            env::pin_toolchain();
-            env::set_for_cargo_front();
+            tchbook::cellbuild::setup::pin_toolchain();
+            tchbook::cellbuild::setup::set_for_cargo_front();
         }
     }
     let result = run(command);

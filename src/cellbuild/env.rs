@@ -1,9 +1,6 @@
-//! Every environment variable the kernel sets for its build, by name, and the one place where
-//! it sets them in its own process.
-//!
-//! The kernel process sets them once, in `main` before any thread starts (the only time that
-//! is sound): what evcxr reads ([`set_for_cargo_front`], [`set_for_build`]), and what evcxr's
-//! children inherit from it. Variables meant for one child only are set on that child's
+//! Every environment variable the kernel sets for its build, by name. The kernel process sets
+//! them once, in `main` before any thread starts (the only time that is sound): what evcxr reads
+//! and what evcxr's children inherit from it (`super::setup`). Variables meant for one child only are set on that child's
 //! `Command`, named by the constants below. (`tchbook launch` sets `HOME` and `PATH` for a
 //! kernel started by a gateway: `crate::launch`.) The names shared with the vendored
 //! evcxr patch and the prelude are defined once, in `tchbook_wire::env`.
@@ -30,10 +27,8 @@
 //! `TCHBOOK_OPT_LEVEL`, `TCHBOOK_VENV`, `TCHBOOK_LOG`, `TCHBOOK_INTERRUPT_GRACE`,
 //! `TCHBOOK_MAX_MESSAGE_SIZE`) are the user's, and DEVELOPERS.md lists them.
 
-use super::libtorch::Libtorch;
 use std::ffi::{OsStr, OsString};
-use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::path::PathBuf;
 
 pub(crate) use tchbook_wire::env::{
     CACHE_DIR, CHECK_SOURCE, CHECK_SOURCE_SUPPORTED, EVCXR_CARGO, EVCXR_CONFIG_DIR, EVCXR_TMPDIR,
@@ -43,7 +38,7 @@ pub(crate) use tchbook_wire::env::{
 
 /// The evaluation process's loader path (libtorch, libstd).
 pub(crate) const LD_LIBRARY_PATH: &str = "LD_LIBRARY_PATH";
-/// rustup's toolchain for every tool the kernel starts ([`pin_toolchain`]).
+/// rustup's toolchain for every tool the kernel starts (`super::setup::pin_toolchain`).
 pub(crate) const RUSTUP_TOOLCHAIN: &str = "RUSTUP_TOOLCHAIN";
 /// cargo's rustc wrapper for workspace members: the cell crate only.
 pub(crate) const RUSTC_WORKSPACE_WRAPPER: &str = "RUSTC_WORKSPACE_WRAPPER";
@@ -98,101 +93,6 @@ pub unsafe fn drop_relative_library_path() {
             // SAFETY: one thread, as this function's caller promises (# Safety).
             unsafe { std::env::set_var(LD_LIBRARY_PATH, clean) };
         }
-    }
-}
-
-/// A command for one of the tools the kernel asks about the machine (`rustc`, `rustup`, a
-/// Python), run in the build cache's root rather than the notebook's folder: rustup obeys a
-/// `rust-toolchain.toml` in the directory it runs in (whose `path` may name a `rustc` of the
-/// folder's own), and `python -c` imports modules from it. The cache root is where the cells'
-/// builds run, so the toolchain the kernel reports is the one that builds them.
-pub(crate) fn tool(program: impl AsRef<OsStr>) -> Command {
-    let mut command = Command::new(program);
-    let root = super::cache::cache_root();
-    command.current_dir(if root.is_dir() {
-        root
-    } else {
-        PathBuf::from("/")
-    });
-    command
-}
-
-/// Pins rustup's toolchain, for everything this process starts, to the one rustup picks in the
-/// build cache's root (`RUSTUP_TOOLCHAIN`, unless the user set it). Without it rustup obeys a
-/// `rust-toolchain.toml` in whatever directory a tool runs in, and evcxr and rust-analyzer run
-/// `rustc -vV` and `rustc --print target-libdir` in the kernel's own, the notebook's folder,
-/// whose toolchain file may name a `rustc` of the folder's own. Call from `main` before any
-/// thread starts. Does nothing without rustup (a toolchain not under `.../toolchains/`).
-///
-/// # Safety
-/// Writes this process's environment: call it only while the process has one thread
-/// (`std::env::set_var`'s rule).
-pub unsafe fn pin_toolchain() {
-    if std::env::var_os(RUSTUP_TOOLCHAIN).is_some() {
-        return;
-    }
-    let Ok(output) = tool("rustc").args(["--print", "sysroot"]).output() else {
-        return;
-    };
-    let sysroot = PathBuf::from(String::from_utf8_lossy(&output.stdout).trim());
-    if sysroot.parent().and_then(Path::file_name) == Some(OsStr::new("toolchains"))
-        && let Some(name) = sysroot.file_name()
-    {
-        // SAFETY: one thread, as this function's caller promises (# Safety).
-        unsafe { std::env::set_var(RUSTUP_TOOLCHAIN, name) };
-    }
-}
-
-/// Makes this process's evcxr use the cargo front end. Call from `main` before any thread
-/// starts. Does nothing where cargo cannot be found: evcxr then reports that itself.
-///
-/// # Safety
-/// Writes this process's environment: call it only while the process has one thread
-/// (`std::env::set_var`'s rule).
-pub unsafe fn set_for_cargo_front() {
-    let Some(real) = super::cargo_front::real_cargo() else {
-        return;
-    };
-    let Ok(me) = std::env::current_exe() else {
-        return;
-    };
-    // SAFETY: one thread, as this function's caller promises (# Safety).
-    unsafe { std::env::set_var(REAL_CARGO, real) };
-    // SAFETY: one thread, as this function's caller promises (# Safety).
-    unsafe { std::env::set_var(EVCXR_CARGO, me) };
-    // SAFETY: one thread, as this function's caller promises (# Safety).
-    unsafe { std::env::set_var(CHECK_SOURCE_SUPPORTED, "1") };
-}
-
-/// The environment evcxr and the evaluation process read: evcxr builds in `build_dir`, tch
-/// against `libtorch` when there is one. Call before starting any thread.
-///
-/// # Safety
-/// Writes this process's environment: call it only while the process has one thread
-/// (`std::env::set_var`'s rule).
-pub unsafe fn set_for_build(libtorch: Option<&Libtorch>, build_dir: &Path) {
-    if let Some(libtorch) = libtorch {
-        // SAFETY: one thread, as this function's caller promises (# Safety).
-        unsafe { std::env::set_var(LIBTORCH, &libtorch.dir) };
-    }
-    // SAFETY: one thread, as this function's caller promises (# Safety).
-    unsafe { std::env::set_var(EVCXR_TMPDIR, build_dir) };
-    // A fresh key for every kernel (one inherited from a kernel that started this one, from a
-    // cell, included): the evaluation process keys its protocol lines with it, and the kernel
-    // reads no other line as protocol (`tchbook_wire::key`).
-    // SAFETY: one thread, as this function's caller promises (# Safety).
-    unsafe { std::env::set_var(LINE_KEY, tchbook_wire::new_line_key(rand::random())) };
-    // Keeps evcxr from reading an `evcxr.toml` meant for evcxr_jupyter; tchbook's own lives in
-    // `~/.config/tchbook` (or `$EVCXR_CONFIG_DIR` when set).
-    // Without HOME there is no such place: an empty HOME would make it relative, that is
-    // the notebook's folder, so the variable points nowhere that exists instead.
-    if std::env::var_os(EVCXR_CONFIG_DIR).is_none() {
-        let config = match std::env::var_os("HOME").map(PathBuf::from) {
-            Some(home) if home.is_absolute() => home.join(".config/tchbook"),
-            _ => PathBuf::from("/nonexistent/tchbook-config"),
-        };
-        // SAFETY: one thread, as this function's caller promises (# Safety).
-        unsafe { std::env::set_var(EVCXR_CONFIG_DIR, config) };
     }
 }
 

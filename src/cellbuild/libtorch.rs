@@ -64,7 +64,7 @@ fn libtorch_at(dir: PathBuf) -> Libtorch {
 /// The `torch` package directory of `python`, found without importing torch (which takes a
 /// second and ~600 MB).
 fn torch_package_of(python: &Path) -> Option<PathBuf> {
-    let output = env::tool(python)
+    let output = cache::tool(python)
         .args([
             "-c",
             "import importlib.util as u; s = u.find_spec('torch'); \

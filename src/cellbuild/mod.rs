@@ -11,8 +11,9 @@
 //!   template; the first full build kept as the template.
 //! - `process`: how the evaluation process is started (its group, loader path, parent death).
 //! - [`libtorch`]: finding libtorch.
-//! - [`env`]: every environment variable the kernel sets, named once, and the only place the
-//!   kernel writes its own environment.
+//! - [`env`]: every environment variable the kernel sets, named once.
+//! - [`setup`]: the kernel's own environment for its builds, set once at start.
+//! - `placeholder`: paths inside a build directory as they are stored.
 //!
 //! evcxr drives the build; the vendored evcxr patch (vendor/README.md) lets it run this
 //! binary as its cargo and type-check cells beside their builds.
@@ -23,5 +24,7 @@ pub(crate) mod digest;
 pub mod env;
 pub mod libtorch;
 pub(crate) mod link;
+pub(crate) mod placeholder;
 pub(crate) mod process;
 pub(crate) mod seed;
+pub mod setup;

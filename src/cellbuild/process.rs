@@ -43,7 +43,7 @@ pub(crate) fn evaluation_process(libtorch_lib: Option<&Path>) -> std::io::Result
 
 /// The toolchain's library directory (where `libstd-*.so` lives).
 fn rustc_target_libdir() -> Option<PathBuf> {
-    let output = env::tool("rustc")
+    let output = super::cache::tool("rustc")
         .args(["--print", "target-libdir"])
         .output()
         .ok()?;

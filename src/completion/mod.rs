@@ -19,6 +19,7 @@
 //!   [`analyzer::Limits::idle`], the process ends, and the next request starts a new one.
 
 mod analyzer;
+mod building;
 mod index;
 mod messages;
 pub mod server;
@@ -31,6 +32,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime};
 
+pub use building::build_index;
 pub use messages::Source;
 
 /// How long a completion waits for a warm rust-analyzer: JupyterLab's 1 s, less the round trip
@@ -465,186 +467,5 @@ fn user_offset(source: &Source, position: usize, offset: usize) -> Option<usize>
     }
 }
 
-/// Builds the index for the build directory `template` (which must hold the prelude's
-/// manifest) into `out`, asking `analyzers` analyzer processes of its own (each holds about
-/// 1 GiB), each question within the analyzer's usual limits (a whole build takes minutes on two
-/// busy cores); `nice` lowers their priority.
-pub fn build_index(
-    template: &Path,
-    out: &Path,
-    header: &str,
-    nice: bool,
-    analyzers: usize,
-) -> anyhow::Result<()> {
-    use anyhow::Context;
-    let exe = std::env::current_exe().context("finding this binary")?;
-    if nice {
-        // SAFETY: only lowers this thread's scheduling priority (Linux: per thread); the
-        // analyzer threads spawned next, and the processes they start, inherit it.
-        unsafe {
-            libc::setpriority(libc::PRIO_PROCESS, 0, 15);
-        }
-    }
-    // Each analyzer's scratch directory, beside the index (the same file system as the cache).
-    let mut scratches = Vec::new();
-    let mut workers = Vec::new();
-    for _ in 0..analyzers.max(1) {
-        let scratch = tempfile::Builder::new()
-            .prefix("analyzer-")
-            .tempdir_in(out.parent().unwrap_or(Path::new(".")))
-            .context("creating the analyzer's scratch directory")?;
-        workers.push(Analyzer::spawn(Setup {
-            exe: exe.clone(),
-            build_dir: template.to_owned(),
-            dir: scratch.path().to_owned(),
-            limits: Limits {
-                // The first question loads std, tch and the prelude: tens of seconds when busy.
-                hang: Duration::from_secs(300),
-                ..Limits::default()
-            },
-        }));
-        scratches.push(scratch);
-    }
-    // rust-analyzer answers from what it could load: a manifest it could not resolve leaves
-    // std alone in scope. Such an index would hide the prelude from every first Tab, where
-    // rust-analyzer itself would offer it; the first answer shows it, before the minutes the
-    // rest takes.
-    let check_scope = |scope: &[messages::Item]| {
-        if header.contains("tchbook_prelude") && !scope.iter().any(|item| item.text == "Tensor") {
-            anyhow::bail!(
-                "rust-analyzer did not load the prelude from {} (no `Tensor` in scope)",
-                template.join("Cargo.toml").display()
-            );
-        }
-        Ok(())
-    };
-    let index = index::build(header, check_scope, |sources| ask_all(&workers, sources));
-    drop(workers);
-    drop(scratches);
-    index::save(out, &index?)
-}
-
-/// The replies to `sources`, in their order, each asked of whichever analyzer is free next.
-fn ask_all(analyzers: &[Analyzer], sources: Vec<Source>) -> anyhow::Result<Vec<Reply>> {
-    use std::sync::atomic::AtomicUsize;
-    let next = AtomicUsize::new(0);
-    let failed = AtomicBool::new(false);
-    let replies: Vec<Mutex<Option<anyhow::Result<Reply>>>> =
-        sources.iter().map(|_| Mutex::new(None)).collect();
-    std::thread::scope(|scope| {
-        for analyzer in analyzers {
-            scope.spawn(|| {
-                while !failed.load(Ordering::Acquire) {
-                    let i = next.fetch_add(1, Ordering::AcqRel);
-                    let Some(source) = sources.get(i) else {
-                        break;
-                    };
-                    let request = Request::Complete {
-                        source: source.clone(),
-                        docs: true,
-                    };
-                    let reply = match analyzer.ask(request).blocking_recv() {
-                        Ok(Ok(reply)) => Ok(reply),
-                        Ok(Err(error)) => Err(anyhow::anyhow!(error)),
-                        Err(_) => Err(anyhow::anyhow!("the analyzer thread ended")),
-                    };
-                    failed.fetch_or(reply.is_err(), Ordering::AcqRel);
-                    *replies[i].lock().unwrap_or_else(|p| p.into_inner()) = Some(reply);
-                }
-            });
-        }
-    });
-    replies
-        .into_iter()
-        .map(|reply| {
-            reply
-                .into_inner()
-                .unwrap_or_else(|p| p.into_inner())
-                .unwrap_or_else(|| Err(anyhow::anyhow!("an earlier question failed")))
-        })
-        .collect()
-}
-
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[tokio::test]
-    async fn a_busy_engine_leaves_the_index_to_answer_from_the_cell() {
-        let build = tempfile::tempdir().unwrap();
-        let cache = tempfile::tempdir().unwrap();
-        let index = Index {
-            scope: vec![messages::Item::new("debug_assert!", "function")],
-            ..Index::default()
-        };
-        index::save(&index_path(cache.path()), &index).unwrap();
-        let completer = Completer::new(build.path(), Some(cache.path()), "");
-        completer.cell_ran();
-        let busy = std::future::pending::<Prepared>;
-        let code = "struct P { x: f64 }\nlet alpha = P { x: 1.0 };\nalpha.";
-        let found = completer.complete(code, code.len(), busy()).await;
-        let names: Vec<_> = found.matches.iter().map(|m| m.text.as_str()).collect();
-        assert_eq!(names, ["x"]);
-        assert_eq!((found.start, found.end), (code.len(), code.len()));
-        let found = completer.complete("let beta = 2;\nbe", 16, busy()).await;
-        assert_eq!(found.matches[0].text, "beta");
-        assert_eq!(found.start, 14);
-        let found = completer.complete("let d = de", 10, busy()).await;
-        assert_eq!(found.matches[0].text, "debug_assert!");
-        // `:` commands are the engine's to complete.
-        let found = completer.complete(":de", 3, busy()).await;
-        assert!(found.matches.is_empty(), "{found:?}");
-        assert_eq!(completer.documentation("x", 1, busy()).await, None);
-    }
-
-    #[tokio::test]
-    async fn until_a_cell_ran_the_index_answers_without_asking_the_engine() {
-        let build = tempfile::tempdir().unwrap();
-        let cache = tempfile::tempdir().unwrap();
-        let mut index = Index {
-            scope: vec![messages::Item::new("Tensor", "class")],
-            ..Index::default()
-        };
-        index.docs.by_path.insert("Tensor".into(), 0);
-        index.docs.texts.push(messages::Doc {
-            signature: Some("pub struct Tensor".into()),
-            text: Some("A tensor object.".into()),
-        });
-        index::save(&index_path(cache.path()), &index).unwrap();
-        let completer = Completer::new(build.path(), Some(cache.path()), "");
-        // The engine, busy starting: each time the completer asks it, it counts.
-        let asked = std::sync::atomic::AtomicUsize::new(0);
-        let busy = || {
-            std::future::poll_fn(|_| {
-                asked.fetch_add(1, Ordering::Relaxed);
-                std::task::Poll::<Prepared>::Pending
-            })
-        };
-        let found = completer.complete("let t = Ten", 11, busy()).await;
-        assert_eq!(found.matches[0].text, "Tensor");
-        let (plain, _) = completer.documentation("Tensor", 6, busy()).await.unwrap();
-        assert!(plain.contains("A tensor object."), "{plain}");
-        assert_eq!(asked.load(Ordering::Relaxed), 0);
-        // `:` commands are the engine's, and so is everything once a cell has run.
-        completer.complete(":de", 3, busy()).await;
-        assert!(asked.load(Ordering::Relaxed) > 0);
-        asked.store(0, Ordering::Relaxed);
-        completer.cell_ran();
-        let found = completer.complete("let t = Ten", 11, busy()).await;
-        assert_eq!(found.matches[0].text, "Tensor");
-        assert!(asked.load(Ordering::Relaxed) > 0);
-    }
-
-    #[test]
-    fn offsets_map_back_around_the_cursor() {
-        let source = Source {
-            code: "fn w() {\n    v.le\n}".into(),
-            offset: 17,
-        };
-        // `le` (15..17 in the source) is 2..4 of the cell `v.le`.
-        assert_eq!(user_offset(&source, 4, 15), Some(2));
-        assert_eq!(user_offset(&source, 4, 17), Some(4));
-        assert_eq!(user_offset(&source, 4, 18), Some(5));
-        assert_eq!(user_offset(&source, 1, 10), None);
-    }
-}
+mod tests;

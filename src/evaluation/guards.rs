@@ -1,6 +1,6 @@
 //! What a cell may break that the next cell needs, put back after it: fd 1 and fd 2 (the
 //! end-of-cell line is written to fd 1, so a cell that closed it left the kernel waiting
-//! forever) and fd 0 (`stdin`); and whether a cell runs, under the lock the panels take to read
+//! forever); and whether a cell runs, under the lock the panels take to read
 //! the variable store.
 
 use std::ffi::c_int;
@@ -56,17 +56,15 @@ impl CellGuard {
     pub(super) fn begin() -> CellGuard {
         INTERRUPTED.store(false, Ordering::SeqCst);
         *running() = true;
-        super::stdin::cell_begins();
         // SAFETY: duplicating this process's own fds 1 and 2 (-1 where they are not open).
         let saved = [1, 2].map(|fd| unsafe { libc::fcntl(fd, libc::F_DUPFD_CLOEXEC, 3) });
         CellGuard { saved }
     }
 
-    /// After the cell: stdin's reads end, fd 0 is stdin's again, fds 1 and 2 are what they
-    /// were before the cell (said on stdout when the cell had closed them).
+    /// After the cell: fds 1 and 2 are what they were before the cell (said on stdout when the
+    /// cell had closed them).
     pub(super) fn end(self) {
         *running() = false;
-        super::stdin::cell_ends();
         let mut lost = Vec::new();
         for (fd, saved) in [1, 2].into_iter().zip(self.saved) {
             if saved < 0 {

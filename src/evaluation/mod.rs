@@ -84,9 +84,11 @@ fn load_and_run(
     // SAFETY: evcxr generates the function with this signature.
     let cell = unsafe { loaded.get::<CellFunction>(function.as_bytes()) }?;
     let guard = guards::CellGuard::begin();
+    stdin::cell_begins();
     let returned = cell(store);
     panels::after_cell(&loaded, returned);
     guard.end();
+    stdin::cell_ends();
     Ok((loaded, returned))
 }
 

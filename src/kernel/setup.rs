@@ -42,7 +42,7 @@ pub(super) unsafe fn setup() -> Setup {
         None => prelude,
     };
     // SAFETY: one thread, as this function's caller promises (# Safety).
-    unsafe { env::set_for_build(libtorch.as_ref().ok(), &build.dir) };
+    unsafe { crate::cellbuild::setup::set_for_build(libtorch.as_ref().ok(), &build.dir) };
     // SAFETY: one thread, as this function's caller promises (# Safety).
     let panels = unsafe { panels_socket() };
     let rustc = rustc_version();
@@ -106,7 +106,7 @@ pub struct Rustc {
 }
 
 pub fn rustc_version() -> Rustc {
-    let banner = env::tool("rustc")
+    let banner = crate::cellbuild::cache::tool("rustc")
         .arg("--version")
         .output()
         .ok()

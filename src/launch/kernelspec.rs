@@ -25,7 +25,9 @@ use crate::cellbuild::libtorch::detect_libtorch;
 use crate::install::{self, Location};
 use anyhow::{Context, Result, bail};
 use clap::{Args, ValueEnum};
+use jupyter_protocol::JupyterKernelspec;
 use serde_json::{Value, json};
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
 /// Seconds a gateway waits for the connection information; see the module docs.
@@ -123,16 +125,19 @@ const LAUNCH_ARGS: [&str; 8] = [
 
 /// The kernel.json for `remote`; `spec_dir` is where it will live (container specs run a
 /// script from there), `executable` the tchbook binary a distributed host runs.
-pub fn remote_kernel_json(
+pub fn remote_kernelspec(
     args: &RemoteArgs,
     remote: Remote,
     spec_dir: &Path,
     executable: &str,
-) -> Result<Value> {
+) -> Result<JupyterKernelspec> {
     let (provisioner, process_proxy) = remote.provisioner();
     let mut provisioner_config = json!({ "launch_timeout": args.launch_timeout });
     let mut proxy_config = json!({});
-    let mut env = json!({ "KERNEL_LAUNCH_TIMEOUT": args.launch_timeout.to_string() });
+    let mut env = HashMap::from([(
+        "KERNEL_LAUNCH_TIMEOUT".to_owned(),
+        args.launch_timeout.to_string(),
+    )]);
     let argv: Vec<String> = match remote {
         Remote::Distributed => {
             if let Some(hosts) = &args.remote_hosts {
@@ -142,7 +147,7 @@ pub fn remote_kernel_json(
             }
             // The hosts run this binary at this path; what it needs from this machine too.
             if let Ok(libtorch) = detect_libtorch() {
-                env["LIBTORCH"] = json!(libtorch.dir.display().to_string());
+                env.insert("LIBTORCH".to_owned(), libtorch.dir.display().to_string());
             }
             [executable, "launch"]
                 .into_iter()
@@ -160,10 +165,10 @@ pub fn remote_kernel_json(
             };
             provisioner_config["image_name"] = json!(image);
             proxy_config["image_name"] = json!(image);
-            env["KERNEL_UID"] = json!("1000");
-            env["KERNEL_GID"] = json!("100");
+            env.insert("KERNEL_UID".to_owned(), "1000".to_owned());
+            env.insert("KERNEL_GID".to_owned(), "100".to_owned());
             if remote == Remote::Kubernetes && args.gpus > 0 {
-                env["KERNEL_GPUS"] = json!(args.gpus.to_string());
+                env.insert("KERNEL_GPUS".to_owned(), args.gpus.to_string());
             }
             let script = spec_dir.join("scripts").join(
                 Path::new(remote.launcher_scripts()[0])
@@ -176,18 +181,25 @@ pub fn remote_kernel_json(
                 .collect()
         }
     };
-    Ok(json!({
-        "argv": argv,
-        "display_name": remote.display_name(),
-        "language": "rust",
-        "interrupt_mode": "signal",
-        "env": env,
-        "metadata": {
-            "debugger": true,
-            "kernel_provisioner": { "provisioner_name": provisioner, "config": provisioner_config },
-            "process_proxy": { "class_name": process_proxy, "config": proxy_config },
-        },
-    }))
+    let metadata = HashMap::from([
+        ("debugger".to_owned(), Value::Bool(true)),
+        (
+            "kernel_provisioner".to_owned(),
+            json!({ "provisioner_name": provisioner, "config": provisioner_config }),
+        ),
+        (
+            "process_proxy".to_owned(),
+            json!({ "class_name": process_proxy, "config": proxy_config }),
+        ),
+    ]);
+    Ok(JupyterKernelspec {
+        argv,
+        display_name: remote.display_name().to_owned(),
+        language: "rust".to_owned(),
+        metadata: Some(metadata),
+        interrupt_mode: Some("signal".to_owned()),
+        env: Some(env),
+    })
 }
 
 /// Writes the spec for `args.remote` under `location`; returns its directory.
@@ -195,7 +207,7 @@ pub fn install(location: &Location, args: &RemoteArgs) -> Result<PathBuf> {
     let remote = args.remote.context("install --remote needs a place")?;
     let dir = install::kernelspec_dir(location)?.with_file_name(remote.kernel_name());
     let executable = std::env::current_exe()?.canonicalize()?;
-    let spec = remote_kernel_json(args, remote, &dir, &executable.display().to_string())?;
+    let spec = remote_kernelspec(args, remote, &dir, &executable.display().to_string())?;
     let scripts = remote.launcher_scripts();
     if !scripts.is_empty() {
         let launchers = gateway_launchers()?;
@@ -230,7 +242,7 @@ fn gateway_launchers() -> Result<PathBuf> {
         venv.join("bin/python"),
     ];
     for python in &pythons {
-        let output = crate::cellbuild::env::tool(python)
+        let output = crate::cellbuild::cache::tool(python)
             .args(["-c", "import importlib.util as u; s = u.find_spec('gateway_provisioners'); print(s.submodule_search_locations[0] if s else '')"])
             .output();
         let Ok(output) = output else { continue };

@@ -29,8 +29,12 @@ mod signals;
 mod splitter;
 mod state;
 mod tuning;
+// What the kernel's generated code calls (each cell's wrapper and its variable store): public
+// because cells are other crates, hidden because no notebook calls them.
+#[doc(hidden)]
 pub mod variables;
 
+#[doc(hidden)]
 pub use cell::run_cell;
 pub use input::{input, input_password};
 pub use protocol::{emit, new_display_id};

@@ -40,7 +40,6 @@ mod record;
 mod replay;
 
 pub(crate) use learn::run_wrapper;
-pub(super) use record::{absolute, relative};
 
 /// Where checks write, under the build directory.
 const CHECK_DIR: &str = "target/tchbook-check";
@@ -70,7 +69,10 @@ pub(crate) fn run(real: &Path, args: &[OsString]) -> i32 {
 
 /// `rustup which cargo`, else `cargo` on PATH: what evcxr itself would run.
 pub(super) fn real_cargo() -> Option<PathBuf> {
-    if let Ok(output) = super::env::tool("rustup").args(["which", "cargo"]).output() {
+    if let Ok(output) = super::cache::tool("rustup")
+        .args(["which", "cargo"])
+        .output()
+    {
         let path = String::from_utf8_lossy(&output.stdout).trim().to_owned();
         if output.status.success() && !path.is_empty() {
             return Some(PathBuf::from(path));

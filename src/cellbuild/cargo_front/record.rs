@@ -2,19 +2,19 @@
 //! its paths relative to it, so that records travel with the template into every slot.
 
 use crate::cellbuild::link::{self, LinkPlan};
+pub(super) use crate::cellbuild::placeholder::{absolute, relative};
 use serde::{Deserialize, Serialize};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-/// Stands for the build directory in stored records.
-const DIR_PLACEHOLDER: &str = "{tchbook-build-dir}";
 /// Records kept per build directory (start-up alone uses two manifests).
 const MAX_RECORDS: usize = 8;
 
 /// A recorded rustc command for the cell crate.
 #[derive(Debug, Serialize, Deserialize)]
 pub(super) struct Record {
-    /// rustc and its arguments, build-directory paths as [`DIR_PLACEHOLDER`].
+    /// rustc and its arguments, build-directory paths as the placeholder
+    /// (`crate::cellbuild::placeholder`).
     pub(super) args: Vec<String>,
     /// The variables cargo set for rustc (`CARGO_*`, `OUT_DIR`, the library path).
     pub(super) env: Vec<(String, String)>,
@@ -22,16 +22,6 @@ pub(super) struct Record {
     /// for the recorded build, or for the first replayed one where that build failed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(super) link_plan: Option<LinkPlan>,
-}
-
-/// `text` with the build directory written as the placeholder.
-pub(crate) fn relative(text: &str, dir: &Path) -> String {
-    text.replace(&*dir.to_string_lossy(), DIR_PLACEHOLDER)
-}
-
-/// `text` with the placeholder written as the build directory.
-pub(crate) fn absolute(text: &str, dir: &Path) -> String {
-    text.replace(DIR_PLACEHOLDER, &dir.to_string_lossy())
 }
 
 /// The record at `path`, if there is one and everything it links still exists.
@@ -103,6 +93,7 @@ pub(super) fn prune(records: &Path) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::cellbuild::placeholder::DIR_PLACEHOLDER;
 
     #[test]
     fn build_directory_paths_travel_with_the_directory() {

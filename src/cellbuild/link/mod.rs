@@ -23,8 +23,8 @@
 //! A build whose plan fails to link turns the plan off for good (the record keeps
 //! [`LinkPlan::Full`]) and links as rustc does.
 
-use super::cargo_front::{absolute, relative};
 use super::digest::Key;
+use super::placeholder::{absolute, relative};
 use anyhow::{Context, Result, bail};
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};

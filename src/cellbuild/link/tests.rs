@@ -1,6 +1,6 @@
 use super::linker::cell_link_arguments;
 use super::*;
-use crate::cellbuild::cargo_front::absolute;
+use crate::cellbuild::placeholder::absolute;
 use std::ffi::OsString;
 
 #[test]
