@@ -160,6 +160,10 @@ pub struct DiagnosticSpan {
 /// The `use` line that puts the prelude in scope in every cell (the start-up cell runs it).
 pub const PRELUDE_IMPORT: &str = "use tchbook_prelude::prelude::*;";
 
+/// The prelude's function that marks a final value's display (`tchbook_wire::value`), which the
+/// code generated for a cell's value calls, in the kernel and in exported programs.
+pub(crate) const VALUE_MARK: &str = "::tchbook_prelude::display::__value_mark";
+
 enum Request {
     Execute {
         code: String,

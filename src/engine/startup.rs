@@ -134,6 +134,11 @@ fn load_prelude(state: &mut State, startup: &mut Startup, dir: &Path, seeded: bo
             state
                 .context
                 .set_compiled_store("tchbook_prelude", "::tchbook_prelude::runtime::variables");
+            // A final value's display marked by the prelude's compiled function rather than by
+            // code each cell compiles (tchbook_wire::value).
+            state
+                .context
+                .set_value_marks("tchbook_prelude", super::VALUE_MARK);
             tracing::debug!(
                 "the start-up cell took {}",
                 outputs

@@ -51,7 +51,8 @@ pub(super) fn translate(cells: &[CodeCell]) -> Result<Translation> {
             // As the kernel shows a final value: its `evcxr_display()` between the keyed lines
             // that make what it prints the value's (the prelude gives std values and its own
             // types that method; `()` shows nothing).
-            let (before, after) = tchbook_wire::value::display_code();
+            let (before, after) =
+                tchbook_wire::value::display_code_through(crate::engine::VALUE_MARK);
             writeln!(body, "{before}{}{after}", tail.trim())?;
         }
         wrap_cell(&mut out.body, cell, position, &body)?;

@@ -31,36 +31,68 @@ pub const VALUE_END: &str = "TCHBOOK_VALUE_END";
 /// uses.
 const BINDING: &str = "__tchbook_final_value";
 
-/// The code before and after a cell's final expression that shows its value: the expression is
-/// evaluated first (what it prints is text), then its `evcxr_display()` is called between the
-/// keyed [`VALUE_BEGIN`] and [`VALUE_END`] lines. The code names std only, and reads the key
-/// from the environment as [`crate::keyed`] does (a cell cannot name this crate).
+/// The code before and after a cell's final expression that shows its value, in std alone (a
+/// cell cannot name this crate; a context without the prelude): the expression is evaluated
+/// first (what it prints is text), then its `evcxr_display()` is called between the keyed
+/// [`VALUE_BEGIN`] and [`VALUE_END`] lines, the key read from the environment as
+/// [`crate::keyed`] reads it. Without a key every line is protocol anyway, and no mark is
+/// written. Each cell compiles this code (about 8 ms of a trivial cell's 75 on two cores, for
+/// `env::var` and the writes): [`display_code_through`] is the cheap form.
 ///
 /// ```
 /// let (before, after) = tchbook_wire::value::display_code();
 /// let code = format!("{before}1 + 1{after}");
-/// assert!(code.starts_with("{ let __tchbook_final_value = &(1 + 1);"));
+/// assert!(code.starts_with("match &(1 + 1) { __tchbook_final_value => {"));
 /// assert!(code.contains("__tchbook_final_value.evcxr_display();"));
 /// ```
 pub fn display_code() -> (String, String) {
-    let print = |line: &str| {
+    let mark = |line: &str| {
         format!(
-            "{{ use ::std::io::Write as _; \
-             let __tchbook_line = ::std::env::var({key:?}).ok().filter(|k| !k.is_empty())\
-             .map_or_else(|| ::std::string::String::from({line:?}), \
-             |k| ::std::format!(\"{{}}{{}} {{}}\", {MARK:?}, k, {line:?})); \
-             let _ = ::std::writeln!(::std::io::stdout().lock(), \"{{}}\", __tchbook_line); }}",
-            key = crate::env::LINE_KEY,
+            "if let ::std::result::Result::Ok(k) = &__tchbook_key {{ \
+             let _ = ::std::io::Write::write_fmt(&mut ::std::io::stdout(), \
+             ::std::format_args!(\"{mark}{{}} {line}\\n\", k)); }}",
+            mark = MARK.escape_unicode(),
         )
     };
     (
-        format!("{{ let {BINDING} = &("),
+        "match &(".to_owned(),
         format!(
-            "); {} {BINDING}.evcxr_display(); {} }}",
-            print(VALUE_BEGIN),
-            print(VALUE_END)
+            ") {{ {BINDING} => {{ let __tchbook_key = ::std::env::var({key:?}); {} \
+             {BINDING}.evcxr_display(); {} }} }}",
+            mark(VALUE_BEGIN),
+            mark(VALUE_END),
+            key = crate::env::LINE_KEY,
         ),
     )
+}
+
+/// [`display_code`] through `mark`, the path of a function compiled once in a dependency of the
+/// cell (`fn(end: bool)`, the prelude's `display::__value_mark`, which writes the keyed lines):
+/// nothing for each cell to instantiate.
+///
+/// ```
+/// let (before, after) = tchbook_wire::value::display_code_through("::p::mark");
+/// assert_eq!(
+///     format!("{before}x{after}"),
+///     "match &(x) { __tchbook_final_value => { ::p::mark(false); \
+///      __tchbook_final_value.evcxr_display(); ::p::mark(true); } }"
+/// );
+/// ```
+pub fn display_code_through(mark: &str) -> (String, String) {
+    (
+        "match &(".to_owned(),
+        format!(
+            ") {{ {BINDING} => {{ {mark}(false); {BINDING}.evcxr_display(); {mark}(true); }} }}"
+        ),
+    )
+}
+
+/// The line a final value's mark writes: [`VALUE_END`] after its display, else [`VALUE_BEGIN`];
+/// keyed, and `None` in a process without a key (where every line is protocol).
+pub fn value_mark_line(end: bool) -> Option<String> {
+    let key = line_key()?;
+    let line = if end { VALUE_END } else { VALUE_BEGIN };
+    Some(format!("{}\n", crate::key::keyed_with(Some(&key), line)))
 }
 
 /// What one line of the evaluation process's stdout is, read in order by a [`ValueReader`].

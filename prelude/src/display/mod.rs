@@ -35,3 +35,21 @@ pub use plain::{PlainDisplay, set_plain_format};
 pub(crate) use table::{html_table, text_table};
 pub use tensor::TensorDisplay;
 pub(crate) use tensor::{device_name, kind_name};
+
+/// Marks the start (`end` false) and the end of a cell's final value's display: the code the
+/// kernel generates for the value calls it around the value's `evcxr_display()`, so that the
+/// content blocks printed between the marks are read as the value's own rendering
+/// (`tchbook_wire::value`). Compiled here once rather than in every cell. Not for notebooks.
+///
+/// ```
+/// tchbook_prelude::display::__value_mark(false); // outside a kernel: writes nothing
+/// ```
+#[doc(hidden)]
+pub fn __value_mark(end: bool) {
+    use std::io::Write;
+    if let Some(line) = tchbook_wire::value::value_mark_line(end) {
+        let mut out = std::io::stdout().lock();
+        let _ = out.write_all(line.as_bytes());
+        let _ = out.flush();
+    }
+}

@@ -222,6 +222,11 @@ Panic detected. Here's some useful information if you're filing a bug report.
         self.eval_context.set_cell_runner(crate_name, function);
     }
 
+    /// tchbook patch: see `EvalContext::set_value_marks`.
+    pub fn set_value_marks(&mut self, crate_name: &str, function: &str) {
+        self.eval_context.set_value_marks(crate_name, function);
+    }
+
     /// tchbook patch: see `EvalContext::set_compiled_store`.
     pub fn set_compiled_store(&mut self, crate_name: &str, module: &str) {
         self.eval_context.set_compiled_store(crate_name, module);

@@ -106,6 +106,9 @@ pub(crate) struct Config {
     pub(crate) cell_runner: Option<tchbook::CellRunner>,
     /// tchbook patch: the compiled-once variable store (`tchbook::CompiledStore`).
     pub(crate) compiled_store: Option<tchbook::CompiledStore>,
+    /// tchbook patch: the compiled-once function that marks a final value's display
+    /// (`tchbook_wire::value`), with the crate it lives in.
+    pub(crate) value_marks: Option<tchbook::CellRunner>,
 }
 
 fn create_initial_config(tmpdir: PathBuf, subprocess_path: PathBuf) -> Result<Config> {
@@ -154,6 +157,7 @@ impl Config {
             build_envs: Default::default(),
             cell_runner: None,
             compiled_store: None,
+            value_marks: None,
         })
     }
 
@@ -623,6 +627,15 @@ impl EvalContext {
     /// tchbook patch: see `tchbook::CellRunner`.
     pub fn set_cell_runner(&mut self, crate_name: &str, function: &str) {
         self.committed_state.config.cell_runner = Some(tchbook::CellRunner {
+            crate_name: crate_name.to_owned(),
+            function: function.to_owned(),
+        });
+    }
+
+    /// tchbook patch: `function(end: bool)` marks the start and the end of a final value's
+    /// display (`tchbook_wire::value::display_code_through`), while `crate_name` is a dependency.
+    pub fn set_value_marks(&mut self, crate_name: &str, function: &str) {
+        self.committed_state.config.value_marks = Some(tchbook::CellRunner {
             crate_name: crate_name.to_owned(),
             function: function.to_owned(),
         });
@@ -1997,11 +2010,19 @@ impl ContextState {
                             // First we try calling .evcxr_display().
                             // tchbook patch: between keyed lines, after the value is computed,
                             // so that the blocks it prints are read as its own (change 17).
-                            CodeBlock::new()
-                                .generated(tchbook_wire::value::display_code().0)
-                                .with_segment(segment.clone())
-                                .generated(tchbook_wire::value::display_code().1)
-                                .code_string(),
+                            {
+                                let (before, after) = match self.value_marks() {
+                                    Some(marks) => {
+                                        tchbook_wire::value::display_code_through(&marks.function)
+                                    }
+                                    None => tchbook_wire::value::display_code(),
+                                };
+                                CodeBlock::new()
+                                    .generated(before)
+                                    .with_segment(segment.clone())
+                                    .generated(after)
+                                    .code_string()
+                            },
                             // If that fails, we try debug format.
                             if self.config.display_types {
                                 CodeBlock::new()

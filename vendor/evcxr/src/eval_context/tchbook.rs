@@ -331,6 +331,14 @@ impl ContextState {
         }
     }
 
+    /// tchbook patch: the final value's marks, while their crate is a dependency.
+    pub(super) fn value_marks(&self) -> Option<&CellRunner> {
+        self.config
+            .value_marks
+            .as_ref()
+            .filter(|marks| self.external_deps.contains_key(&marks.crate_name))
+    }
+
     /// tchbook patch: the runner, while its crate is a dependency.
     pub(super) fn cell_runner(&self) -> Option<&CellRunner> {
         self.config
