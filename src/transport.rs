@@ -2,9 +2,11 @@
 //!
 //! Each socket gets tasks of its own and the rest of the kernel sees only channels: a reader per
 //! ROUTER socket (shell, control, stdin) that verifies signatures and parses messages, a writer
-//! per ROUTER socket, the one task that owns iopub, and the heartbeat echo. A message that fails
-//! to parse, whose HMAC does not verify, or whose signature was seen before (a replay) is logged
-//! and dropped by its reader; nothing a client sends can end a reader.
+//! per ROUTER socket, the one task that owns iopub, and the heartbeat echo. A message whose
+//! frames or header fail to parse, whose HMAC does not verify, or whose signature was seen before
+//! (a replay) is logged and dropped by its reader; a signed message whose content cannot be read
+//! or does not fit its type arrives as an `UnknownMessage` of its type, so that it gets busy and
+//! idle (and a request an error reply). Nothing a client sends can end a reader.
 //!
 //! Signing is checked as jupyter_client's `Session` checks it: HMAC-SHA256 over the four JSON
 //! frames ([`check_signing`] refuses a connection file that asks for another scheme, or for no
@@ -373,7 +375,16 @@ fn parse(raw: RawMessage) -> Result<JupyterMessage, RuntimeError> {
         return Err(RuntimeError::InsufficientMessageParts(raw.jparts.len()));
     }
     let header: Header = serde_json::from_slice(&raw.jparts[0])?;
-    let mut content: Value = serde_json::from_slice(&raw.jparts[3])?;
+    // Content that is not readable JSON (nested deeper than the reader goes, not JSON at all)
+    // still makes a message of its type, with no content: the shell loop answers it with busy
+    // and idle, and a request with an error, rather than the front end waiting on silence.
+    let mut content: Value = match serde_json::from_slice(&raw.jparts[3]) {
+        Ok(content) => content,
+        Err(error) => {
+            tracing::warn!("{}: unreadable content: {error}", header.msg_type);
+            Value::Null
+        }
+    };
     if header.msg_type == "history_request"
         && let Value::Object(map) = &mut content
     {
@@ -394,7 +405,7 @@ fn parse(raw: RawMessage) -> Result<JupyterMessage, RuntimeError> {
     let content =
         match JupyterMessageContent::from_type_and_content(&header.msg_type, content.clone()) {
             Ok(content) => content,
-            Err(error) if header.msg_type.ends_with("_request") => {
+            Err(error) => {
                 tracing::warn!(
                     "{}: content does not fit its type: {error}",
                     header.msg_type
@@ -403,12 +414,6 @@ fn parse(raw: RawMessage) -> Result<JupyterMessage, RuntimeError> {
                     msg_type: header.msg_type.clone(),
                     content,
                 })
-            }
-            Err(error) => {
-                return Err(RuntimeError::ParseError {
-                    msg_type: header.msg_type,
-                    source: error,
-                });
             }
         };
     Ok(JupyterMessage {

@@ -233,3 +233,39 @@ async fn a_subscriber_that_stops_reading_holds_up_no_other_clients_output() {
     assert_eq!(run.stdout(), "42\n");
     drop(stalled);
 }
+
+/// A signed message whose content the kernel cannot read (nested deeper than its JSON reader
+/// goes) or that does not fit its type (a comm_msg without a comm id) still gets its busy and
+/// idle, as every shell message does; before, it was dropped and the front end saw nothing.
+#[tokio::test(flavor = "multi_thread")]
+async fn an_unreadable_comm_msg_gets_busy_and_idle_and_the_kernel_goes_on() {
+    use jupyter_protocol::{JupyterMessageContent, UnknownMessage};
+    let mut kernel = Kernel::start().await;
+    kernel.run_ok("let kept = 41;").await;
+    let mut deep = serde_json::json!(1);
+    for _ in 0..300 {
+        deep = serde_json::json!([deep]);
+    }
+    for content in [
+        serde_json::json!({"comm_id": "x", "data": {"method": "update", "state": {"value": deep}}}),
+        serde_json::json!({"data": {"method": "update"}}),
+    ] {
+        let sent = kernel
+            .send_shell(UnknownMessage {
+                msg_type: "comm_msg".into(),
+                content,
+            })
+            .await;
+        let iopub = kernel.iopub_until_idle(&sent.header.msg_id, REPLY).await;
+        let states: Vec<String> = iopub
+            .iter()
+            .filter_map(|m| match &m.content {
+                JupyterMessageContent::Status(s) => Some(format!("{:?}", s.execution_state)),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(states, ["Busy", "Idle"]);
+    }
+    let next = kernel.run_ok("kept + 1").await;
+    assert_eq!(next.result().as_deref(), Some("42"));
+}

@@ -136,3 +136,45 @@ async fn help_says_how_to_keep_a_process_running() {
     assert!(text.contains("setsid"), "{text}");
     assert!(text.contains("process_group(0)"), "{text}");
 }
+
+/// A kernel killed with SIGKILL cannot remove the directory of its panels socket; the next
+/// kernel of the same user removes it (and leaves a live kernel's alone).
+#[tokio::test(flavor = "multi_thread")]
+async fn a_killed_kernels_socket_directory_is_removed_by_the_next_kernel() {
+    // The directory a kernel serves its panels from: its evaluation process's socket's.
+    let socket_dir = |pid: i32| {
+        let environ = std::fs::read(format!("/proc/{pid}/environ")).unwrap_or_default();
+        environ
+            .split(|&b| b == 0)
+            .filter_map(|entry| entry.strip_prefix(b"TCHBOOK_PANELS_SOCKET="))
+            .map(|path| std::path::PathBuf::from(String::from_utf8_lossy(path).into_owned()))
+            .next()
+            .and_then(|socket| socket.parent().map(std::path::Path::to_path_buf))
+    };
+    let mut killed = Kernel::start().await;
+    killed.run_ok("1").await;
+    let pid = killed.pid();
+    let evaluation = children(pid);
+    let left = socket_dir(*evaluation.first().expect("an evaluation process")).expect("its socket");
+    assert!(left.is_dir(), "{}", left.display());
+    kill(pid);
+    assert!(
+        wait_until_gone(&[pid], Duration::from_secs(15))
+            .await
+            .is_empty()
+    );
+    assert!(
+        wait_until_gone(&evaluation, Duration::from_secs(15))
+            .await
+            .is_empty()
+    );
+    assert!(left.exists(), "SIGKILL leaves the directory behind");
+    let mut live = Kernel::start().await;
+    assert!(!left.exists(), "{} is still there", left.display());
+    live.run_ok("1").await;
+    let own = socket_dir(*children(live.pid()).first().expect("an evaluation process"));
+    assert!(
+        own.is_some_and(|dir| dir.is_dir()),
+        "the live kernel's own directory went"
+    );
+}

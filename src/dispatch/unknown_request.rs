@@ -14,7 +14,11 @@ pub(super) fn unknown_request(
     let content = unknown.reply(serde_json::json!({
         "status": "error",
         "ename": "UnknownMessageType",
-        "evalue": format!("tchbook does not handle {}", unknown.msg_type),
+        "evalue": format!(
+            "tchbook cannot handle this {}: its type is unknown, or its content cannot be read \
+             or does not fit the type (the kernel's log says which)",
+            unknown.msg_type
+        ),
         "traceback": [],
     }));
     Some(JupyterMessage::new(content, Some(message)))
