@@ -26,15 +26,16 @@ pub(super) fn interrupted() -> bool {
     INTERRUPTED.load(Ordering::SeqCst)
 }
 
-pub(super) fn install(signal: c_int, handler: extern "C" fn(c_int), flags: c_int) {
-    // SAFETY: a zeroed sigaction is valid; the handlers given here only store an atomic, or
-    // report a crash and abort.
+/// Installs `handler` for `signal` with `flags`; whether it took.
+pub(super) fn install(signal: c_int, handler: extern "C" fn(c_int), flags: c_int) -> bool {
+    // SAFETY: a zeroed sigaction is valid; the handlers given here only store an atomic, do
+    // nothing, or report a crash and abort.
     unsafe {
         let mut action: libc::sigaction = std::mem::zeroed();
         action.sa_sigaction = handler as *const () as usize;
         action.sa_flags = flags;
         libc::sigemptyset(&mut action.sa_mask);
-        libc::sigaction(signal, &action, std::ptr::null_mut());
+        libc::sigaction(signal, &action, std::ptr::null_mut()) == 0
     }
 }
 
@@ -44,7 +45,7 @@ pub(super) fn install_sigint_handler() {
     extern "C" fn on_sigint(_signal: c_int) {
         INTERRUPTED.store(true, Ordering::SeqCst);
     }
-    install(libc::SIGINT, on_sigint, libc::SA_RESTART);
+    let _ = install(libc::SIGINT, on_sigint, libc::SA_RESTART);
 }
 
 /// Held while a cell runs: its fds 1 and 2 as they were before it.

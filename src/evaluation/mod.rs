@@ -107,6 +107,6 @@ fn install_crash_handlers() {
         std::process::abort();
     }
     for signal in [libc::SIGSEGV, libc::SIGILL, libc::SIGBUS] {
-        guards::install(signal, on_crash, 0);
+        let _ = guards::install(signal, on_crash, 0);
     }
 }

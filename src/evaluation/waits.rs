@@ -63,16 +63,12 @@ pub extern "C" fn tchbook_interruptible_waits(pending: extern "C" fn() -> bool) 
     if receiver.is_err() {
         return 0;
     }
-    // SAFETY: a zeroed sigaction and sigset are valid; the handler does nothing; the mask
-    // change is this thread's own.
+    // No SA_RESTART: the blocking call returns EINTR.
+    if !super::guards::install(libc::SIGUSR2, on_wake, 0) {
+        return 0;
+    }
+    // SAFETY: a zeroed sigset is valid; the mask change is this thread's own.
     unsafe {
-        let mut action: libc::sigaction = std::mem::zeroed();
-        action.sa_sigaction = on_wake as *const () as usize;
-        action.sa_flags = 0; // no SA_RESTART: the blocking call returns EINTR
-        libc::sigemptyset(&mut action.sa_mask);
-        if libc::sigaction(libc::SIGUSR2, &action, std::ptr::null_mut()) != 0 {
-            return 0;
-        }
         let mut sigint: libc::sigset_t = std::mem::zeroed();
         libc::sigemptyset(&mut sigint);
         libc::sigaddset(&mut sigint, libc::SIGINT);

@@ -148,12 +148,18 @@ struct Open {
 pub struct ValueReader {
     in_value: bool,
     open: Option<Open>,
+    /// This process's key, read once at the reader's first line: it is read for every line a
+    /// cell prints, and the kernel sets it before anything runs.
+    key: Option<Option<String>>,
 }
 
 impl ValueReader {
     /// [`Self::line_with`] with this process's key ([`line_key`]).
     pub fn line<'a>(&mut self, line: &'a str) -> Read<'a> {
-        self.line_with(line_key().as_deref(), line)
+        let key = self.key.take().unwrap_or_else(line_key);
+        let read = self.line_with(key.as_deref(), line);
+        self.key = Some(key);
+        read
     }
 
     /// Reads `line` (without its newline), keyed with `key` when it is protocol.
