@@ -69,8 +69,16 @@ pub fn kernelspec(executable: &str, libtorch: Option<&Libtorch>) -> JupyterKerne
         .into(),
         display_name: "Rust (tchbook)".to_owned(),
         language: "rust".to_owned(),
-        // The bug icon, for JupyterLab's Variables panel (`debug_request`; no breakpoints).
-        metadata: Some(HashMap::from([("debugger".to_owned(), Value::Bool(true))])),
+        metadata: Some(HashMap::from([
+            // The bug icon, for JupyterLab's Variables panel (`debug_request`; no breakpoints).
+            ("debugger".to_owned(), Value::Bool(true)),
+            // CurveZMQ: a kernel manager with `transport_encryption` "auto" or "required"
+            // writes a key pair into the connection file, and every socket binds encrypted.
+            (
+                "supported_encryption".to_owned(),
+                Value::from(vec![Value::from("curve")]),
+            ),
+        ])),
         // Interrupts arrive as interrupt_request on control; SIGINT works too (see
         // DEVELOPERS.md), but a message also works when the kernel runs elsewhere.
         interrupt_mode: Some("message".to_owned()),

@@ -1,9 +1,10 @@
 //! tchbook: a Jupyter kernel for tensor notebooks in Rust, on evcxr and tch.
 //!
 //! Modules, each ignorant of the others' internals:
-//! - [`transport`]: the five ZeroMQ sockets (signing, the XPUB iopub with its welcome, the
-//!   heartbeat echo, the limits on what a client can make them hold). One task owns iopub;
-//!   everyone else sends to it through a channel.
+//! - [`transport`]: the connection file and the five ZeroMQ sockets (signing, CurveZMQ
+//!   encryption when the file holds keys, the XPUB iopub with its welcome, the heartbeat echo,
+//!   the limits on what a client can make them hold). One task owns iopub; everyone else sends
+//!   to it through a channel.
 //! - [`kernel`]: the wiring: a connection's sockets and the two loops on an engine
 //!   ([`kernel::serve`]), and the `tchbook kernel` process around them ([`kernel::run`]).
 //! - [`dispatch`]: one handler per message type, named after it; the shell loop (strictly one

@@ -347,7 +347,7 @@ async fn serve(info: ConnectionInfo, engine: FakeEngine) -> anyhow::Result<bool>
     // Never asked: the fake answers completions itself and has no hover sources.
     let unused = std::env::temp_dir().join(format!("tchbook-fake-{}", info.shell_port));
     let completer = Completer::new(&unused, None, "");
-    tchbook::kernel::serve(&info, engine, completer, facts()).await
+    tchbook::kernel::serve(&info.into(), engine, completer, facts()).await
 }
 
 /// Everything the in-process kernels logged (tracing is global to the test process).

@@ -310,6 +310,8 @@ def test_interrupt_stops_the_rust_cell_and_keeps_variables(bridged):
 def test_status_restart_and_a_fresh_kernel(bridged):
     status = bridged.text("status")
     assert re.search(r"^Rust kernel: running, pid \d+, tchbook \d", status, re.M), status
+    # Its ports are on loopback, which every user of the machine reaches: the bridge encrypts.
+    assert re.search(r"^connection file: .*\.json, encrypted \(CurveZMQ\)$", status, re.M), status
     assert bridged.text("restart") == "Rust kernel restarted\n"
     error = bridged.error("after-restart")
     assert error.ename == "CompilationError" and "greeting" in error.evalue, error

@@ -15,6 +15,7 @@ mod layer_scan;
 
 mod cache;
 mod completion;
+mod curve;
 mod display;
 mod download;
 mod execute;

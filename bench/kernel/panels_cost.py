@@ -11,16 +11,12 @@ variables). The notebook holds a few tensors, a var store, a Vec and numbers, as
 does. Run `tchbook install` first (a warm build cache).
 """
 
-import argparse
 import json
-import os
 import statistics
 import time
-from pathlib import Path
 
 import benchkernel
 
-ROOT = Path(__file__).resolve().parents[2]
 
 SETUP = """let x = Tensor::randn([64, 10], (Kind::Float, Device::Cpu));
 let images = Tensor::zeros([256, 3, 32, 32], (Kind::Float, Device::Cpu));
@@ -66,11 +62,7 @@ def run(client, code, panel, seq):
 
 
 def main():
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--binary", default=os.environ.get(
-        "TCHBOOK_BIN", str(ROOT / "target" / "release" / "tchbook")))
-    parser.add_argument("--reps", type=int, default=20)
-    args = parser.parse_args()
+    args = benchkernel.arguments()
 
     km, client = benchkernel.start(args.binary, {"debugger": True})
     try:

@@ -11,16 +11,12 @@ read from the same clock (CLOCK_REALTIME) on this machine. Run `tchbook install`
 build cache).
 """
 
-import argparse
 import json
-import os
 import statistics
 import time
-from pathlib import Path
 
 import benchkernel
 
-ROOT = Path(__file__).resolve().parents[2]
 
 SETUP = "let lr = IntSlider::new().min(0).max(1000).description(\"lr\");\nshow(&lr);"
 LOOP = """let mut seen = lr.value();
@@ -53,11 +49,7 @@ def until_idle(client, msg_id, seen=None):
 
 
 def main():
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--binary", default=os.environ.get(
-        "TCHBOOK_BIN", str(ROOT / "target" / "release" / "tchbook")))
-    parser.add_argument("--reps", type=int, default=20)
-    args = parser.parse_args()
+    args = benchkernel.arguments()
 
     km, client = benchkernel.start(args.binary)
     try:

@@ -9,8 +9,7 @@ use crate::completion::Completer;
 use crate::dispatch::{self, Facts, PanelsState, Shared, Shell};
 use crate::engine::{Engine, Evaluator, Interrupts};
 use crate::transport;
-use anyhow::{Context, Result};
-use jupyter_protocol::ConnectionInfo;
+use anyhow::Result;
 use std::path::Path;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -18,21 +17,15 @@ use tokio::signal::unix::{SignalKind, signal};
 
 mod setup;
 
-pub use setup::rustc_version;
+pub use crate::transport::{KernelConnection, read_connection_file};
 
-/// Reads the connection file Jupyter writes for a kernel (ports, key, signature scheme).
-pub fn read_connection_file(path: &Path) -> Result<ConnectionInfo> {
-    let text = std::fs::read_to_string(path)
-        .with_context(|| format!("reading the connection file {}", path.display()))?;
-    serde_json::from_str(&text)
-        .with_context(|| format!("parsing the connection file {}", path.display()))
-}
+pub use setup::rustc_version;
 
 /// Binds `connection`'s sockets and serves Jupyter with `engine` until a client asks for a
 /// shutdown (on control or shell). The evaluation process is gone by then; the sockets' tasks
 /// live on until the runtime ends. Returns whether the client asked for a restart.
 pub async fn serve<E: Evaluator>(
-    connection: &ConnectionInfo,
+    connection: &KernelConnection,
     engine: E,
     completer: Completer,
     facts: Facts,
@@ -74,7 +67,7 @@ pub fn run(connection_file: &Path, watch_parent: bool) -> Result<()> {
     let connection = read_connection_file(connection_file)?;
     // Before the set-up, which may build the cache for minutes: a refused connection file says
     // so at once.
-    transport::check_signing(&connection)?;
+    transport::check_signing(&connection.info)?;
     // Everything that writes the environment happens here, before any thread starts.
     // SAFETY: `main` calls `run` as the kernel process's whole work, with no thread started.
     let setup = unsafe { setup::setup() };
@@ -96,7 +89,7 @@ pub fn run(connection_file: &Path, watch_parent: bool) -> Result<()> {
 /// [`serve`] in the kernel process's own runtime, with SIGINT forwarded to the running cell
 /// and SIGTERM ending the kernel.
 fn serve_process(
-    connection: &ConnectionInfo,
+    connection: &KernelConnection,
     engine: Engine,
     completer: Completer,
     facts: Facts,

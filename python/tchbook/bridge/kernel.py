@@ -12,6 +12,7 @@ import time
 import uuid
 from pathlib import Path
 
+import zmq
 from jupyter_client.kernelspec import KernelSpec, KernelSpecManager
 from jupyter_client.manager import KernelManager
 from jupyter_core.paths import jupyter_runtime_dir
@@ -26,6 +27,14 @@ from .widgets import CommRelay
 # kernel_info is answered in ~0.2 s; the first cell, not the start, waits for the prelude.
 START_TIMEOUT_S = 60
 SPEC_NAME = "tchbook-bridge"
+
+def _encryption() -> dict:
+    """The channel to the Rust kernel is encrypted (CurveZMQ) wherever this jupyter_client (8.10
+    and later) and pyzmq can: its ports are on loopback, which every user of a shared machine can
+    reach. Older ones (hosted runtimes pin their own) start it unencrypted, as before."""
+    if "transport_encryption" in KernelManager.class_trait_names() and zmq.has("curve"):
+        return {"transport_encryption": "auto"}
+    return {}
 
 
 class _OneSpec(KernelSpecManager):
@@ -65,8 +74,10 @@ class RustKernel:
         exe = binary()
         spec = KernelSpec(argv=[exe, "kernel", "--connection-file", "{connection_file}"],
                           display_name="Rust (tchbook, %%rust)", language="rust",
-                          interrupt_mode="message", env={})
-        km = KernelManager(kernel_name=SPEC_NAME, kernel_spec_manager=_OneSpec(spec))
+                          interrupt_mode="message", env={},
+                          metadata={"supported_encryption": ["curve"]})
+        km = KernelManager(kernel_name=SPEC_NAME, kernel_spec_manager=_OneSpec(spec),
+                           **_encryption())
         # The Rust kernel works where the Python kernel works (relative paths such as data/ are the
         # notebook's) and links the libtorch of this Python's torch.
         env = kernel_env()
@@ -171,7 +182,9 @@ class RustKernel:
             f"binary: {self.km.kernel_spec.argv[0]}",
             f"libtorch: {self.libtorch or 'not found in this Python (the kernel looks on PATH)'}",
             f"cells run: {self.cells}; up {time.monotonic() - self.started:.0f} s",
-            f"connection file: {self.km.connection_file}",
+            f"connection file: {self.km.connection_file}, "
+            + ("encrypted (CurveZMQ)" if getattr(self.km, "curve_publickey", None)
+               else "not encrypted"),
             f"the Rust kernel's log: {self.log_path}",
         ]
         return "\n".join(lines)

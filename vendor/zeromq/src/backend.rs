@@ -121,7 +121,7 @@ impl GenericSocketBackend {
                     Message::Greeting(_) => {
                         return Err(ZmqError::Socket("Sending greeting is not supported"))
                     }
-                    Message::Command(_) => {
+                    Message::Command(_) | Message::Mechanism(_) => {
                         return Err(ZmqError::Socket("Sending commands is not supported"))
                     }
                     Message::Message(m) => {

@@ -3,6 +3,7 @@
 mod async_rt;
 mod backend;
 mod codec;
+mod curve;
 mod dealer;
 mod endpoint;
 mod error;
@@ -196,6 +197,9 @@ pub mod __bench {
     }
 }
 
+pub use crate::curve::{
+    z85_decode_key, z85_encode_key, CurveKeyPair, CURVE_KEY_SIZE, CURVE_KEY_Z85_SIZE,
+};
 pub use crate::dealer::*;
 pub use crate::endpoint::{Endpoint, Host, Transport, TryIntoEndpoint};
 pub use crate::error::{ZmqError, ZmqResult};
@@ -355,7 +359,12 @@ pub struct SocketOptions {
     pub(crate) read_buffer_short_reads: usize,
     pub(crate) max_message_size: Option<usize>,
     pub(crate) send_high_water_mark: usize,
+    pub(crate) mechanism: curve::Mechanism,
+    pub(crate) handshake_timeout: Option<Duration>,
 }
+
+/// How long an accepted peer has to complete its handshake, as libzmq's `ZMQ_HANDSHAKE_IVL`.
+pub const DEFAULT_HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(30);
 
 impl Default for SocketOptions {
     fn default() -> Self {
@@ -367,6 +376,8 @@ impl Default for SocketOptions {
             read_buffer_short_reads: 2,
             max_message_size: None,
             send_high_water_mark: 1000,
+            mechanism: curve::Mechanism::Null,
+            handshake_timeout: Some(DEFAULT_HANDSHAKE_TIMEOUT),
         }
     }
 }
@@ -453,6 +464,41 @@ impl SocketOptions {
         self
     }
 
+    /// Makes the socket a CurveZMQ server (RFC 26) with the long-term key pair `keys`, as
+    /// libzmq's `ZMQ_CURVE_SERVER` with `ZMQ_CURVE_SECRETKEY`: only a client that knows the
+    /// public key completes the handshake, and every frame after it is encrypted and
+    /// authenticated with keys made for that connection. The socket's peers must use CURVE
+    /// too; a NULL peer is refused. (Like libzmq without a ZAP handler, any client key is
+    /// accepted.)
+    ///
+    /// ```
+    /// use zeromq::{CurveKeyPair, RouterSocket, Socket, SocketOptions};
+    ///
+    /// let keys = CurveKeyPair::generate();
+    /// let mut options = SocketOptions::default();
+    /// options.curve_server(keys);
+    /// let socket = RouterSocket::with_options(options);
+    /// ```
+    pub fn curve_server(&mut self, keys: CurveKeyPair) -> &mut Self {
+        self.mechanism = curve::Mechanism::CurveServer(keys);
+        self
+    }
+
+    /// Makes the socket a CurveZMQ client of the server whose public key is `server`, with its
+    /// own long-term key pair `keys`, as libzmq's `ZMQ_CURVE_SERVERKEY`, `ZMQ_CURVE_PUBLICKEY`
+    /// and `ZMQ_CURVE_SECRETKEY`.
+    pub fn curve_client(&mut self, server: [u8; CURVE_KEY_SIZE], keys: CurveKeyPair) -> &mut Self {
+        self.mechanism = curve::Mechanism::CurveClient { server, keys };
+        self
+    }
+
+    /// How long an accepted peer may take from connecting to the end of its handshake before
+    /// it is disconnected (default 30 s, as libzmq's `ZMQ_HANDSHAKE_IVL`); `None` waits forever.
+    pub fn handshake_timeout(&mut self, timeout: Option<Duration>) -> &mut Self {
+        self.handshake_timeout = timeout;
+        self
+    }
+
     pub fn peer_identity(&mut self, peer_id: PeerIdentity) -> &mut Self {
         self.peer_id = Some(peer_id);
         self
@@ -525,9 +571,12 @@ where
         let backend = callback_backend.clone();
         async move {
             let result = match result {
-                Ok((io, endpoint)) => util::peer_connected(io, backend.clone())
-                    .await
-                    .map(|peer_id| (endpoint, peer_id)),
+                Ok((io, endpoint)) => {
+                    let timeout = backend.socket_options().handshake_timeout;
+                    util::run_with_timeout(timeout, util::peer_connected(io, backend.clone()))
+                        .await
+                        .map(|peer_id| (endpoint, peer_id))
+                }
                 Err(error) => Err(error),
             };
 

@@ -177,7 +177,7 @@ impl SocketRecv for RepSocket {
                         self.current_request = Some(peer_id);
                         return Ok(data);
                     }
-                    Message::Greeting(_) | Message::Command(_) => {
+                    Message::Greeting(_) | Message::Command(_) | Message::Mechanism(_) => {
                         // Ignore non-message frames. REP sockets should only process actual messages.
                     }
                 },

@@ -1,4 +1,5 @@
 use crate::codec::{CodecResult, FramedIo, ZmqFramedRead};
+use crate::curve::Mechanism;
 use crate::*;
 
 use bytes::Bytes;
@@ -132,17 +133,62 @@ fn negotiate_version(greeting: Message) -> ZmqResult<ZmtpVersion> {
     }
 }
 
-pub(crate) async fn greet_exchange(raw_socket: &mut FramedIo) -> ZmqResult<ZmtpVersion> {
+pub(crate) async fn greet_exchange(
+    raw_socket: &mut FramedIo,
+    mechanism: &Mechanism,
+) -> ZmqResult<ZmtpVersion> {
+    let (ours, as_server) = mechanism.greeting();
     raw_socket
         .write_half
-        .send(Message::Greeting(ZmqGreeting::default()))
+        .send(Message::Greeting(ZmqGreeting {
+            mechanism: ours,
+            as_server,
+            ..ZmqGreeting::default()
+        }))
         .await?;
 
     let greeting = match raw_socket.read_half.next().await {
         Some(message) => message?,
         None => return Err(ZmqError::Other("Failed Greeting exchange")),
     };
+    // RFC 23: both peers use the same mechanism, or the connection ends.
+    if let Message::Greeting(peer) = &greeting {
+        if peer.mechanism.as_str() != ours.as_str() {
+            log::warn!(
+                "refused a peer that greeted with the {} mechanism; this socket uses {}",
+                peer.mechanism,
+                ours
+            );
+            return Err(ZmqError::Codec(crate::codec::CodecError::Mechanism(
+                "the peer uses another security mechanism",
+            )));
+        }
+    }
     negotiate_version(greeting)
+}
+
+/// The peer's identity, from the metadata of its READY (or CURVE INITIATE or READY), once its
+/// socket type is one `socket_type` works with.
+fn peer_from_properties(
+    socket_type: SocketType,
+    properties: &HashMap<String, Bytes>,
+) -> ZmqResult<PeerIdentity> {
+    let other_sock_type = match properties.get("Socket-Type") {
+        Some(s) => SocketType::try_from(&s[..])?,
+        None => Err(ZmqError::Other("Failed to parse other socket type"))?,
+    };
+    let peer_id = properties
+        .get("Identity")
+        .map(|x| x.clone().try_into())
+        .transpose()?
+        .unwrap_or_default();
+    if socket_type.compatible(other_sock_type) {
+        Ok(peer_id)
+    } else {
+        Err(ZmqError::Other(
+            "Provided sockets combination is not compatible",
+        ))
+    }
 }
 
 pub(crate) async fn ready_exchange(
@@ -159,27 +205,7 @@ pub(crate) async fn ready_exchange(
     let ready_repl: Option<CodecResult<Message>> = raw_socket.read_half.next().await;
     match ready_repl {
         Some(Ok(Message::Command(command))) => match command.name {
-            ZmqCommandName::READY => {
-                let other_sock_type = match command.properties.get("Socket-Type") {
-                    Some(s) => SocketType::try_from(&s[..])?,
-                    None => Err(ZmqError::Other("Failed to parse other socket type"))?,
-                };
-
-                let peer_id = command
-                    .properties
-                    .get("Identity")
-                    .map(|x| x.clone().try_into())
-                    .transpose()?
-                    .unwrap_or_default();
-
-                if socket_type.compatible(other_sock_type) {
-                    Ok(peer_id)
-                } else {
-                    Err(ZmqError::Other(
-                        "Provided sockets combination is not compatible",
-                    ))
-                }
-            }
+            ZmqCommandName::READY => peer_from_properties(socket_type, &command.properties),
         },
         Some(Ok(_)) => Err(ZmqError::Other("Failed to confirm ready state")),
         Some(Err(e)) => Err(e.into()),
@@ -200,14 +226,21 @@ pub(crate) async fn peer_handshake(
     raw_socket: &mut FramedIo,
     backend: Arc<dyn MultiPeerBackend>,
 ) -> ZmqResult<PeerIdentity> {
-    greet_exchange(raw_socket).await?;
+    let options = backend.socket_options();
+    greet_exchange(raw_socket, &options.mechanism).await?;
     let mut props = None;
-    if let Some(identity) = &backend.socket_options().peer_id {
+    if let Some(identity) = &options.peer_id {
         let mut connect_ops = HashMap::new();
         connect_ops.insert("Identity".to_string(), identity.clone().into());
         props = Some(connect_ops);
     }
-    ready_exchange(raw_socket, backend.socket_type(), props).await
+    let socket_type = backend.socket_type();
+    let mut metadata = props.clone().unwrap_or_default();
+    metadata.insert("Socket-Type".into(), socket_type.as_str().into());
+    match options.mechanism.handshake(raw_socket, &metadata).await {
+        Some(properties) => peer_from_properties(socket_type, &properties?),
+        None => ready_exchange(raw_socket, socket_type, props).await,
+    }
 }
 
 pub(crate) async fn run_with_timeout<T, F>(duration: Option<Duration>, future: F) -> ZmqResult<T>

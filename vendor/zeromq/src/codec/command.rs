@@ -73,36 +73,52 @@ impl TryFrom<Bytes> for ZmqCommand {
             _ => return Err(CodecError::Command("Unknown command received")),
         };
         buf.advance(command_len);
-        let mut properties = HashMap::new();
-
-        while !buf.is_empty() {
-            // Collect command properties
-            let prop_len = buf.get_u8() as usize;
-            if buf.len() < prop_len {
-                return Err(CodecError::Decode("Property name exceeds frame length"));
-            }
-
-            let property = match String::from_utf8(buf.split_to(prop_len).to_vec()) {
-                Ok(p) => p,
-                Err(_) => return Err(CodecError::Decode("Invalid property identifier")),
-            };
-
-            if buf.len() < 4 {
-                return Err(CodecError::Decode("Missing property value length"));
-            }
-
-            let prop_val_len = buf.get_u32() as usize;
-            if buf.len() < prop_val_len {
-                return Err(CodecError::Decode("Property value exceeds frame length"));
-            }
-
-            let prop_value = buf.split_to(prop_val_len);
-            properties.insert(property, prop_value);
-        }
         Ok(Self {
             name: command,
-            properties,
+            properties: decode_properties(buf)?,
         })
+    }
+}
+
+/// The metadata of a READY command (or of CurveZMQ's INITIATE and READY boxes): properties,
+/// each a name of at most 255 bytes and a value with a 4-byte length.
+pub(crate) fn decode_properties(mut buf: Bytes) -> Result<HashMap<String, Bytes>, CodecError> {
+    let mut properties = HashMap::new();
+
+    while !buf.is_empty() {
+        // Collect command properties
+        let prop_len = buf.get_u8() as usize;
+        if buf.len() < prop_len {
+            return Err(CodecError::Decode("Property name exceeds frame length"));
+        }
+
+        let property = match String::from_utf8(buf.split_to(prop_len).to_vec()) {
+            Ok(p) => p,
+            Err(_) => return Err(CodecError::Decode("Invalid property identifier")),
+        };
+
+        if buf.len() < 4 {
+            return Err(CodecError::Decode("Missing property value length"));
+        }
+
+        let prop_val_len = buf.get_u32() as usize;
+        if buf.len() < prop_val_len {
+            return Err(CodecError::Decode("Property value exceeds frame length"));
+        }
+
+        let prop_value = buf.split_to(prop_val_len);
+        properties.insert(property, prop_value);
+    }
+    Ok(properties)
+}
+
+/// Writes `properties` as [`decode_properties`] reads them.
+pub(crate) fn encode_properties(properties: &HashMap<String, Bytes>, bytes: &mut BytesMut) {
+    for (prop, val) in properties.iter() {
+        bytes.put_u8(prop.len() as u8);
+        bytes.extend_from_slice(prop.as_ref());
+        bytes.put_u32(val.len() as u32);
+        bytes.extend_from_slice(val.as_ref());
     }
 }
 
@@ -131,12 +147,7 @@ impl From<ZmqCommand> for BytesMut {
         };
         bytes.put_u8(command_name.len() as u8);
         bytes.extend_from_slice(command_name.as_ref());
-        for (prop, val) in command.properties.iter() {
-            bytes.put_u8(prop.len() as u8);
-            bytes.extend_from_slice(prop.as_ref());
-            bytes.put_u32(val.len() as u32);
-            bytes.extend_from_slice(val.as_ref());
-        }
+        encode_properties(&command.properties, &mut bytes);
         bytes
     }
 }

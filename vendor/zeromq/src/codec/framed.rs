@@ -49,6 +49,16 @@ impl ZmqFramedRead {
         }
     }
 
+    /// Command frames from here are a security handshake's ([`Message::Mechanism`]).
+    pub(crate) fn read_mechanism_commands(&mut self) {
+        self.codec.read_mechanism_commands();
+    }
+
+    /// The end of a CURVE handshake: every frame from here is a boxed MESSAGE.
+    pub(crate) fn open_with(&mut self, opener: crate::curve::Opener) {
+        self.codec.open_with(opener);
+    }
+
     fn poll_read_into_buffer(
         &mut self,
         cx: &mut Context<'_>,

@@ -8,12 +8,13 @@ mod greeting;
 pub(crate) mod mechanism;
 mod zmq_codec;
 
-pub(crate) use command::{ZmqCommand, ZmqCommandName};
+pub(crate) use command::{decode_properties, encode_properties, ZmqCommand, ZmqCommandName};
 pub use error::CodecError;
 pub(crate) use error::CodecResult;
 pub use framed::ZmqFramedRead;
 pub(crate) use framed::{FrameableWrite, FramedIo, ZmqFramedWrite};
 pub(crate) use greeting::{ZmqGreeting, ZmtpVersion};
+pub(crate) use mechanism::ZmqMechanism;
 pub use zmq_codec::ZmqCodec;
 
 use crate::message::ZmqMessage;
@@ -24,4 +25,7 @@ pub enum Message {
     Greeting(ZmqGreeting),
     Command(ZmqCommand),
     Message(ZmqMessage),
+    /// A command frame of a security handshake (CurveZMQ's HELLO, WELCOME, INITIATE, READY,
+    /// ERROR), as its bytes: the mechanism reads and writes it.
+    Mechanism(bytes::Bytes),
 }

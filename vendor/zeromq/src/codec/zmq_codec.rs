@@ -2,10 +2,11 @@ use super::command::ZmqCommand;
 use super::error::CodecError;
 use super::greeting::ZmqGreeting;
 use super::Message;
+use crate::curve::{Opener, Sealer, MESSAGE_OVERHEAD};
 use crate::{SocketOptions, ZmqMessage};
 
 use asynchronous_codec::{Decoder, Encoder};
-use bytes::{Buf, Bytes, BytesMut};
+use bytes::{Buf, BufMut, Bytes, BytesMut};
 
 use std::convert::TryFrom;
 
@@ -29,7 +30,6 @@ enum DecoderState {
     Frame(Frame),
 }
 
-#[derive(Debug)]
 pub struct ZmqCodec {
     state: DecoderState,
     waiting_for: usize, // Number of bytes needed to decode frame
@@ -41,6 +41,24 @@ pub struct ZmqCodec {
     buffered_len: usize,
     max_message_size: usize,
     max_read_chunk_size: usize,
+    // During a security handshake, command frames are the mechanism's, read as bytes.
+    mechanism_commands: bool,
+    // After a CURVE handshake: every frame is a MESSAGE, boxed and unboxed with the session key.
+    opener: Option<Opener>,
+    sealer: Option<Sealer>,
+}
+
+impl std::fmt::Debug for ZmqCodec {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ZmqCodec")
+            .field("state", &self.state)
+            .field("waiting_for", &self.waiting_for)
+            .field(
+                "encrypted",
+                &(self.opener.is_some() || self.sealer.is_some()),
+            )
+            .finish_non_exhaustive()
+    }
 }
 
 impl ZmqCodec {
@@ -56,7 +74,79 @@ impl ZmqCodec {
             buffered_len: 0,
             max_message_size: options.max_message_size.unwrap_or(usize::MAX),
             max_read_chunk_size: options.read_buffer_max_size,
+            mechanism_commands: false,
+            opener: None,
+            sealer: None,
         }
+    }
+
+    /// From now on, command frames are a security handshake's, yielded as
+    /// [`Message::Mechanism`].
+    pub(crate) fn read_mechanism_commands(&mut self) {
+        self.mechanism_commands = true;
+    }
+
+    /// The end of a CURVE handshake, on the reading side: every frame from here is a MESSAGE.
+    pub(crate) fn open_with(&mut self, opener: Opener) {
+        self.mechanism_commands = false;
+        self.opener = Some(opener);
+    }
+
+    /// The end of a CURVE handshake, on the writing side: every frame from here is boxed.
+    pub(crate) fn seal_with(&mut self, sealer: Sealer) {
+        self.sealer = Some(sealer);
+    }
+
+    /// Adds one frame's data to the message being read; the whole message once it is complete.
+    fn push_frame(&mut self, data: Bytes, more: bool) -> Option<Message> {
+        self.buffered_len += data.len();
+        match &mut self.buffered_message {
+            Some(v) => v.push_back(data),
+            None => self.buffered_message = Some(ZmqMessage::from(data)),
+        }
+        if more {
+            return None;
+        }
+        self.buffered_len = 0;
+        // Quoth the Raven “Nevermore.”
+        Some(Message::Message(
+            self.buffered_message
+                .take()
+                .expect("Corrupted decoder state"),
+        ))
+    }
+
+    /// A whole frame read (its header told whether it is a `command` and has `more`).
+    fn decode_frame(
+        &mut self,
+        data: BytesMut,
+        command: bool,
+        more: bool,
+    ) -> Result<Option<Message>, CodecError> {
+        if command {
+            if self.opener.is_some() {
+                return Err(CodecError::Decode(
+                    "a command frame after the CURVE handshake (commands travel boxed)",
+                ));
+            }
+            if self.mechanism_commands {
+                return Ok(Some(Message::Mechanism(data.freeze())));
+            }
+            return Ok(Some(Message::Command(ZmqCommand::try_from(data.freeze())?)));
+        }
+        if self.mechanism_commands {
+            return Err(CodecError::Decode(
+                "a message before the security handshake was complete",
+            ));
+        }
+        let Some(opener) = &mut self.opener else {
+            return Ok(self.push_frame(data.freeze(), more));
+        };
+        let opened = opener.open(data)?;
+        if opened.command {
+            return Ok(Some(Message::Command(ZmqCommand::try_from(opened.data)?)));
+        }
+        Ok(self.push_frame(opened.data, opened.more))
     }
 
     /// Returns the minimum additional bytes needed before decode can progress.
@@ -139,8 +229,18 @@ impl Decoder for ZmqCodec {
                         log::warn!("Refused a {frame_len}-byte command frame from a peer");
                         return Err(CodecError::Decode("Command frame exceeds maximum size"));
                     }
+                    // A boxed frame carries its data with a fixed overhead.
+                    let overhead = if self.opener.is_some() {
+                        MESSAGE_OVERHEAD
+                    } else {
+                        0
+                    };
                     if !frame.command
-                        && frame_len > self.max_message_size.saturating_sub(self.buffered_len)
+                        && frame_len
+                            > self
+                                .max_message_size
+                                .saturating_sub(self.buffered_len)
+                                .saturating_add(overhead)
                     {
                         log::warn!(
                             "Refused a {frame_len}-byte frame from a peer after {} bytes of its \
@@ -157,25 +257,8 @@ impl Decoder for ZmqCodec {
                     let data = src.split_to(self.waiting_for);
                     self.state = DecoderState::FrameHeader;
                     self.waiting_for = 1;
-                    if frame.command {
-                        return Ok(Some(Message::Command(ZmqCommand::try_from(data.freeze())?)));
-                    }
-
-                    // process incoming message frame
-                    self.buffered_len += data.len();
-                    match &mut self.buffered_message {
-                        Some(v) => v.push_back(data.freeze()),
-                        None => self.buffered_message = Some(ZmqMessage::from(data.freeze())),
-                    }
-
-                    if !frame.more {
-                        self.buffered_len = 0;
-                        // Quoth the Raven “Nevermore.”
-                        return Ok(Some(Message::Message(
-                            self.buffered_message
-                                .take()
-                                .expect("Corrupted decoder state"),
-                        )));
+                    if let Some(message) = self.decode_frame(data, frame.command, frame.more)? {
+                        return Ok(Some(message));
                     }
                 }
             }
@@ -211,6 +294,23 @@ impl Encoder for ZmqCodec {
         match message {
             Message::Greeting(payload) => dst.unsplit(payload.into()),
             Message::Command(command) => dst.unsplit(command.into()),
+            Message::Mechanism(command) => {
+                if command.len() > 255 {
+                    dst.put_u8(0b0000_0110);
+                    dst.put_u64(command.len() as u64);
+                } else {
+                    dst.put_u8(0b0000_0100);
+                    dst.put_u8(command.len() as u8);
+                }
+                dst.extend_from_slice(&command);
+            }
+            Message::Message(message) if self.sealer.is_some() => {
+                let sealer = self.sealer.as_mut().expect("checked");
+                let last_element = message.len() - 1;
+                for (idx, part) in message.iter().enumerate() {
+                    sealer.seal(part, idx != last_element, dst)?;
+                }
+            }
             Message::Message(message) => {
                 let last_element = message.len() - 1;
                 for (idx, part) in message.iter().enumerate() {

@@ -35,7 +35,11 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use tokio::sync::Notify;
 use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender, unbounded_channel};
-use zeromq::{Socket, SocketOptions, SocketRecv, SocketSend};
+use zeromq::{CurveKeyPair, Socket, SocketOptions, SocketRecv, SocketSend};
+
+mod connection;
+
+pub use connection::{KernelConnection, read_connection_file};
 
 /// The largest message, all frames together, that any socket takes from a client, unless
 /// `TCHBOOK_MAX_MESSAGE_SIZE` gives another number of bytes. Far above anything a front end
@@ -218,17 +222,27 @@ fn max_message_size() -> usize {
     }
 }
 
-/// A socket of type `S` bound to `endpoint`, taking messages of at most `max_message_size`.
-/// jupyter-zmq-client's `create_kernel_*_connection` make theirs with zeromq's default options,
-/// which accept any length.
+/// How every socket of a kernel is made: the message size limit, and the CURVE server key pair
+/// of an encrypted kernel.
+struct Binding<'a> {
+    max_message_size: usize,
+    curve: Option<&'a CurveKeyPair>,
+}
+
+/// A socket of type `S` bound to `endpoint`, taking messages of at most `max_message_size`,
+/// a CURVE server when the kernel has keys. jupyter-zmq-client's `create_kernel_*_connection`
+/// make theirs with zeromq's default options, which accept any length and only NULL.
 async fn bind_socket<S: Socket>(
     name: &str,
     endpoint: &str,
-    max_message_size: usize,
+    binding: &Binding<'_>,
     configure: impl FnOnce(&mut SocketOptions),
 ) -> Result<S> {
     let mut options = SocketOptions::default();
-    options.max_message_size(Some(max_message_size));
+    options.max_message_size(Some(binding.max_message_size));
+    if let Some(keys) = binding.curve {
+        options.curve_server(keys.clone());
+    }
     configure(&mut options);
     let mut socket = S::with_options(options);
     socket
@@ -239,20 +253,30 @@ async fn bind_socket<S: Socket>(
 }
 
 /// Binds all sockets of `info` and starts their tasks.
-pub async fn bind(info: &ConnectionInfo, session_id: &str) -> Result<Sockets> {
+pub async fn bind(connection: &KernelConnection, session_id: &str) -> Result<Sockets> {
+    let info = &connection.info;
     check_signing(info)?;
-    let max = max_message_size();
-    let iopub = bind_socket("iopub", &info.iopub_url(), max, |options| {
+    let binding = &Binding {
+        max_message_size: max_message_size(),
+        curve: connection.curve.as_ref(),
+    };
+    if let Some(keys) = binding.curve {
+        tracing::info!(
+            "transport encryption: every socket is a CURVE server with public key {}",
+            keys.public_z85()
+        );
+    }
+    let iopub = bind_socket("iopub", &info.iopub_url(), binding, |options| {
         options.send_high_water_mark(SUBSCRIBER_QUEUE);
     })
     .await?;
     let iopub = Connection::new(iopub, &info.key, session_id);
     let signed = |socket| Connection::new(socket, &info.key, session_id);
-    let shell = signed(bind_socket("shell", &info.shell_url(), max, |_| {}).await?);
-    let control = signed(bind_socket("control", &info.control_url(), max, |_| {}).await?);
-    let stdin = signed(bind_socket("stdin", &info.stdin_url(), max, |_| {}).await?);
+    let shell = signed(bind_socket("shell", &info.shell_url(), binding, |_| {}).await?);
+    let control = signed(bind_socket("control", &info.control_url(), binding, |_| {}).await?);
+    let stdin = signed(bind_socket("stdin", &info.stdin_url(), binding, |_| {}).await?);
     let heartbeat: zeromq::RepSocket =
-        bind_socket("heartbeat", &info.hb_url(), max, |_| {}).await?;
+        bind_socket("heartbeat", &info.hb_url(), binding, |_| {}).await?;
 
     let (iopub_tx, iopub_rx) = unbounded_channel();
     let backlog = Arc::new(Backlog::default());
