@@ -237,8 +237,10 @@ def test_a_closed_response_port_ends_the_launch_at_once(tmp_path):
 
 def test_gateway_provisioners_distributed_provisioner(gateway, tmp_path):
     """The same kernelspec under jupyter_client 8 with gateway_provisioners (what Jupyter Server
-    and Kernel Gateway run): its response manager decodes our reply, its interrupt reaches the
-    cell over the communication port, and shutdown leaves nothing."""
+    and Kernel Gateway run), with transport encryption required: its response manager decodes
+    our reply, with the CurveZMQ keys the launcher made, the client reaches the kernel through
+    them, its interrupt reaches the cell over the communication port, and shutdown leaves
+    nothing. (Enterprise Gateway 3.3, above, fills no `{transport_encryption}`: unencrypted.)"""
     script = f"""
 import asyncio, json, os, sys
 from jupyter_client.manager import AsyncKernelManager
@@ -247,11 +249,12 @@ def print_nothing(msg):
     pass
 
 async def main():
-    km = AsyncKernelManager(kernel_name="tchbook_distributed")
+    km = AsyncKernelManager(kernel_name="tchbook_distributed", transport_encryption="required")
     await km.start_kernel()
     kc = km.client()
     kc.start_channels()
     await kc.wait_for_ready(timeout=120)
+    encrypted = km.curve_publickey is not None
     first = await kc.execute_interactive("let kept = 7; kept", timeout={CELL_TIMEOUT}, output_hook=print_nothing)
     msg_id = kc.execute("loop {{ tchbook_prelude::interrupt::check(); "
                         "std::thread::sleep(std::time::Duration::from_millis(20)); }}")
@@ -264,7 +267,8 @@ async def main():
     kept = await kc.execute_interactive("kept * 6", timeout={CELL_TIMEOUT}, output_hook=print_nothing)
     kc.stop_channels()
     await km.shutdown_kernel()
-    print(json.dumps({{"first": first["content"]["status"],
+    print(json.dumps({{"encrypted": encrypted,
+                      "first": first["content"]["status"],
                       "interrupted": reply["content"].get("ename"),
                       "kept": kept["content"]["status"], "kernel_id": km.kernel_id}}))
 
@@ -285,7 +289,7 @@ asyncio.run(main())
     )
     assert result.returncode == 0, result.stderr[-4000:]
     outcome = json.loads(result.stdout.strip().splitlines()[-1])
-    assert outcome["first"] == "ok" and outcome["kept"] == "ok", outcome
+    assert outcome["encrypted"] and outcome["first"] == "ok" and outcome["kept"] == "ok", outcome
     assert outcome["interrupted"] == "KeyboardInterrupt", outcome
     assert not wait_until_gone(harness.processes_of_kernel(outcome["kernel_id"]))
 

@@ -5,8 +5,9 @@
 //! passes every launcher (`--kernel-class-name`, `--spark-context-initialization-mode`,
 //! `--cluster-type`). In a kernel pod or container there is no argv at all: the pod-launching
 //! script hands the same four values over in the environment (`KERNEL_ID`, `PORT_RANGE`,
-//! `RESPONSE_ADDRESS`, `PUBLIC_KEY`), which is what the launchers' bootstrap scripts read.
-//! Each value comes from its flag, else from that variable.
+//! `RESPONSE_ADDRESS`, `PUBLIC_KEY`, and `TRANSPORT_ENCRYPTION` from gateway_provisioners), which
+//! is what the launchers' bootstrap scripts read. Each value comes from its flag, else from that
+//! variable.
 
 use anyhow::{Result, bail};
 use clap::Args;
@@ -41,9 +42,10 @@ pub struct LaunchArgs {
     /// gateway replaces it with the host it launched on when it connects.
     #[arg(long, default_value = "0.0.0.0", value_name = "IP")]
     pub ip: String,
-    /// CurveZMQ policy from gateway_provisioners (`auto`, `required`, `disabled`): tchbook's
-    /// sockets do not do CurveZMQ, so `required` is refused and `auto` goes unencrypted, as
-    /// the Python launcher does without support for it.
+    /// CurveZMQ policy from gateway_provisioners (`auto` or `required`: the launcher makes a
+    /// key pair, sends it with the connection information and binds every socket encrypted;
+    /// `disabled`, empty or left unfilled by the gateway: no encryption)
+    /// (default: $TRANSPORT_ENCRYPTION).
     #[arg(long, value_name = "POLICY")]
     pub transport_encryption: Option<String>,
     /// Accepted for the gateways' sake and ignored (an ipykernel class name).
@@ -70,6 +72,8 @@ pub struct LaunchRequest {
     pub public_key: String,
     pub port_range: Option<String>,
     pub ip: String,
+    /// Whether the gateway asked for CurveZMQ keys.
+    pub encrypted: bool,
 }
 
 impl LaunchArgs {
@@ -89,14 +93,17 @@ impl LaunchArgs {
                  a kernel yourself use `tchbook kernel --connection-file FILE`"
             ),
         };
-        if let Some(policy) = &self.transport_encryption
-            && policy.trim().eq_ignore_ascii_case("required")
+        let encrypted = match from_env(&self.transport_encryption, "TRANSPORT_ENCRYPTION")
+            .map(|policy| policy.trim().to_ascii_lowercase())
+            .as_deref()
         {
-            bail!(
-                "--transport-encryption required: tchbook's sockets do not support \
-                     CurveZMQ; set the gateway's transport encryption to `auto` or `disabled`"
-            );
-        }
+            Some("auto" | "required") => true,
+            None | Some("disabled") => false,
+            Some(other) => bail!(
+                "--transport-encryption {other:?} is not a policy: the gateway passes `auto`, \
+                 `required` or `disabled` (jupyter_client's `transport_encryption`)"
+            ),
+        };
         Ok(LaunchRequest {
             kernel_id: required(
                 from_env(&self.kernel_id, "KERNEL_ID"),
@@ -115,6 +122,7 @@ impl LaunchArgs {
             )?,
             port_range: from_env(&self.port_range, "PORT_RANGE"),
             ip: self.ip.clone(),
+            encrypted,
         })
     }
 }
@@ -150,9 +158,21 @@ mod tests {
     }
 
     #[test]
-    fn required_curve_encryption_is_refused() {
-        let error = args("k1", Some("required")).resolve().unwrap_err();
-        assert!(format!("{error}").contains("CurveZMQ"), "{error}");
-        assert!(args("k1", Some("auto")).resolve().is_ok());
+    fn auto_and_required_ask_for_keys_and_anything_else_is_named() {
+        for (policy, encrypted) in [
+            (Some("required"), true),
+            (Some("Auto"), true),
+            (Some("disabled"), false),
+            (Some(""), false),
+            (Some("{transport_encryption}"), false),
+        ] {
+            let request = args("k1", policy).resolve().unwrap();
+            assert_eq!(request.encrypted, encrypted, "{policy:?}");
+        }
+        let error = args("k1", Some("curvy")).resolve().unwrap_err();
+        assert!(
+            format!("{error}").contains("\"curvy\" is not a policy"),
+            "{error}"
+        );
     }
 }

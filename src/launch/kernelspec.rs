@@ -112,7 +112,7 @@ impl Remote {
 }
 
 /// The gateway's fill-in arguments every launcher takes.
-const LAUNCH_ARGS: [&str; 8] = [
+const LAUNCH_ARGS: [&str; 10] = [
     "--kernel-id",
     "{kernel_id}",
     "--port-range",
@@ -121,6 +121,8 @@ const LAUNCH_ARGS: [&str; 8] = [
     "{response_address}",
     "--public-key",
     "{public_key}",
+    "--transport-encryption",
+    "{transport_encryption}",
 ];
 
 /// The kernel.json for `remote`; `spec_dir` is where it will live (container specs run a
@@ -183,6 +185,9 @@ pub fn remote_kernelspec(
     };
     let metadata = HashMap::from([
         ("debugger".to_owned(), Value::Bool(true)),
+        // gateway_provisioners (0.5) passes its `transport_encryption` policy to the launcher
+        // through `{transport_encryption}`; the launcher returns the keys it made.
+        ("supported_encryption".to_owned(), json!(["curve"])),
         (
             "kernel_provisioner".to_owned(),
             json!({ "provisioner_name": provisioner, "config": provisioner_config }),

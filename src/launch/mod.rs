@@ -9,7 +9,8 @@
 //!    (or, in a pod, `KERNEL_ID`, `PORT_RANGE`, `RESPONSE_ADDRESS`, `PUBLIC_KEY`) and accept
 //!    the other arguments the gateways pass.
 //! 2. [`ports`]: pick the kernel's five ports and the communication port inside the range.
-//! 3. [`response`]: send the connection information, plus `pid`, `pgid`, `comm_port` and
+//! 3. [`response`]: send the connection information (with a CurveZMQ key pair made here when
+//!    the gateway's `--transport-encryption` asks for one), plus `pid`, `pgid`, `comm_port` and
 //!    `kernel_id`, to the response address, AES- and RSA-encrypted as the gateways decode it.
 //!    A key that cannot be read or a response address that does not answer ends the launch
 //!    at once with an error naming which, on stderr (the gateway's kernel log).
@@ -74,7 +75,15 @@ pub fn start(args: &LaunchArgs) -> Result<Launched> {
         kernel_name: None,
     };
     let comm_port = ports.comm.local_addr()?.port();
-    let mut reply = serde_json::to_value(&connection)?;
+    let mut info = serde_json::to_value(&connection)?;
+    if request.encrypted {
+        // The keys go to the gateway with the rest (RSA- and AES-encrypted) and to the kernel
+        // through the memory file, never to a disk.
+        let keys = zeromq::CurveKeyPair::generate();
+        info["curve_publickey"] = keys.public_z85().into();
+        info["curve_secretkey"] = zeromq::z85_encode_key(&keys.secret_key()).into();
+    }
+    let mut reply = info.clone();
     // SAFETY: getpid/getpgid(0) cannot fail for the calling process.
     let (pid, pgid) = unsafe { (libc::getpid(), libc::getpgid(0)) };
     reply["pid"] = pid.into();
@@ -91,7 +100,7 @@ pub fn start(args: &LaunchArgs) -> Result<Launched> {
         request.kernel_id,
         request.response_address
     );
-    let (connection_file, file) = memory_file(&serde_json::to_vec(&connection)?)?;
+    let (connection_file, file) = memory_file(&serde_json::to_vec(&info)?)?;
     Ok(Launched {
         connection_file,
         connection,

@@ -7,7 +7,10 @@ of the shipped notebooks (the committed files are never touched) and the noteboo
 interaction tests write. Its settings and workspaces live in that folder too, so a developer's own
 JupyterLab settings change nothing here; the one setting written turns off JupyterLab's news
 check, whose toast would otherwise cover the page (the machine may have no network at all).
-Everything else is JupyterLab's default, the completer's 1000 ms provider timeout included.
+Everything else is JupyterLab's default, the completer's 1000 ms provider timeout included, but
+for one setting a hub would make: `KernelManager.transport_encryption=auto`, so every kernel whose
+spec declares CurveZMQ (tchbook's does) runs with encrypted ports, and every test here runs on
+one.
 
 Needs: the `tchbook` kernelspec installed where this Python's Jupyter finds it (scripts/test runs
 `tchbook install --sys-prefix`), and Chromium at $TCHBOOK_CHROMIUM (default /usr/bin/chromium;
@@ -116,7 +119,8 @@ def lab(lab_root, tmp_path_factory):
          "--ServerApp.ip=127.0.0.1", f"--ServerApp.port={port}", "--ServerApp.port_retries=0",
          f"--IdentityProvider.token={token}", f"--ServerApp.root_dir={lab_root}",
          f"--LabApp.user_settings_dir={home / 'settings'}",
-         f"--LabApp.workspaces_dir={home / 'workspaces'}"],
+         f"--LabApp.workspaces_dir={home / 'workspaces'}",
+         "--KernelManager.transport_encryption=auto"],
         stdout=log, stderr=subprocess.STDOUT, env=env, cwd=lab_root)
     server = Lab(f"http://127.0.0.1:{port}", token, lab_root)
 
@@ -143,6 +147,7 @@ def lab(lab_root, tmp_path_factory):
                     f"with this Python's environment active (scripts/test does this)")
     server.log_tail = log_tail
     server.jupyter_path = jupyter_path
+    server.runtime_dir = home / "runtime"
     yield server
     proc.terminate()  # JupyterLab shuts its kernels down on SIGTERM
     try:

@@ -46,6 +46,8 @@ class Lab:
         self.log_tail = lambda: ""
         # A folder on the server's JUPYTER_PATH: a test may add kernelspecs under its kernels/.
         self.jupyter_path: Path | None = None
+        # Where the server writes its kernels' connection files.
+        self.runtime_dir: Path | None = None
 
     def url(self, path: str) -> str:
         sep = "&" if "?" in path else "?"

@@ -5,6 +5,7 @@ fresh kernel, as a person opening a new notebook does.
 """
 from __future__ import annotations
 
+import json
 import re
 import time
 
@@ -264,6 +265,17 @@ def test_restart_from_the_kernel_menu_forgets_variables_and_runs_cells(notebook)
     wait_for_text(nb, 1, "cannot find value `kept`", 30)
     nb.run_cell(2)
     wait_for_text(nb, 2, "2", 60)
+
+
+def test_the_kernel_runs_cells_with_its_ports_encrypted(notebook, lab):
+    nb = notebook('let secret_word = "pangolin";', 'println!("{secret_word} {}", secret_word.len())')
+    nb.run_cell(0)
+    nb.run_cell(1)
+    wait_for_text(nb, 1, "pangolin 8", 60)
+    # The server (transport_encryption "auto", conftest.py) gave this kernel a CURVE key pair.
+    session = next(s for s in lab.api("GET", "/api/sessions") if s["path"] == nb.name)
+    connection = json.loads((lab.runtime_dir / f"kernel-{session['kernel']['id']}.json").read_text())
+    assert len(connection["curve_publickey"]) == 40 and len(connection["curve_secretkey"]) == 40
 
 
 MATRIX = """\
