@@ -111,6 +111,41 @@ async fn panic_is_an_error_with_message_and_location_and_the_kernel_keeps_earlie
     );
 }
 
+/// The error a learner meets most: two matrices whose shapes do not fit.
+const SHAPE_ERROR: &str =
+    "let t = Tensor::ones([2, 3], (Kind::Float, Device::Cpu));\nlet u = t.matmul(&t);";
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_torch_error_shows_what_pytorch_shows_and_cpp_frames_only_when_asked() {
+    for asked in [false, true] {
+        let env: &[(&str, &str)] = if asked {
+            &[("TORCH_SHOW_CPP_STACKTRACES", "1")]
+        } else {
+            &[]
+        };
+        let mut kernel = Kernel::start_with_env(env).await;
+        let execution = kernel.execute(SHAPE_ERROR).await;
+        let (ename, evalue, traceback) = execution.error().expect("the shapes do not fit");
+        assert_eq!(ename, "TorchError");
+        assert!(
+            evalue.starts_with("mat1 and mat2 shapes cannot be multiplied (2x3 and 2x3)"),
+            "{evalue}"
+        );
+        let text = traceback.join("\n");
+        assert!(text.contains("at cell line 2, in `matmul`"), "{text}");
+        assert!(text.contains("let u = t.matmul(&t);"), "{text}");
+        // libtorch's C++ frames and tch's wrapper line: only with PyTorch's own switch.
+        assert_eq!(text.contains("frame #"), asked, "{text}");
+        assert_eq!(text.contains("tensor_generated.rs"), asked, "{text}");
+        if !asked {
+            assert!(
+                text.lines().count() <= 5,
+                "a few lines, as PyTorch's: {text}"
+            );
+        }
+    }
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn cells_run_through_the_preludes_compiled_runner_which_reports_panics_and_flushes() {
     let mut kernel = Kernel::start().await;

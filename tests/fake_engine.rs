@@ -225,6 +225,7 @@ fn panic_line(message: &str, on_main: bool) -> String {
         location: "src/lib.rs:3:5".into(),
         thread: if on_main { "main" } else { "worker" }.into(),
         on_main,
+        cpp_frames: false,
     };
     Message::Panic(panic).to_line().trim_end().to_owned()
 }

@@ -349,16 +349,19 @@ def test_export_overwrites_only_its_own_projects_unless_forced(tmp_path):
 
 # 16 TiB of floats: more than any machine that runs this has, so libtorch's allocator refuses.
 OUT_OF_MEMORY_CELL = "let big = Tensor::zeros([1i64 << 42], (Kind::Float, Device::Cpu));\nbig.numel()"
+# The error a learner meets most: shapes that do not fit.
+SHAPE_ERROR_CELL = "let t = Tensor::ones([2, 3], (Kind::Float, Device::Cpu));\nlet u = t.matmul(&t);"
 
 
-def test_an_exported_cell_out_of_memory_reports_what_the_kernel_reports(tmp_path):
+def test_an_exported_cells_torch_errors_report_what_the_kernel_reports(tmp_path):
     import nbclient
 
     notebook = tmp_path / "oom.ipynb"
     nb = nbformat.v4.new_notebook()
-    cell = nbformat.v4.new_code_cell(OUT_OF_MEMORY_CELL)
-    cell.metadata["tags"] = ["raises-exception"]
-    nb.cells = [cell, nbformat.v4.new_code_cell("1 + 1")]
+    nb.cells = [nbformat.v4.new_code_cell(OUT_OF_MEMORY_CELL),
+                nbformat.v4.new_code_cell(SHAPE_ERROR_CELL), nbformat.v4.new_code_cell("1 + 1")]
+    for cell in nb.cells[:2]:
+        cell.metadata["tags"] = ["raises-exception"]
     nbformat.write(nb, notebook)
 
     project = Path(tchbook("export", str(notebook), "--prelude", str(PRELUDE)).strip())
@@ -366,11 +369,12 @@ def test_an_exported_cell_out_of_memory_reports_what_the_kernel_reports(tmp_path
     assert done.returncode == 0, f"a raises-exception cell does not stop the run:\n{done.stderr[-3000:]}"
     recorded = json.loads((tmp_path / "record.json").read_text())["cells"]
     exported = recorded[0]["outputs"][-1]
-    assert recorded[1]["outputs"][-1]["data"]["text/plain"] == "2", "the variables are kept"
+    assert recorded[2]["outputs"][-1]["data"]["text/plain"] == "2", "the variables are kept"
 
     client = nbclient.NotebookClient(nbformat.read(notebook, as_version=4), kernel_name=KERNEL,
                                      timeout=600)
-    kernel = client.execute().cells[0].outputs[-1]
+    cells = client.execute().cells
+    kernel = cells[0].outputs[-1]
 
     assert exported["ename"] == kernel["ename"] == "OutOfMemoryError", (exported, kernel)
     assert "16.0 TiB on the CPU" in exported["evalue"], exported["evalue"]
@@ -379,3 +383,12 @@ def test_an_exported_cell_out_of_memory_reports_what_the_kernel_reports(tmp_path
     assert masked(exported["evalue"]) == masked(kernel_evalue), (exported, kernel)
     assert "frame #" not in exported["evalue"], "libtorch's C++ frames come after, in the traceback"
     assert exported["traceback"][1] == kernel["traceback"][1], "the cell line it happened on"
+
+    # As PyTorch shows it: the message, the cell line and the call, without libtorch's C++
+    # frames (TORCH_SHOW_CPP_STACKTRACES=1 brings them back), in both.
+    exported, kernel = recorded[1]["outputs"][-1], cells[1].outputs[-1]
+    assert exported["ename"] == kernel["ename"] == "TorchError", (exported, kernel)
+    # (The kernel's last line says `t` and `u` were not stored; a program has no store.)
+    assert exported["traceback"] == kernel["traceback"][:2], (exported, kernel)
+    assert "in `matmul`" in exported["traceback"][1] and len(exported["traceback"]) == 2, exported
+    assert "frame #" not in "".join(exported["traceback"]), exported

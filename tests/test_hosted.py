@@ -289,6 +289,15 @@ def test_panic_is_a_python_exception_with_the_panics_text(bridged):
     assert bridged.reply("panic")["status"] == "error"
 
 
+def test_a_torch_error_shows_the_message_and_the_call_without_cpp_frames(bridged):
+    error = bridged.error("torch-error")
+    assert error.ename == "TorchError", error
+    assert error.evalue.startswith("mat1 and mat2 shapes cannot be multiplied (2x3 and 2x3)"), error
+    text = "\n".join(error.traceback)
+    assert "in `matmul`" in text and "let u = t.matmul(&t);" in text, text
+    assert "frame #" not in text and "tensor_generated.rs" not in text, text
+
+
 def test_rust_errors_are_catchable_in_python(bridged):
     assert bridged.text("caught") == "caught panic: caught in Python\n"
 

@@ -212,6 +212,7 @@ fn what_the_prelude_writes_the_kernel_reads_back_as_the_same_messages() {
                 location,
                 thread: WIRE_CHILD.into(),
                 on_main: true,
+                cpp_frames: false,
             }),
             Message::Panic(Panic {
                 message: "Box<dyn Any>".into(),
@@ -221,6 +222,7 @@ fn what_the_prelude_writes_the_kernel_reads_back_as_the_same_messages() {
                 }),
                 thread: "worker".into(),
                 on_main: false,
+                cpp_frames: false,
             }),
         ]
     );

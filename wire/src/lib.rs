@@ -12,7 +12,7 @@
 //! TCHBOOK_DISPLAY {"op":"update","data":{MIME bundle},"metadata":{},"display_id":"id"}
 //! TCHBOOK_DISPLAY {"op":"clear","wait":true}
 //! TCHBOOK_DISPLAY {"op":"stream","name":"stdout"|"stderr","text":"50%"}
-//! TCHBOOK_DISPLAY {"op":"panic","message":..,"location":"file:line:col","thread":..,"main":true}
+//! TCHBOOK_DISPLAY {"op":"panic","message":..,"location":"file:line:col","thread":..,"main":true,"cpp_frames":true}
 //! TCHBOOK_DISPLAY {"op":"comm_open","comm_id":..,"target_name":"jupyter.widget","data":{..},"metadata":{"version":"2.1.0"}}
 //! TCHBOOK_DISPLAY {"op":"comm_msg","comm_id":..,"data":{"method":"update","state":{..},"buffer_paths":[]},"metadata":{..}}
 //! TCHBOOK_DISPLAY {"op":"comm_close","comm_id":..,"data":{}}
@@ -60,7 +60,7 @@ pub mod widgets;
 pub use key::{
     MARK, carries_key, keyed, keyed_with, line_key, new_line_key, unkeyed, unkeyed_with,
 };
-pub use panic::{Panic, install_panic_hook, payload_text, print_line};
+pub use panic::{Panic, cpp_frames_wanted, install_panic_hook, payload_text, print_line};
 
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::{Map, Value};
@@ -423,6 +423,7 @@ mod tests {
                 location: "src/lib.rs:3:5".into(),
                 thread: "<unnamed>".into(),
                 on_main: false,
+                cpp_frames: true,
             }),
             Message::CommOpen {
                 comm_id: "7f3a".into(),
@@ -478,6 +479,7 @@ mod tests {
                 location: String::new(),
                 thread: String::new(),
                 on_main: true,
+                cpp_frames: false,
             })
         );
     }

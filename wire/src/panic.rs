@@ -16,6 +16,17 @@ pub struct Panic {
     /// Whether it happened on the thread cells run on (the evaluation process's main thread).
     #[serde(rename = "main")]
     pub on_main: bool,
+    /// Whether the panicking process asked for libtorch's C++ frames in its reports
+    /// ([`cpp_frames_wanted`]); written only when it did.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub cpp_frames: bool,
+}
+
+/// Whether `TORCH_SHOW_CPP_STACKTRACES=1` is in this process's environment, PyTorch's switch
+/// for showing libtorch's C++ frames under an error (as PyTorch reads it, `1` alone turns it
+/// on). PyTorch shows the message without them otherwise, and so do tchbook's reports.
+pub fn cpp_frames_wanted() -> bool {
+    std::env::var("TORCH_SHOW_CPP_STACKTRACES").is_ok_and(|value| value.trim() == "1")
 }
 
 impl Default for Panic {
@@ -26,6 +37,7 @@ impl Default for Panic {
             location: String::new(),
             thread: String::new(),
             on_main: true,
+            cpp_frames: false,
         }
     }
 }
@@ -44,6 +56,7 @@ impl Panic {
                 .unwrap_or_default(),
             thread: current.name().unwrap_or("<unnamed>").to_owned(),
             on_main,
+            cpp_frames: cpp_frames_wanted(),
         }
     }
 
@@ -60,6 +73,7 @@ impl Panic {
     ///     location: "src/lib.rs:3:5".into(),
     ///     thread: "worker".into(),
     ///     on_main: false,
+    ///     cpp_frames: false,
     /// };
     /// assert_eq!(panic.thread_text(), "thread 'worker' panicked at src/lib.rs:3:5:\nboom\n");
     /// ```

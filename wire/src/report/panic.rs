@@ -16,11 +16,13 @@ pub struct Generated<'a> {
 /// A panic: the message, where it happened and, when the location is in the cell, that line
 /// (numbered as in the cell when the line can be found there).
 ///
-/// A libtorch error (`Torch("...")`, what tch's panicking methods unwrap) is one line of its
-/// message first; the C++ frames libtorch appends follow at the end of the traceback, for those
-/// who want them. Out of memory names the size asked for and the memory free. A panic inside a
-/// library (tch's `tensor_generated.rs`) is traced back to the cell line that called the
-/// library function it happened in. An interrupt never points into the prelude's sources.
+/// A libtorch error (`Torch("...")`, what tch's panicking methods unwrap) shows what PyTorch
+/// shows by default: one line of its message, the cell line and the call; the C++ frames
+/// libtorch appends, and where in tch's sources the panic happened, only when the process asked
+/// for them (`TORCH_SHOW_CPP_STACKTRACES=1`, [`Panic::cpp_frames`]). Out of memory names the
+/// size asked for and the memory free. A panic inside a library (tch's `tensor_generated.rs`)
+/// is traced back to the cell line that called the library function it happened in. An
+/// interrupt never points into the prelude's sources.
 pub fn panic_report(panic: &Panic, cell: &str, generated: Option<Generated>) -> ErrorReport {
     let cause = Cause::of(&panic.message);
     let ename = cause.ename();
@@ -51,20 +53,24 @@ pub fn panic_report(panic: &Panic, cell: &str, generated: Option<Generated>) -> 
             None => {
                 let caller = enclosing_function(&panic.location)
                     .and_then(|function| calling_line(cell, &function).map(|l| (function, l)));
+                let placed = caller.is_some();
                 if let Some((function, (number, text))) = caller {
                     traceback.push(format!(
                         "  at cell line {number}, in `{function}`\n{BLUE}   |{RESET} {text}"
                     ));
                 }
                 // The prelude's interrupt check lives in the build cache: where it was
-                // reached says nothing the user can act on.
-                if ename != INTERRUPT {
+                // reached says nothing the user can act on. Nor does the line of tch's
+                // generated wrapper that unwrapped libtorch's error, once the call is placed
+                // in the cell (PyTorch shows no C++ location either), unless frames are asked.
+                let torch = matches!(cause, Cause::Torch { .. } | Cause::OutOfMemory { .. });
+                if ename != INTERRUPT && !(torch && placed && !panic.cpp_frames) {
                     traceback.push(format!("  (panicked at {})", panic.location));
                 }
             }
         }
     }
-    if let Some(details) = cause.details() {
+    if let Some(details) = cause.details().filter(|_| panic.cpp_frames) {
         traceback.push(format!("libtorch's full report:\n{details}"));
     }
     ErrorReport {
@@ -142,6 +148,7 @@ mod tests {
             location: "src/main.rs:4:1".into(),
             thread: "main".into(),
             on_main: true,
+            cpp_frames: false,
         };
         let generated = Generated {
             file: "src/main.rs",
@@ -166,6 +173,7 @@ mod tests {
             location: "src/lib.rs:3:5".into(),
             thread: "<unnamed>".into(),
             on_main: true,
+            cpp_frames: false,
         };
         let report = panic_report(
             &panic,
@@ -188,6 +196,7 @@ mod tests {
             location: "src/lib.rs:2:20".into(),
             thread: "<unnamed>".into(),
             on_main: true,
+            cpp_frames: false,
         };
         let generated = format!("a\n    for i in 0..n {{{}\n", crate::INTERRUPT_POINT);
         let report = panic_report(
@@ -212,6 +221,7 @@ mod tests {
             location: "src/lib.rs:3:1".into(),
             thread: "<unnamed>".into(),
             on_main: true,
+            cpp_frames: false,
         };
         let generated = format!("a\nnap();\n{}\n", crate::INTERRUPT_POINT);
         let report = panic_report(
@@ -235,6 +245,7 @@ mod tests {
             location: "/home/u/.cache/tchbook/build/x/prelude/src/data/loader.rs:200:13".into(),
             thread: "<unnamed>".into(),
             on_main: true,
+            cpp_frames: false,
         };
         let report = panic_report(&panic, "for b in &loader {}", None);
         assert_eq!(report.traceback.len(), 1, "{report:?}");
@@ -254,6 +265,7 @@ mod tests {
             location: "/nonexistent/tensor_generated.rs:10:5".into(),
             thread: "<unnamed>".into(),
             on_main: true,
+            cpp_frames: false,
         };
         let report = panic_report(
             &panic,
@@ -268,6 +280,15 @@ mod tests {
         );
         assert!(report.evalue.contains("available"), "{}", report.evalue);
         assert!(report.evalue.len() < 200, "{}", report.evalue);
+        assert!(
+            !report.traceback.concat().contains("frame #0"),
+            "{report:?}"
+        );
+        let asked = Panic {
+            cpp_frames: true,
+            ..panic
+        };
+        let report = panic_report(&asked, "let big = Tensor::zeros([1], opts);", None);
         assert!(report.traceback.last().unwrap().contains("frame #0"));
     }
 
@@ -285,14 +306,31 @@ mod tests {
             location: format!("{}:3:29", file.display()),
             thread: "<unnamed>".into(),
             on_main: true,
+            cpp_frames: false,
         };
-        let report = panic_report(&panic, "let a = 1;\nlet t = Tensor::zeros(-1);", None);
+        let cell = "let a = 1;\nlet t = Tensor::zeros(-1);";
+        let report = panic_report(&panic, cell, None);
+        let asked = panic_report(
+            &Panic {
+                cpp_frames: true,
+                ..panic
+            },
+            cell,
+            None,
+        );
         std::fs::remove_dir_all(&dir).unwrap();
         assert_eq!(report.ename, "TorchError");
         assert_eq!(report.evalue, "bad size");
         assert!(
             report.traceback[1].contains("at cell line 2, in `zeros`"),
             "{report:?}"
+        );
+        // What PyTorch shows: the message, where in the cell, the call; tch's wrapper line and
+        // libtorch's C++ frames only when asked for (TORCH_SHOW_CPP_STACKTRACES=1).
+        assert_eq!(report.traceback.len(), 2, "{report:?}");
+        assert!(
+            asked.traceback.iter().any(|l| l.contains("(panicked at")),
+            "{asked:?}"
         );
     }
 }
