@@ -876,6 +876,45 @@ fn interact_runs_its_closure_at_once_and_shows_what_it_returns() {
     );
 }
 
+const INTERACT_PLOT_CHILD: &str = "widgets::interact_plot_child";
+
+#[test]
+#[ignore = "runs only as the child process of another test"]
+fn interact_plot_child() {
+    if !is_child(INTERACT_PLOT_CHILD) {
+        return;
+    }
+    runtime::attach();
+    let wave = interact((FloatSlider::new().with_value(1.0),), |(frequency,)| {
+        let mut plot = LossPlot::new("wave");
+        let mut bar = Progress::new(200, "points");
+        for i in 0..200 {
+            let x = i as f64 / 200.0;
+            plot.push(x, (std::f64::consts::TAU * frequency * x).sin());
+            bar.tick();
+        }
+        plot
+    });
+    println!("outputs in the widget: {}", wave.output().outputs().len());
+    // After interact, a plot of the cell's own draws live again.
+    let mut own = LossPlot::new("own");
+    own.push(0.0, 1.0);
+}
+
+#[test]
+fn a_plot_filled_inside_interacts_function_draws_only_into_the_widgets_output() {
+    let out = run_child(INTERACT_PLOT_CHILD);
+    let messages = protocol(&out);
+    let displayed: Vec<&Message> = messages
+        .iter()
+        .filter(|m| matches!(m, Message::Display { .. } | Message::Update { .. }))
+        .collect();
+    // Only the cell's own plot, drawn after interact returned; nothing of the wave or its bar.
+    assert_eq!(displayed.len(), 1, "{displayed:?}");
+    assert!(format!("{displayed:?}").contains("own"), "{displayed:?}");
+    assert!(out.contains("outputs in the widget: 1"), "{out}");
+}
+
 #[test]
 fn an_output_area_keeps_jupyters_output_dicts() {
     let out = Output::new();

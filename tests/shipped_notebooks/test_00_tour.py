@@ -1,4 +1,5 @@
-"""Notebook 00, the tour: tensors, the device card, memory, live plots, an interrupt, `:` commands."""
+"""Notebook 00, the tour: tensors, the device card, memory, live plots, widgets, an interrupt, `:`
+commands, TensorBoard."""
 from __future__ import annotations
 
 import json
@@ -82,6 +83,12 @@ def test_tour_timeit_reports_a_time(tour):
     assert re.search(r"\d+(\.\d+)?\s*(ns|µs|us|ms|s)\b", tour.text("timeit")), tour.text("timeit")
 
 
+def test_tour_writes_the_live_plots_loss_for_tensorboard(tour):
+    text = tour.text("tensorboard")
+    # One scalar per point of the live plot (every 10th of the `epochs` parameter's 200).
+    assert re.fullmatch(r"20 scalars in runs/[^/]+/events\.out\.tfevents\.\d+\.\S+\n", text), text
+
+
 def test_tour_help_documents_the_commands_shown(tour):
     text = tour.text("help")
     for command in (":vars", ":timing", ":timeit", ":dep"):
@@ -114,6 +121,8 @@ def test_tour_interact_is_a_slider_above_the_plot_it_draws(tour):
     assert (slider["description"], slider["value"], slider["min"], slider["max"]) == ("frequency", 1.0, 0.5, 5.0)
     plots = [o for o in children[1]["state"]["outputs"] if "image/png" in o.get("data", {})]
     assert len(plots) == 1, children[1]["state"]["outputs"]
+    # The plot the closure fills is drawn in the widget's output only, not also above it.
+    assert [o["output_type"] for o in tour.outputs("widgets-interact")] == ["execute_result"]
     # Without a widget manager (this notebook on GitHub, nbconvert without the state) the HTML
     # form of the same output stands in.
     (html,) = tour.bundles("widgets-interact", "text/html")

@@ -2,7 +2,29 @@
 
 use super::bundle::{Bundle, Render};
 use crate::runtime;
+use std::cell::Cell;
 use std::time::{Duration, Instant};
+
+thread_local! {
+    /// How many calls of [`holding_live_outputs`] this thread is inside.
+    static HELD: Cell<usize> = const { Cell::new(0) };
+}
+
+/// Runs `f` with live outputs held back on this thread: a plot or progress bar made and fed
+/// inside it draws nothing while it runs. `interact` calls its function so, as ipywidgets runs
+/// it inside the widget's output: what the function returns is drawn there, and a plot it
+/// fills point by point must not also appear, half drawn, above the widget.
+pub(crate) fn holding_live_outputs<R>(f: impl FnOnce() -> R) -> R {
+    struct Release;
+    impl Drop for Release {
+        fn drop(&mut self) {
+            HELD.with(|held| held.set(held.get() - 1));
+        }
+    }
+    HELD.with(|held| held.set(held.get() + 1));
+    let _release = Release;
+    f()
+}
 
 /// A live output: created by [`show`], replaced in place by [`update`](Self::update).
 ///
@@ -121,9 +143,10 @@ impl Live {
         }
     }
 
-    /// Whether to redraw now: inside a kernel, when forced or when `every` has passed.
+    /// Whether to redraw now: inside a kernel and not held back ([`holding_live_outputs`]),
+    /// when forced or when `every` has passed.
     pub(crate) fn due(&mut self, force: bool) -> bool {
-        if !runtime::in_kernel() {
+        if !runtime::in_kernel() || HELD.with(|held| held.get() > 0) {
             return false;
         }
         let now = Instant::now();

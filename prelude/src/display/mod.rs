@@ -30,6 +30,7 @@ mod tensor;
 pub use bundle::{Bundle, Render, data_mime};
 pub(crate) use bundle::{encode_png, rich};
 pub(crate) use live::Live;
+pub(crate) use live::holding_live_outputs;
 pub use live::{DisplayHandle, clear_output, show};
 pub use plain::{PlainDisplay, set_plain_format};
 pub(crate) use table::{html_table, text_table};

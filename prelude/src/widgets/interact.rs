@@ -239,7 +239,10 @@ where
         let (controls, output) = (Arc::clone(&controls), output.clone());
         Arc::new(move || {
             let values = controls.values();
-            let shown = (f.lock().unwrap_or_else(PoisonError::into_inner))(values);
+            // Its live plots and bars draw only into the output, with what it returns.
+            let shown = crate::display::holding_live_outputs(|| {
+                (f.lock().unwrap_or_else(PoisonError::into_inner))(values)
+            });
             output.set_outputs(shown.into_outputs());
         })
     };
