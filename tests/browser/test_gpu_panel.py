@@ -1,9 +1,9 @@
 """tchbook's GPU panel (labextension/), in JupyterLab as a person sees it: the status bar item and
 the side panel for a tchbook kernel whose NVML is the stand-in (tests/nvml/libnvidia-ml.c, built
 here with cc, answering from a script this test rewrites), redrawing while a cell runs; the
-"reports no GPUs" state for ipykernel; and every bad reply a panel must survive (a GPU lost, NVML
-failing, fields missing, a kernel that does not answer), from a scripted ipykernel
-(usage_kernel.py).
+"reports no GPUs" state for ipykernel; the GPUs of a Python notebook's `%%rust` kernel, through
+the bridge; and every bad reply a panel must survive (a GPU lost, NVML failing, fields missing, a
+kernel that does not answer), from a scripted ipykernel (usage_kernel.py).
 
 Screenshot: `gpu-panel.png`, the panel beside a running cell; the README shows it, copied by hand
 into docs/screenshots/.
@@ -20,10 +20,12 @@ from jupyter_client.kernelspec import KernelSpecManager
 
 from labpage import KERNEL, Notebook
 from nvml_stand_in import GIB, StandIn, gpu_line
+from test_hosted import bridge_kernelspec
 
 COMPILE_S = 300
 STAND_IN = "tchbook-stand-in-gpu"
 SCRIPTED = "python3-scripted-usage"
+BRIDGED = "python3-tchbook-bridge-stand-in-gpu"
 STATUS = ".tchbook-GpuStatus"
 PANEL = "#tchbook-gpu-panel"
 
@@ -39,6 +41,12 @@ def stand_in(lab, tmp_path) -> StandIn:
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "kernel.json").write_text(json.dumps(spec))
     return nvml
+
+
+def open_on(lab, context, name: str, cells: list[str], kernel: str, language: str) -> Notebook:
+    """A notebook of `cells` on the kernelspec `kernel`, open in its tab."""
+    lab.write_notebook(name, cells, kernelspec={"name": kernel, "display_name": kernel, "language": language})
+    return Notebook.open(lab, context, name)
 
 
 def open_panel(page):
@@ -62,11 +70,9 @@ def points(page, series: str) -> int:
 
 def test_status_bar_and_panel_show_the_gpus_and_redraw_while_a_cell_runs(lab, context, stand_in, screenshots):
     stand_in.script(gpu_line(3, 42))
-    name = "gpu-panel.ipynb"
-    lab.write_notebook(name, ["let kept = 41;", "std::thread::sleep(std::time::Duration::from_secs(25));\nkept + 1"],
-                       kernelspec={"name": STAND_IN, "display_name": "Rust (tchbook, stand-in GPUs)",
-                                   "language": "rust"})
-    nb = Notebook.open(lab, context, name)
+    nb = open_on(lab, context, "gpu-panel.ipynb",
+                 ["let kept = 41;", "std::thread::sleep(std::time::Duration::from_secs(25));\nkept + 1"],
+                 STAND_IN, "rust")
     try:
         nb.wait_idle()
         nb.run_cell(0, timeout_s=COMPILE_S)
@@ -114,9 +120,7 @@ def test_status_bar_and_panel_show_the_gpus_and_redraw_while_a_cell_runs(lab, co
 
 
 def test_an_ipykernel_notebook_is_said_to_report_no_gpus(lab, context):
-    lab.write_notebook("no-gpus.ipynb", ["1 + 1"],
-                       kernelspec={"name": "python3", "display_name": "Python 3", "language": "python"})
-    nb = Notebook.open(lab, context, "no-gpus.ipynb")
+    nb = open_on(lab, context, "no-gpus.ipynb", ["1 + 1"], "python3", "python")
     try:
         nb.wait_idle()
         nb.run_cell(0)
@@ -142,10 +146,7 @@ def test_bad_replies_show_a_clear_state_and_the_kernel_keeps_working(lab, contex
         script.write_text(value if isinstance(value, str) else json.dumps(value))
 
     reply({"gpus": [{"index": 0, "name": "Half GPU", "utilization": 5}]})
-    lab.write_notebook("bad-replies.ipynb", ["x = 20", "x + 1"],
-                       kernelspec={"name": SCRIPTED, "display_name": "Python 3 (scripted usage)",
-                                   "language": "python"})
-    nb = Notebook.open(lab, context, "bad-replies.ipynb")
+    nb = open_on(lab, context, "bad-replies.ipynb", ["x = 20", "x + 1"], SCRIPTED, "python")
     try:
         nb.wait_idle()
         page = nb.page
@@ -173,5 +174,25 @@ def test_bad_replies_show_a_clear_state_and_the_kernel_keeps_working(lab, contex
         assert nb.cell(1).locator(".jp-OutputArea-output").first.text_content().strip() == "21"
         reply({"gpus": [{"index": 0, "name": "Back", "memory_used": GIB, "memory_total": 2 * GIB}]})
         wait_text(page, PANEL, r"1\.0 GiB of 2\.0 GiB", timeout_s=40)
+    finally:
+        nb.close()
+
+
+def test_a_python_notebook_with_rust_cells_shows_the_rust_kernels_gpus(lab, context, tmp_path):
+    nvml = StandIn(tmp_path)
+    nvml.script(gpu_line(12, 64))
+    bridge_kernelspec(lab, BRIDGED, "Python 3 (tchbook bridge, stand-in GPUs)", nvml.env())
+    nb = open_on(lab, context, "bridged-gpus.ipynb", ["%load_ext tchbook", "%%rust\nlet kept = 41;"],
+                 BRIDGED, "python")
+    try:
+        nb.wait_idle()
+        open_panel(nb.page)
+        wait_text(nb.page, PANEL, r"This kernel reports no GPUs")
+        nb.run_cell(0)
+        nb.run_cell(1, timeout_s=COMPILE_S)
+        # The panel asks a kernel without GPUs every 10 s.
+        text = wait_text(nb.page, PANEL, r"GPU 0 · NVIDIA Stand-in H100", timeout_s=30)
+        assert "12.0 GiB of 80.0 GiB" in text and "64%" in text, text
+        wait_text(nb.page, STATUS, r"GPU0 12\.0 GiB/80\.0 GiB 64%")
     finally:
         nb.close()
