@@ -158,10 +158,12 @@ def test_bad_replies_show_a_clear_state_and_the_kernel_keeps_working(lab, contex
         # Not a list at all.
         reply({"gpus": "plenty"})
         wait_text(page, PANEL, r'⚠ the kernel\'s usage_reply has a "gpus" that is not a list')
-        # Entries that are not objects, and figures of the wrong type.
-        reply({"gpus": [7, {"index": 1, "name": "Odd", "memory_used": "lots", "memory_total": -1}]})
-        text = wait_text(page, PANEL, r"GPU 1 · Odd")
+        # Entries that are not objects, figures of the wrong type, and markup in a name: shown as
+        # the text it is, never rendered.
+        reply({"gpus": [7, {"index": 1, "name": "<b>Odd</b>", "memory_used": "lots", "memory_total": -1}]})
+        text = wait_text(page, PANEL, r"GPU 1 · <b>Odd</b>")
         assert text.count("⚠ the reply lacks memory_used and memory_total") == 2, text
+        assert page.locator(f"{PANEL} b").count() == 0
         # A kernel that stops answering: said after the 10 s jupyter-resource-usage also waits.
         reply({"gpus": [{"index": 0, "name": "Back", "memory_used": GIB, "memory_total": 2 * GIB}]})
         wait_text(page, PANEL, r"1\.0 GiB of 2\.0 GiB")
