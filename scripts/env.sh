@@ -44,4 +44,9 @@ case ":${LD_LIBRARY_PATH:-}:" in
 esac
 export PATH="$TCHBOOK_VENV/bin:$PATH"
 export TCHBOOK_PYTHON="$TCHBOOK_VENV/bin/python"
+
+# The JupyterLab extension the wheel carries (the GPU panel): built once, and again when its
+# sources change; a second run costs a hash of them.
+"$_tchbook_root/scripts/build-labextension" \
+  || echo "tchbook: the JupyterLab extension is not built (above); the GPU panel will be missing" >&2
 unset _tchbook_python _tchbook_req _tchbook_want _tchbook_site

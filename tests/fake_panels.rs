@@ -224,6 +224,9 @@ pub fn fake_gpu() -> Gpu {
             reserved: 2 << 30,
             peak: 3 << 29,
         }),
+        driver: Some("550.54.15".into()),
+        cuda: Some("12.4".into()),
+        error: None,
     }
 }
 

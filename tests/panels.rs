@@ -3,7 +3,7 @@
 //! and `usage_request` measures the kernel's process tree. The replies' shapes are tested on
 //! the fake engine (`protocol::panels`); here, what the real processes put in them.
 
-use crate::support::panels::{debug, named, usage};
+use crate::support::panels::{StandInNvml, debug, named, usage};
 use crate::support::{Kernel, REPLY, STARTUP, children};
 use serde_json::json;
 
@@ -123,6 +123,51 @@ async fn usage_reply_sums_the_kernel_and_its_evaluation_process() {
     assert!(first["host_virtual_memory"]["total"].as_u64().unwrap() > memory);
     let second = usage(&mut kernel, REPLY).await;
     assert!(second["kernel_cpu"].as_f64().is_some());
+}
+
+const H100: &str =
+    "driver 550.54.15\ncuda 12040\ngpu 3221225472 85899345920 42 NVIDIA Stand-in H100\n";
+
+/// The GPUs of a `usage_reply` come from NVML in the evaluation process (here the stand-in, with
+/// scripted figures that change between requests), with the driver's and CUDA's versions; a GPU
+/// NVML can no longer read is listed with NVML's words instead of zeros, a failing NVML gives no
+/// GPUs, and none of it touches the notebook.
+#[tokio::test(flavor = "multi_thread")]
+async fn usage_reply_carries_nvmls_gpus_and_says_what_nvml_could_not_read() {
+    let nvml = StandInNvml::build();
+    nvml.script(H100);
+    let env = nvml.env();
+    let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    let mut kernel = Kernel::start_with_env(&env).await;
+    kernel.run_ok("let kept = 41;").await;
+    let reply = usage(&mut kernel, STARTUP).await;
+    let gpu = &reply["gpus"][0];
+    assert_eq!(gpu["name"], "NVIDIA Stand-in H100", "{reply}");
+    assert_eq!(gpu["memory_used"], 3u64 << 30);
+    assert_eq!(gpu["memory_total"], 80u64 << 30);
+    assert_eq!(gpu["utilization"], 42);
+    assert_eq!(gpu["driver"], "550.54.15");
+    assert_eq!(gpu["cuda"], "12.4");
+    assert_eq!(gpu["error"], serde_json::Value::Null);
+    assert_eq!(reply["gpus"].as_array().unwrap().len(), 1);
+
+    nvml.script(
+        "driver 550.54.15\ncuda 12040\nlost NVIDIA Stand-in H100\n\
+         gpu 1073741824 25769803776 7 NVIDIA Stand-in L4\n",
+    );
+    let reply = usage(&mut kernel, REPLY).await;
+    let lost = &reply["gpus"][0];
+    assert_eq!(lost["name"], "NVIDIA Stand-in H100", "{reply}");
+    assert_eq!(lost["error"], "nvmlDeviceGetMemoryInfo: GPU is lost");
+    assert_eq!(lost["utilization"], serde_json::Value::Null);
+    assert_eq!(reply["gpus"][1]["memory_used"], 1u64 << 30);
+    assert_eq!(reply["gpus"][1]["utilization"], 7);
+
+    nvml.script("count-error 999\n");
+    let reply = usage(&mut kernel, REPLY).await;
+    assert_eq!(reply["gpus"], json!([]), "{reply}");
+    let after = kernel.run_ok("kept + 1").await;
+    assert_eq!(after.result().as_deref(), Some("42"));
 }
 
 /// The stop button is answered at once while a Variables-panel request waits on an evaluation

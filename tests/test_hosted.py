@@ -83,6 +83,16 @@ def test_wheel_carries_the_stripped_kernel_binary_and_the_package(wheel):
     assert size < 80 * 2**20, f"the wheel's tchbook binary is {size / 2**20:.0f} MiB: not stripped?"
 
 
+def test_pip_install_puts_the_gpu_panel_where_jupyterlab_finds_it(hosted):
+    """The JupyterLab extension (labextension/) lands in the venv's share/jupyter/labextensions,
+    built: its package.json names the bundle JupyterLab loads, and the bundle is there."""
+    extension = hosted["venv"] / "share" / "jupyter" / "labextensions" / "tchbook-gpu-panel"
+    package = json.loads((extension / "package.json").read_text())
+    assert package["name"] == "tchbook-gpu-panel", package
+    bundle = extension / package["jupyterlab"]["_build"]["load"]
+    assert bundle.is_file() and bundle.stat().st_size > 1000, bundle
+
+
 def test_pip_install_puts_tchbook_on_path(hosted):
     where = run(["which", "tchbook"], env=hosted["env"]).stdout.strip()
     assert where == str(hosted["venv"] / "bin" / "tchbook")

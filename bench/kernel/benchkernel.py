@@ -12,10 +12,11 @@ from jupyter_client.manager import KernelManager
 
 
 def start(binary: str, metadata: dict | None = None, timeout: float = 120,
-          encryption: str = "disabled"):
+          encryption: str = "disabled", env: dict | None = None):
     """`(manager, client)` of a fresh kernel of `binary`, ready; `metadata` goes into its
-    kernelspec (`{"debugger": True}` is what JupyterLab reads to offer the Variables panel);
-    `encryption` is jupyter_client's `transport_encryption` ("required": CurveZMQ)."""
+    kernelspec (`{"debugger": True}` is what JupyterLab reads to offer the Variables panel),
+    `env` into its environment; `encryption` is jupyter_client's `transport_encryption`
+    ("required": CurveZMQ)."""
     spec_root = Path(tempfile.mkdtemp(prefix="tchbook-bench-"))
     spec_dir = spec_root / "kernels" / "tchbook-bench"
     spec_dir.mkdir(parents=True)
@@ -23,6 +24,7 @@ def start(binary: str, metadata: dict | None = None, timeout: float = 120,
         "argv": [binary, "kernel", "--connection-file", "{connection_file}"],
         "display_name": "tchbook (bench)", "language": "rust",
         "metadata": dict(metadata or {}, supported_encryption=["curve"]),
+        "env": env or {},
     }))
     ksm = KernelSpecManager(kernel_dirs=[str(spec_root / "kernels")])
     km = KernelManager(kernel_name="tchbook-bench", kernel_spec_manager=ksm,
@@ -34,12 +36,14 @@ def start(binary: str, metadata: dict | None = None, timeout: float = 120,
     return km, client
 
 
-def arguments() -> argparse.Namespace:
+def arguments(more=None) -> argparse.Namespace:
     """`--binary` (the tchbook binary; default $TCHBOOK_BIN, else the release build) and
-    `--reps`, which every benchmark of this folder takes."""
+    `--reps`, which every benchmark of this folder takes, and what `more(parser)` adds."""
     root = Path(__file__).resolve().parents[2]
     parser = argparse.ArgumentParser()
     parser.add_argument("--binary", default=os.environ.get(
         "TCHBOOK_BIN", str(root / "target" / "release" / "tchbook")))
     parser.add_argument("--reps", type=int, default=20)
+    if more is not None:
+        more(parser)
     return parser.parse_args()

@@ -17,6 +17,8 @@ from .bridge import RustError, RustInterrupt, RustKernel, RustKernelDied, RustVa
 __all__ = ["RustError", "RustInterrupt", "RustKernel", "RustKernelDied", "RustValue", "kernel"]
 
 _kernel: RustKernel | None = None
+# The Python kernel's usage_request, wrapped to add the Rust kernel's GPUs (bridge/usage.py).
+_gpus = None
 
 
 def kernel() -> RustKernel:
@@ -31,6 +33,7 @@ def load_ipython_extension(ipython) -> None:
     from . import completion
     from .magics import RustMagics
 
+    from .bridge.usage import GpuForwarding
     from .bridge.variables import RustVariables
 
     rust = kernel()
@@ -38,6 +41,12 @@ def load_ipython_extension(ipython) -> None:
     completion.install(ipython, rust)
     # The Rust variables, where the Python kernel's Variables panel lists the Python ones.
     ipython.push({"rust": RustVariables(rust)})
+    # The Rust kernel's GPUs, where a GPU panel asks the Python kernel for them.
+    global _gpus
+    kernel_of_shell = getattr(ipython, "kernel", None)
+    if kernel_of_shell is not None and _gpus is None:
+        _gpus = GpuForwarding(kernel_of_shell, rust)
+        _gpus.install()
     # Started now rather than in the first cell: the kernel's start overlaps the user's typing.
     rust.ensure()
 
@@ -45,6 +54,10 @@ def load_ipython_extension(ipython) -> None:
 def unload_ipython_extension(ipython) -> None:
     from . import completion
 
+    global _gpus
     completion.uninstall(ipython)
+    if _gpus is not None:
+        _gpus.uninstall()
+        _gpus = None
     if _kernel is not None:
         _kernel.shutdown()

@@ -14,14 +14,16 @@ one.
 
 Needs: the `tchbook` kernelspec installed where this Python's Jupyter finds it (scripts/test runs
 `tchbook install --sys-prefix`), and Chromium at $TCHBOOK_CHROMIUM (default /usr/bin/chromium;
-`apt-get install chromium`). Playwright's own browser download is never used.
+`apt-get install chromium`). Playwright's own browser download is never used. tchbook's own
+JupyterLab extension (the GPU panel) is taken from where scripts/build-labextension builds it.
 
 Screenshots (each notebook in full after Run All, and its tagged cells that show a table or a
 picture, one by one) go to $TCHBOOK_SCREENSHOTS, default `$CARGO_TARGET_DIR/browser-screenshots`
 (or `target/...`); nothing commits them. The README shows three, copied by hand into
 docs/screenshots/: `00-tour--live-training.png` as live-training.png, `00-tour--device-card.png`
 as device-card.png and `04-deeplizard-pytorch-on-the-gpu--run-table.png` as run-table.png;
-test_panels.py's `variables-panel.png` and `kernel-usage.png` under their own names.
+test_panels.py's `variables-panel.png` and `kernel-usage.png` and test_gpu_panel.py's
+`gpu-panel.png` under their own names.
 """
 from __future__ import annotations
 
@@ -52,6 +54,7 @@ SCREENSHOTS = Path(os.environ.get("TCHBOOK_SCREENSHOTS")
 CHROMIUM_FLAGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
                   "--disable-component-update", "--disable-sync", "--no-first-run"]
 VIEWPORT = {"width": 1200, "height": 900}
+LABEXTENSION = ROOT / "python" / "tchbook.data" / "data" / "share" / "jupyter"
 SERVER_START_S = 120
 
 
@@ -109,9 +112,15 @@ def lab(lab_root, tmp_path_factory):
     port, token = free_port(), secrets.token_hex(16)
     # Kernelspecs a test adds go to `server.jupyter_path / "kernels"` (tests/browser/test_hosted.py).
     jupyter_path = home / "jupyter-path"
+    # tchbook's JupyterLab extension as scripts/build-labextension built it, where the wheel
+    # takes it from (an installed wheel puts the same folder in the environment's share/jupyter).
+    if not (LABEXTENSION / "labextensions" / "tchbook-gpu-panel" / "package.json").is_file():
+        pytest.fail(f"tchbook's JupyterLab extension is not built in {LABEXTENSION}: run "
+                    f"scripts/build-labextension (source scripts/env.sh does)")
     env = dict(os.environ, JUPYTER_CONFIG_DIR=str(home / "config"),
                JUPYTER_RUNTIME_DIR=str(home / "runtime"),
-               JUPYTER_PATH=os.pathsep.join(p for p in [str(jupyter_path), os.environ.get("JUPYTER_PATH", "")] if p))
+               JUPYTER_PATH=os.pathsep.join(p for p in [str(jupyter_path), os.environ.get("JUPYTER_PATH", ""),
+                                                        str(LABEXTENSION)] if p))
     log_path = home / "jupyterlab.log"
     log = log_path.open("wb")
     proc = subprocess.Popen(

@@ -66,10 +66,12 @@ class Lab:
             if s.get("path") == name:
                 self.api("DELETE", f"/api/sessions/{s['id']}")
 
-    def write_notebook(self, name: str, sources: list[str]) -> Path:
-        """A notebook of code cells on the tchbook kernel, as a person would have typed them."""
+    def write_notebook(self, name: str, sources: list[str], kernelspec: dict | None = None) -> Path:
+        """A notebook of code cells on the tchbook kernel (or the kernelspec given), as a person
+        would have typed them."""
         nb = nbformat.v4.new_notebook()
-        nb.metadata["kernelspec"] = {"name": KERNEL, "display_name": "Rust (tchbook)", "language": "rust"}
+        nb.metadata["kernelspec"] = kernelspec or {"name": KERNEL, "display_name": "Rust (tchbook)",
+                                                   "language": "rust"}
         nb.cells = [nbformat.v4.new_code_cell(s) for s in sources]
         path = self.root / name
         nbformat.write(nb, path)

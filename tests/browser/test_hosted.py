@@ -25,16 +25,17 @@ KERNEL = "python3-tchbook-bridge"
 RUN_ALL_S = 600
 
 
-def bridge_kernelspec(lab) -> None:
-    """This Python's ipykernel with python/ importable and the binary under test."""
+def bridge_kernelspec(lab, name: str = KERNEL, display_name: str = "Python 3 (tchbook bridge)",
+                      env: dict | None = None) -> None:
+    """This Python's ipykernel with python/ importable and the binary under test (and `env`)."""
     binary = os.environ.get("TCHBOOK_BIN") or str(
         Path(os.environ.get("CARGO_TARGET_DIR") or ROOT / "target") / "release" / "tchbook")
-    spec = lab.jupyter_path / "kernels" / KERNEL
+    spec = lab.jupyter_path / "kernels" / name
     spec.mkdir(parents=True, exist_ok=True)
     (spec / "kernel.json").write_text(json.dumps({
         "argv": [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"],
-        "display_name": "Python 3 (tchbook bridge)", "language": "python",
-        "env": {"PYTHONPATH": str(ROOT / "python"), "TCHBOOK_BIN": binary}}))
+        "display_name": display_name, "language": "python",
+        "env": {"PYTHONPATH": str(ROOT / "python"), "TCHBOOK_BIN": binary, **(env or {})}}))
 
 
 def index_of(nb: nbformat.NotebookNode, tag: str) -> int:

@@ -63,3 +63,43 @@ pub fn named<'a>(variables: &'a Value, name: &str) -> &'a Value {
         .find(|v| v["name"] == name)
         .unwrap_or_else(|| panic!("no `{name}` in {variables}"))
 }
+
+/// The stand-in NVML (`tests/nvml/libnvidia-ml.c`), built with `cc` into a folder of its own,
+/// and the script it answers from.
+pub struct StandInNvml {
+    dir: tempfile::TempDir,
+}
+
+impl StandInNvml {
+    pub fn build() -> StandInNvml {
+        let dir = tempfile::Builder::new()
+            .prefix("tchbook-nvml-")
+            .tempdir()
+            .unwrap();
+        let source = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/nvml/libnvidia-ml.c");
+        let status = std::process::Command::new("cc")
+            .args(["-shared", "-fPIC", "-o"])
+            .arg(dir.path().join("libnvidia-ml.so.1"))
+            .arg(source)
+            .status()
+            .expect("running cc for the stand-in NVML");
+        assert!(status.success(), "cc could not build {source}");
+        StandInNvml { dir }
+    }
+
+    /// What the kernel needs to open the stand-in, and the stand-in to find its script.
+    pub fn env(&self) -> [(&'static str, String); 2] {
+        let path = |name: &str| self.dir.path().join(name).display().to_string();
+        [
+            (tchbook_wire::env::NVML_LIBRARY, path("libnvidia-ml.so.1")),
+            ("TCHBOOK_FAKE_NVML_SCRIPT", path("script")),
+        ]
+    }
+
+    /// Replaces the script at once (a new file renamed over the old one).
+    pub fn script(&self, text: &str) {
+        let next = self.dir.path().join("script.next");
+        std::fs::write(&next, text).unwrap();
+        std::fs::rename(next, self.dir.path().join("script")).unwrap();
+    }
+}

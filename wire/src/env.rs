@@ -74,6 +74,11 @@ pub const NO_PUMP: &str = "TCHBOOK_NO_PUMP";
 /// A base URL that replaces the data sets' canonical download locations; read by the
 /// prelude's `fetch`.
 pub const DATA_MIRROR: &str = "TCHBOOK_DATA_MIRROR";
+/// An NVML library to open instead of the driver's `libnvidia-ml.so.1`: an absolute path whose
+/// file name is `libnvidia-ml.so.1`, ignored in a set-user-id process. Set by the tests, which
+/// name a stand-in that reports scripted GPUs; read by the prelude (`cuda::nvml`). It reaches
+/// no further than `LD_LIBRARY_PATH` does (the same file name, from another folder).
+pub const NVML_LIBRARY: &str = "TCHBOOK_NVML_LIBRARY";
 
 // ---------------------------------------------------------------------------------------------
 // The user's settings

@@ -11,7 +11,7 @@
 //! ```text
 //! {"op":"variables"}             → {"answer":"variables","variables":[{"name":"x","type":"Tensor","value":"Tensor[2, 3] f32 cpu 24 B","fields":[...]}]}
 //! {"op":"rich","name":"x"}       → {"answer":"rich","data":{"text/plain":"tensor([...])"},"metadata":{}}
-//! {"op":"usage"}                 → {"answer":"usage","gpus":[{"index":0,"name":"NVIDIA H100","memory_used":..,"memory_total":..,"utilization":3,"allocator":null}]}
+//! {"op":"usage"}                 → {"answer":"usage","gpus":[{"index":0,"name":"NVIDIA H100","memory_used":..,"memory_total":..,"utilization":3,"allocator":null,"driver":"550.54.15","cuda":"12.4","error":null}]}
 //! {"op":"comm","msg_type":"comm_msg","comm_id":"7f3a","data":{"method":"update","state":{"value":4}}}
 //!                                → {"answer":"comm","messages":[{"op":"comm_msg","comm_id":"7f3a","data":{"method":"echo_update",..}}]}
 //! anything else, while a cell runs → {"answer":"busy"}
@@ -136,6 +136,16 @@ pub struct Gpu {
     pub utilization: Option<u32>,
     /// The evaluation process's caching allocator on this GPU, where libtorch uses it.
     pub allocator: Option<Allocator>,
+    /// The NVIDIA driver's version (`550.54.15`), the same for every GPU of the machine.
+    #[serde(default)]
+    pub driver: Option<String>,
+    /// The newest CUDA the driver supports (`12.4`), as `nvidia-smi` heads its table.
+    #[serde(default)]
+    pub cuda: Option<String>,
+    /// What NVML said when asked about this GPU (`nvmlDeviceGetMemoryInfo: GPU is lost`); the
+    /// figures it could not give are 0 or `None`.
+    #[serde(default)]
+    pub error: Option<String>,
 }
 
 /// The CUDA caching allocator's bytes on one device (`torch.cuda.memory_allocated`,
@@ -263,6 +273,9 @@ mod tests {
                         reserved: 5,
                         peak: 6,
                     }),
+                    driver: Some("550.54.15".into()),
+                    cuda: Some("12.4".into()),
+                    error: None,
                 }],
             },
             Answer::Comm {

@@ -55,6 +55,9 @@ pub fn gpu_usage() -> GpuUsage {
             memory_used: g.memory_used,
             memory_total: g.memory_total,
             utilization: g.utilization,
+            driver: g.driver,
+            cuda: g.cuda,
+            error: g.error,
         })
         .collect();
     GpuUsage { gpus }
@@ -91,7 +94,11 @@ impl GpuUsage {
                 vec![
                     g.index.to_string(),
                     g.name.clone(),
-                    sys::human_bytes(g.memory_used),
+                    // A GPU NVML could not read says why rather than "0 B of 0 B".
+                    match &g.error {
+                        Some(error) => error.clone(),
+                        None => sys::human_bytes(g.memory_used),
+                    },
                     sys::human_bytes(g.memory_total),
                     g.utilization.map_or("-".to_owned(), |u| format!("{u}%")),
                     bytes(g.allocator.map(|a| a.allocated)),

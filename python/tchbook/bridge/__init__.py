@@ -39,9 +39,13 @@ kernel notices its parent is gone and exits by itself (it polls its parent, as i
 The Rust variables are `rust` in the Python namespace (`variables`), so the Python kernel's
 Variables panel lists them beside the Python ones.
 
+The Rust kernel's GPUs are added to the Python kernel's `usage_reply` (`usage`), so a GPU panel
+asking the Python notebook shows them.
+
 One module per job: `errors` (the exceptions a Rust error becomes), `value` (a Rust cell's value),
 `kernel` (the Rust kernel process and its lifetime), `interrupts` (SIGINT while a cell runs),
-`cell` (one cell's message loop, its stdin and its payloads) and `variables` (`rust`).
+`cell` (one cell's message loop, its stdin and its payloads), `variables` (`rust`) and `usage`
+(the GPUs in the Python kernel's usage_reply).
 """
 from __future__ import annotations
 

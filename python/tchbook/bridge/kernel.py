@@ -21,6 +21,7 @@ from .._locate import LIBTORCH_ENV, binary, kernel_env
 from .cell import Cell
 from .errors import RustKernelDied
 from .value import RustValue
+from .usage import ask_usage
 from .variables import ask_debug
 from .widgets import CommRelay
 
@@ -226,6 +227,16 @@ class RustKernel:
         if self.kc is None or not self.alive():
             return None
         return ask_debug(self.kc, command, arguments)
+
+    def gpus(self) -> list | None:
+        """The `gpus` of the Rust kernel's usage_reply, or None when it is not running, did not
+        answer in time or reports none. Never starts a kernel."""
+        km = self.km
+        if km is None or not self.alive():
+            return None
+        content = ask_usage(km)
+        gpus = (content or {}).get("gpus")
+        return gpus if isinstance(gpus, list) else None
 
     def interrupt(self) -> None:
         if self.km is not None:
