@@ -38,6 +38,11 @@ def ask_usage(km, timeout: float = USAGE_TIMEOUT_S) -> dict | None:
     cells without a loss)."""
     socket = zmq.Context.instance().socket(zmq.DEALER)
     socket.linger = 0
+    server_key = getattr(km, "curve_publickey", None)
+    if server_key:
+        # The bridge's Rust kernel is encrypted (CurveZMQ) where it can be: ask as its clients do.
+        socket.curve_publickey, socket.curve_secretkey = zmq.curve_keypair()
+        socket.curve_serverkey = server_key
     socket.connect(control_url(km))
     try:
         msg = km.session.send(socket, "usage_request", {})
