@@ -154,11 +154,10 @@ pub(crate) async fn greet_exchange(
     // RFC 23: both peers use the same mechanism, or the connection ends.
     if let Message::Greeting(peer) = &greeting {
         if peer.mechanism.as_str() != ours.as_str() {
-            log::warn!(
+            crate::curve::warn_refused(format_args!(
                 "refused a peer that greeted with the {} mechanism; this socket uses {}",
-                peer.mechanism,
-                ours
-            );
+                peer.mechanism, ours
+            ));
             return Err(ZmqError::Codec(crate::codec::CodecError::Mechanism(
                 "the peer uses another security mechanism",
             )));

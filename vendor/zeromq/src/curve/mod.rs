@@ -15,7 +15,7 @@ pub(crate) use cipher::{Opener, Sealer, MESSAGE_OVERHEAD};
 pub use keys::{z85_decode_key, z85_encode_key, CurveKeyPair, CURVE_KEY_SIZE, CURVE_KEY_Z85_SIZE};
 
 use crate::codec::{FramedIo, ZmqMechanism};
-use crate::error::{ZmqError, ZmqResult};
+use crate::error::ZmqResult;
 
 use bytes::Bytes;
 use crypto_box::PublicKey;
@@ -71,16 +71,17 @@ impl Mechanism {
                 .map(|session| session.install(io))
                 .inspect_err(|error| {
                     if matches!(self, Mechanism::CurveServer(_)) {
-                        log_refusal(error);
+                        warn_refused(format_args!("refused a CURVE handshake: {error}"));
                     }
                 }),
         )
     }
 }
 
-/// One warning per refused handshake, but at most one a second: a flood of bad handshakes
-/// costs the log a line a second, with the count of those it did not write.
-fn log_refusal(error: &ZmqError) {
+/// One warning per refused peer (a failed handshake, another mechanism), but at most one a
+/// second: a flood of bad handshakes costs the log a line a second. The count of those not
+/// written comes with the next line written.
+pub(crate) fn warn_refused(what: std::fmt::Arguments<'_>) {
     static LAST: Mutex<Option<(Instant, u64)>> = Mutex::new(None);
     let mut last = LAST.lock();
     let now = Instant::now();
@@ -95,7 +96,7 @@ fn log_refusal(error: &ZmqError) {
             } else {
                 String::new()
             };
-            log::warn!("refused a CURVE handshake: {error}{more}");
+            log::warn!("{what}{more}");
             *last = Some((now, 0));
         }
     }
