@@ -23,6 +23,7 @@ import re
 import shutil
 import signal
 import subprocess
+import sys
 from pathlib import Path
 
 import nbformat
@@ -232,6 +233,9 @@ CELLS = [
      "    let mut n = 0u64;\n"
      "    loop { n = n.wrapping_add(1); }\n"
      "}\n"
+     "let mut bar = Progress::new(3, \"steps\");\n"
+     "for _ in 0..3 { bar.tick(); }\n"
+     "bar.finish();\n"
      "panic!(\"the run stops here\");", []),
     ("println!(\"never printed\");", []),
 ]
@@ -278,8 +282,9 @@ def test_exported_program_keeps_the_kernels_contract_and_merges_back(tmp_path):
     assert cells[4][-1]["data"]["text/plain"] == "Timing: true\n"
     took, value = cells[5]
     assert re.fullmatch(r"Took \d+ms\n", took["text"]) and value["data"]["text/plain"] == "85"
-    shown, stop = cells[6]
+    shown, bar, stop = cells[6]
     assert shown["output_type"] == "display_data" and shown["data"]["text/plain"] == "shown"
+    assert "3/3" in bar["data"]["text/plain"], bar
     assert (stop["ename"], stop["evalue"]) == ("panic", "the run stops here")
     assert "never printed" not in done.stdout
     assert "a = 42" in done.stdout and "85" in done.stdout
@@ -294,6 +299,19 @@ def test_exported_program_keeps_the_kernels_contract_and_merges_back(tmp_path):
     assert nb.cells[1].outputs[1]["data"]["text/plain"] == "42"
     assert nb.cells[1].execution_count == 1
     assert nb.cells[7].outputs == [] and nb.cells[7].execution_count is None
+    # The progress bar's view is drawn from the widget state the run saved, as JupyterLab's
+    # "Save Widget State" keeps it: the bar's box and its three parts, the bar at its end.
+    view = nb.cells[6].outputs[1]["data"]["application/vnd.jupyter.widget-view+json"]
+    state = nb.metadata["widgets"]["application/vnd.jupyter.widget-state+json"]["state"]
+    box = state[view["model_id"]]
+    parts = [state[ref.removeprefix("IPY_MODEL_")] for ref in box["state"]["children"]]
+    assert box["model_name"] == "HBoxModel", box
+    assert [p["model_name"] for p in parts] == ["HTMLModel", "FloatProgressModel", "HTMLModel"]
+    assert parts[1]["state"]["value"] == parts[1]["state"]["max"] == 3, parts[1]
+    # nbconvert's HTML carries the state, so its page draws the bar where ipywidgets loads.
+    html = subprocess.run([sys.executable, "-m", "nbconvert", "--to", "html", "--stdout", str(merged)],
+                          capture_output=True, text=True, check=True).stdout
+    assert "application/vnd.jupyter.widget-state+json" in html and view["model_id"] in html
 
     # An interrupt that a cell never checks ends the program after the grace period.
     hung_record = tmp_path / "hung.json"

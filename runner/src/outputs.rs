@@ -46,6 +46,9 @@ pub(super) struct Printed {
 #[derive(Default)]
 pub(super) struct Recorder {
     pub(super) cells: Vec<CellRecord>,
+    /// The widget models open now, by comm id: their state as `comm_open` and each `update` left
+    /// it (saved with the record, as a front end saves widget state).
+    pub(super) widgets: std::collections::BTreeMap<String, serde_json::Map<String, Value>>,
     /// The reader of the current cell's content blocks (one per cell, as in the kernel).
     pub(super) blocks: tchbook_wire::value::ValueReader,
     /// The current cell's final value, one string per MIME type (as evcxr keeps it).

@@ -95,8 +95,27 @@ impl Recorder {
             // from elsewhere is shown as the kernel shows a panic off the cells' thread.
             Message::Panic(panic) => self.stream(StreamName::Stderr, &panic.thread_text()),
             // A widget's model: a program has no front end to steer it, and the widget's display
-            // carries its text beside the view.
-            Message::CommOpen { .. } | Message::CommMsg { .. } | Message::CommClose { .. } => {}
+            // carries its text beside the view; its state is kept for the record, so a merged
+            // notebook can draw the view again.
+            Message::CommOpen {
+                comm_id,
+                target_name,
+                data,
+                ..
+            } if target_name == tchbook_wire::widgets::TARGET => {
+                let state = data.get("state").and_then(Value::as_object).cloned();
+                self.widgets.insert(comm_id, state.unwrap_or_default());
+            }
+            Message::CommMsg { comm_id, data, .. } => {
+                let update = data.get("state").and_then(Value::as_object);
+                if let (Some(model), Some(update)) = (self.widgets.get_mut(&comm_id), update) {
+                    model.extend(update.clone());
+                }
+            }
+            Message::CommClose { comm_id, .. } => {
+                self.widgets.remove(&comm_id);
+            }
+            Message::CommOpen { .. } => {}
         }
     }
 

@@ -24,6 +24,7 @@ impl Recorder {
                     outputs: c.outputs.clone(),
                 })
                 .collect(),
+            widgets: self.widgets.clone(),
         }
     }
 }

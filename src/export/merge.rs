@@ -7,7 +7,7 @@ use serde_json::Value;
 use std::collections::BTreeMap;
 use std::io::Write;
 use std::path::Path;
-use tchbook_wire::record::{FORMAT, Record, RecordedCell};
+use tchbook_wire::record::{FORMAT, Record, RecordedCell, widget_state_metadata};
 
 /// Writes the outputs in `record` (from an exported program's `--record`) into `notebook`.
 /// Every code cell's outputs are replaced: cells the run did not reach are left empty, as a run
@@ -36,6 +36,14 @@ pub fn merge(record: &Path, notebook: &Path) -> Result<()> {
         if cell["cell_type"] == "code" {
             replace_outputs(cell, by_cell.get(&index).copied());
         }
+    }
+    // The widget views in the new outputs are drawn from the state this run saved; state
+    // saved by an earlier run names models these outputs do not show.
+    let metadata = nb["metadata"].as_object_mut().context("no metadata")?;
+    if record.widgets.is_empty() {
+        metadata.remove("widgets");
+    } else {
+        metadata.insert("widgets".into(), widget_state_metadata(&record.widgets));
     }
     let mut bytes = Vec::new();
     let formatter = serde_json::ser::PrettyFormatter::with_indent(b" ");

@@ -5,6 +5,7 @@
 use crate::{MimeData, StreamName};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
+use std::collections::BTreeMap;
 
 /// The version of the format, [`Record::tchbook_record`]: 2 since cells' sources are hashed
 /// with SHA-256 (1 had FNV-1a).
@@ -22,7 +23,37 @@ pub struct Record {
     /// Whether every cell ran (a run that stopped at an error, or was killed, did not).
     pub completed: bool,
     pub cells: Vec<RecordedCell>,
+    /// Each widget model the run left open, by comm id, as its `comm_open` and `update`s left it
+    /// (what a front end saves as the notebook's widget state, so the views in the outputs can
+    /// be drawn again). Written only when there is one.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub widgets: BTreeMap<String, Map<String, Value>>,
 }
+
+/// The notebook metadata that holds saved widget state (ipywidgets' `widget-state+json`, as
+/// JupyterLab's "Save Widget State" and nbclient write it) for the `models` a run left, by id.
+pub fn widget_state_metadata(models: &BTreeMap<String, Map<String, Value>>) -> Value {
+    let state: Map<String, Value> = models
+        .iter()
+        .filter(|(_, state)| state.contains_key("_model_name"))
+        .map(|(id, state)| {
+            let field = |name: &str| state.get(name).cloned().unwrap_or(Value::Null);
+            let model = serde_json::json!({
+                "model_name": field("_model_name"),
+                "model_module": field("_model_module"),
+                "model_module_version": field("_model_module_version"),
+                "state": state,
+            });
+            (id.clone(), model)
+        })
+        .collect();
+    serde_json::json!({
+        WIDGET_STATE_MIME: {"version_major": 2, "version_minor": 0, "state": state}
+    })
+}
+
+/// The MIME type of saved widget state in a notebook's `metadata.widgets`.
+pub const WIDGET_STATE_MIME: &str = "application/vnd.jupyter.widget-state+json";
 
 /// One code cell that ran.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -96,6 +127,16 @@ mod tests {
                     },
                 ],
             }],
+            widgets: BTreeMap::from([(
+                "7f3a".to_owned(),
+                serde_json::from_value(serde_json::json!({
+                    "_model_name": "FloatProgressModel",
+                    "_model_module": "@jupyter-widgets/controls",
+                    "_model_module_version": "2.0.0",
+                    "value": 3.0,
+                }))
+                .unwrap(),
+            )]),
         };
         let json = serde_json::to_value(&record).unwrap();
         let outputs = &json["cells"][0]["outputs"];
@@ -105,5 +146,11 @@ mod tests {
         assert_eq!(outputs[2]["output_type"], "execute_result");
         assert_eq!(outputs[3]["output_type"], "error");
         assert_eq!(serde_json::from_value::<Record>(json).unwrap(), record);
+        let saved = widget_state_metadata(&record.widgets);
+        let model = &saved[WIDGET_STATE_MIME]["state"]["7f3a"];
+        assert_eq!(model["model_name"], "FloatProgressModel");
+        assert_eq!(model["model_module_version"], "2.0.0");
+        assert_eq!(model["state"]["value"], 3.0);
+        assert_eq!(saved[WIDGET_STATE_MIME]["version_major"], 2);
     }
 }
