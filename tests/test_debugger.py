@@ -171,3 +171,89 @@ def test_a_breakpoint_in_a_loop_stops_shows_the_cell_line_and_locals_and_steps(d
     assert reply["status"] == "ok", reply
     assert debugger.ok("debugInfo")["stoppedThreads"] == []
     assert debugger.run("total")["status"] == "ok"
+
+
+def test_bad_requests_get_dap_errors_and_the_kernel_keeps_its_variables(debugger):
+    assert debugger.run("let kept = 41;")["status"] == "ok"
+    debugger.switch_on()
+    path, _ = debugger.breakpoint(LOOP, [4])
+    msg_id = debugger.start(LOOP)
+    thread = debugger.event("stopped")["body"]["threadId"]
+    frame = debugger.top_frame(thread)
+
+    # Ids gdb never gave, and a reference from before: errors naming the request.
+    for command, arguments in [("stackTrace", {"threadId": 999}), ("scopes", {"frameId": 999}),
+                               ("variables", {"variablesReference": 99999}),
+                               ("next", {"threadId": 999})]:
+        response = debugger.request(command, arguments)
+        assert response["success"] is False, (command, response)
+        assert command in response["message"], response
+    # An expression: gdb's Rust evaluates it in the stopped frame; one that does not parse fails.
+    value = debugger.ok("evaluate", {"expression": "doubled * 10", "frameId": frame["id"], "context": "watch"})
+    assert value["result"] == "20", value
+    broken = debugger.request("evaluate", {"expression": "doubled +", "frameId": frame["id"], "context": "watch"})
+    assert broken["success"] is False and broken["message"], broken
+
+    # A line past the end of a cell that was built: unverified, saying why.
+    past = debugger.ok("setBreakpoints", {"source": {"path": path}, "breakpoints": [{"line": 4}, {"line": 40}]})
+    assert past["breakpoints"][0]["verified"] is True, past
+    assert past["breakpoints"][1]["verified"] is False and "line 40" in past["breakpoints"][1]["message"]
+    # A cell edited since it ran has another file: its breakpoint waits for it to run.
+    _, edited = debugger.breakpoint(LOOP + "\n", [4])
+    assert edited[0]["verified"] is False and "edited" in edited[0]["message"], edited
+
+    # The stop button ends the stopped cell: it runs on to its interrupt check.
+    debugger.km.interrupt_kernel()
+    reply = debugger.reply(msg_id)
+    assert reply["status"] == "error" and "KeyboardInterrupt" in reply["ename"] + reply["evalue"], reply
+    assert debugger.run("kept")["status"] == "ok"
+    assert debugger.ok("debugInfo")["stoppedThreads"] == []
+
+
+def test_gdb_dying_while_a_cell_is_stopped_leaves_the_cell_running_on(debugger):
+    import psutil
+
+    assert debugger.run("let kept = 41;")["status"] == "ok"
+    debugger.switch_on()
+    debugger.breakpoint(LOOP, [4])
+    msg_id = debugger.start(LOOP)
+    thread = debugger.event("stopped")["body"]["threadId"]
+    kernel = psutil.Process(debugger.km.provisioner.process.pid)
+    # gdb-for-pwndbg's gdb runs through its own copy of the loader: known by its arguments.
+    gdbs = [p for p in kernel.children() if "-i=dap" in p.cmdline()]
+    assert len(gdbs) == 1, kernel.children()
+    gdbs[0].send_signal(signal.SIGKILL)
+
+    # The traced process is let go and finishes the cell; the kernel says what happened.
+    reply = debugger.reply(msg_id)
+    assert reply["status"] == "ok", reply
+    output = debugger.event("output")
+    assert "gdb ended" in output["body"]["output"], output
+    assert debugger.ok("stackTrace", {"threadId": thread})["stackFrames"] == []
+    response = debugger.request("next", {"threadId": thread})
+    assert response["success"] is False and "switch it on" in response["message"], response
+    kept = debugger.run("kept + 1")
+    assert kept["status"] == "ok", kept
+    # Switched on again, it attaches a new gdb, and breakpoints stop again.
+    debugger.switch_on()
+    debugger.breakpoint(LOOP, [4])
+    msg_id = debugger.start(LOOP)
+    thread = debugger.event("stopped")["body"]["threadId"]
+    assert debugger.top_frame(thread)["line"] == 4
+    debugger.ok("setBreakpoints", {"source": {"path": debugger.ok("dumpCell", {"code": LOOP})["sourcePath"]},
+                                   "breakpoints": []})
+    debugger.ok("continue", {"threadId": thread})
+    assert debugger.reply(msg_id)["status"] == "ok"
+
+
+def test_without_gdb_breakpoints_say_how_to_install_it_and_the_variables_panel_works():
+    d = Debugger(env={"TCHBOOK_GDB": "/nonexistent/gdb"})
+    try:
+        assert d.run("let kept = 41;")["status"] == "ok"
+        d.switch_on()
+        _, placed = d.breakpoint(LOOP, [4])
+        assert "gdb-for-pwndbg" in placed[0]["message"], placed
+        assert [v["name"] for v in d.ok("inspectVariables")["variables"]] == ["kept"]
+        assert d.run(LOOP)["status"] == "ok"
+    finally:
+        d.close()

@@ -104,6 +104,7 @@ impl Session {
     /// inlined call after which gdb stops on the same line again; the user's step goes on to
     /// the next line, as it would in a cell without the checks.
     pub fn step(&self, command: &str, arguments: &Value) -> Result<Value, String> {
+        self.known_thread(command, arguments)?;
         let thread = json!({"threadId": arguments["threadId"]});
         let before = self.top_line(&thread);
         let (held, stops) = std::sync::mpsc::channel();
@@ -137,6 +138,27 @@ impl Session {
         answer
     }
 
+    /// An error unless the request's `threadId` is one of gdb's threads: gdb itself runs an
+    /// unknown thread's `next` or `continue` on the thread it has selected.
+    fn known_thread(&self, command: &str, arguments: &Value) -> Result<(), String> {
+        let adapter = self.state.lock().unwrap().adapter.clone();
+        let Some(adapter) = adapter else {
+            return Ok(()); // `pass_on` says that no gdb is attached
+        };
+        let threads = adapter.request("threads", json!({}), PATIENCE)?;
+        let id = &arguments["threadId"];
+        let known = threads["threads"]
+            .as_array()
+            .is_some_and(|threads| threads.iter().any(|thread| thread["id"] == *id));
+        if known {
+            Ok(())
+        } else {
+            Err(format!(
+                "`{command}`: the evaluation process has no thread {id}; ask `threads` for its threads"
+            ))
+        }
+    }
+
     /// The top frame's function, file and cell line.
     fn top_line(&self, thread: &Value) -> Option<(Value, Value, Value)> {
         let mut arguments = thread.clone();
@@ -166,6 +188,9 @@ impl Session {
         // gdb sends no `continued` event for a request that resumes: the process runs from
         // the moment it is asked to (a failed request leaves it where it was).
         let resumes = matches!(command, "continue" | "next" | "stepIn" | "stepOut");
+        if resumes || command == "pause" {
+            self.known_thread(command, arguments)?;
+        }
         let before = resumes
             .then(|| self.state.lock().unwrap().stopped.take())
             .flatten();
@@ -176,15 +201,23 @@ impl Session {
         answer
     }
 
-    /// Lets a stopped cell run on (the stop button: its interrupt ends it at its next check).
-    pub fn resume(&self) {
-        let (adapter, stopped) = {
-            let state = self.state.lock().unwrap();
-            (state.adapter.clone(), state.stopped)
+    /// Lets a stopped cell run on, for the stop button: gdb detaches (taking its breakpoints
+    /// out of the process, so none stops the cell again before its interrupt check) and ends;
+    /// the next cell attaches a new one while the debugger is on. Returns whether a cell was
+    /// stopped. Blocks for as long as gdb takes to detach (its patience at most).
+    pub fn release(&self) -> bool {
+        let adapter = {
+            let mut state = self.state.lock().unwrap();
+            if state.stopped.take().is_none() {
+                return false;
+            }
+            state.attached = None;
+            state.adapter.take()
         };
-        if let (Some(adapter), Some(thread)) = (adapter, stopped) {
-            adapter.notify("continue", json!({"threadId": thread}));
+        if let Some(adapter) = adapter {
+            let _ = adapter.request("disconnect", json!({"terminateDebuggee": false}), PATIENCE);
         }
+        true
     }
 }
 

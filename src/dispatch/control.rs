@@ -34,9 +34,7 @@ pub async fn run_control(mut control: Router, shared: Shared, interrupter: impl 
         }
         let reply = match &message.content {
             JupyterMessageContent::InterruptRequest(_) => {
-                interrupt_request(&interrupter);
-                // A cell stopped at a breakpoint runs on, to its next interrupt check.
-                shared.panels.session.resume();
+                interrupt_request(&shared, &interrupter);
                 Some(InterruptReply::new().as_child_of(&message))
             }
             JupyterMessageContent::ShutdownRequest(request) => {
