@@ -1,7 +1,10 @@
 """The kernel the benchmarks in this folder measure: a tchbook binary started from a temporary
 kernelspec (nothing in the user's Jupyter is touched), with a client whose channels are open."""
 
+import argparse
+import contextlib
 import json
+import os
 import tempfile
 from pathlib import Path
 
@@ -27,3 +30,23 @@ def start(binary: str, metadata: dict | None = None, timeout: float = 120):
     client.start_channels()
     client.wait_for_ready(timeout=timeout)
     return km, client
+
+
+def arguments(reps: int) -> argparse.Namespace:
+    """`--binary` (default $TCHBOOK_BIN, else the workspace's release build) and `--reps`."""
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--binary", default=os.environ.get(
+        "TCHBOOK_BIN", str(Path(__file__).resolve().parents[2] / "target" / "release" / "tchbook")))
+    parser.add_argument("--reps", type=int, default=reps)
+    return parser.parse_args()
+
+
+@contextlib.contextmanager
+def running(binary: str, metadata: dict | None = None):
+    """A client of a fresh kernel (`start`), shut down when the block ends."""
+    km, client = start(binary, metadata)
+    try:
+        yield client
+    finally:
+        client.stop_channels()
+        km.shutdown_kernel(now=True)

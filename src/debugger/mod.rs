@@ -64,6 +64,9 @@ struct State {
     missing: Option<String>,
     /// The thread gdb stopped, while it is stopped.
     stopped: Option<i64>,
+    /// How many stops there have been: part of the frame ids JupyterLab is given
+    /// (`requests::FRAME_STRIDE`).
+    stops: u64,
     cells: Cells,
     sink: Option<EventSink>,
     /// While a step waits for its own stop (`requests::step`): where stops go instead.
@@ -202,6 +205,7 @@ impl Session {
         build_dir: &std::path::Path,
     ) -> impl Fn(&[Option<usize>]) + use<> {
         let source = session.cell_source(code);
+        tracing::debug!("debugger: the cell builds for {source:?}");
         if let Err(error) = set_debug_source(build_dir, source.as_deref()) {
             tracing::warn!("debugger: {error}");
         }
@@ -228,6 +232,7 @@ impl Session {
             let arguments = breakpoints.and_then(|b| state.cells.for_adapter(&path, &b));
             (state.adapter.clone(), arguments)
         };
+        tracing::debug!("debugger: {path} built; breakpoints {arguments:?}");
         if let (Some(adapter), Some((arguments, _))) = (adapter, arguments)
             && let Err(error) = adapter.request("setBreakpoints", arguments, PATIENCE)
         {
@@ -266,6 +271,7 @@ impl Session {
                 }
                 "stopped" => {
                     state.stopped = event["body"]["threadId"].as_i64();
+                    state.stops += 1;
                     if let Some(held) = &state.held {
                         let _ = held.send(event);
                         return;

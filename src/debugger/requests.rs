@@ -18,6 +18,9 @@ pub const PASSED_ON: &[&str] = &[
     "evaluate",
 ];
 
+/// The frame ids JupyterLab sees: the stop's number times this, plus gdb's id.
+const FRAME_STRIDE: u64 = 1_000_000;
+
 /// The steps that end on the next line of the cell (`Session::step`).
 pub const STEPS: &[&str] = &["next", "stepIn"];
 
@@ -94,9 +97,30 @@ impl Session {
         if let Some(frames) = body["stackFrames"].as_array_mut() {
             for frame in frames {
                 translate_frame(&state.cells, frame);
+                // gdb numbers the frames of every stop from 0; JupyterLab keeps its selected
+                // frame (and the line it shows) while a frame with the same file and id comes
+                // back, so the ids it is given are new at each stop.
+                let id = frame["id"].as_u64().unwrap_or(0);
+                frame["id"] = json!(state.stops * FRAME_STRIDE + id);
             }
         }
         Ok(body)
+    }
+
+    /// A request that names a frame, with the frame's id as gdb knows it; an error for a frame
+    /// of an earlier stop.
+    pub fn with_gdb_frame(&self, command: &str, arguments: &Value) -> Result<Value, String> {
+        let mut arguments = arguments.clone();
+        if let Some(id) = arguments["frameId"].as_u64() {
+            let stops = self.state.lock().unwrap().stops;
+            if id / FRAME_STRIDE != stops {
+                return Err(format!(
+                    "`{command}`: frame {id} is not a frame of the current stop; ask `stackTrace` for them"
+                ));
+            }
+            arguments["frameId"] = json!(id % FRAME_STRIDE);
+        }
+        Ok(arguments)
     }
 
     /// `next` or `stepIn`, on to a line other than the one it started on. Each cell statement
@@ -174,6 +198,7 @@ impl Session {
 
     /// A request gdb answers itself; an error while no gdb is attached.
     pub fn pass_on(&self, command: &str, arguments: &Value) -> Result<Value, String> {
+        let arguments = &self.with_gdb_frame(command, arguments)?;
         let (adapter, missing) = {
             let state = self.state.lock().unwrap();
             (state.adapter.clone(), state.missing.clone())

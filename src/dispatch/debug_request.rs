@@ -41,6 +41,7 @@ pub(super) async fn debug_request(
     let command = request["command"].as_str().unwrap_or_default();
     let arguments = &request["arguments"];
     let stopped = shared.panels.session.stopped().is_some();
+    tracing::debug!("debug_request {command} {arguments}");
     let (success, body) = match panel_request(shared, command, arguments, stopped).await {
         Some(answered) => answered,
         None => session_request(shared, command, arguments, stopped).await,
@@ -55,6 +56,7 @@ pub(super) async fn debug_request(
     });
     if !success {
         content["message"] = content["body"]["error"].clone();
+        tracing::debug!("debug_request {command} failed: {}", content["message"]);
     }
     JupyterMessage::new(DebugReply { content }, Some(message))
 }
