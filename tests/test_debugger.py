@@ -257,3 +257,28 @@ def test_without_gdb_breakpoints_say_how_to_install_it_and_the_variables_panel_w
         assert d.run(LOOP)["status"] == "ok"
     finally:
         d.close()
+
+
+def test_a_breakpoint_set_while_the_cell_runs_stops_it(debugger):
+    code = """let mut n = 0u64;
+for i in 0..500u64 {
+    n += i;
+    std::thread::sleep(std::time::Duration::from_millis(20));
+}
+n"""
+    debugger.switch_on()
+    path = debugger.ok("dumpCell", {"code": code})["sourcePath"]
+    msg_id = debugger.start(code)
+    # Once the cell is running (its library loaded): JupyterLab's Variables panel says so.
+    deadline = time.monotonic() + CELL_TIMEOUT_S
+    while not any(v["name"] == "(cell running)" for v in debugger.ok("inspectVariables")["variables"]):
+        assert time.monotonic() < deadline, "the cell never ran"
+        time.sleep(0.2)
+    placed = debugger.ok("setBreakpoints", {"source": {"path": path}, "breakpoints": [{"line": 3}]})
+    assert placed["breakpoints"][0]["verified"] is True, placed
+    thread = debugger.event("stopped")["body"]["threadId"]
+    frame = debugger.top_frame(thread)
+    assert (frame["source"]["path"], frame["line"]) == (path, 3), frame
+    debugger.ok("setBreakpoints", {"source": {"path": path}, "breakpoints": []})
+    debugger.ok("continue", {"threadId": thread})
+    assert debugger.reply(msg_id)["status"] == "ok"

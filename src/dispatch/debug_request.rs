@@ -127,7 +127,10 @@ async fn session_request(
     let answered = match command.as_str() {
         "initialize" => {
             shared.panels.debugger.lock().unwrap().started = true;
-            session.switch_on(event_sink(shared));
+            // gdb reads the evaluation process's symbols as it attaches: seconds, off the
+            // async workers.
+            let sink = event_sink(shared);
+            blocking(move || session.switch_on(sink)).await;
             Ok(capabilities())
         }
         "disconnect" => {
