@@ -179,6 +179,7 @@ pub fn prebuild_prelude(libtorch: &Libtorch) -> Result<()> {
         libtorch_lib: Some(libtorch.lib_dir()),
         interrupt_grace: Duration::from_secs(3),
         cell_opt_level: env::cell_opt_level(),
+        debugger: Arc::default(),
     });
     let built = Arc::new(AtomicBool::new(false));
     // The index is built beside the build: rust-analyzer needs the template's manifest and lock

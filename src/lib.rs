@@ -14,6 +14,8 @@
 //!   evaluation process, interrupts and crash recovery. Returns plain Rust values.
 //! - [`display`]: turns what the engine reports (stdout lines, the live display line protocol,
 //!   final values, compile errors, panics) into Jupyter message contents.
+//! - [`debugger`]: breakpoints in cells for JupyterLab's debugger: gdb's Debug Adapter
+//!   Protocol attached to the evaluation process, lines translated between cell and crate.
 //! - [`completion`]: completion and hover within JupyterLab's one-second patience:
 //!   rust-analyzer in a process of its own, a fallback index until it is warm.
 //! - `commands`: the `:` command language, read once for the engine, export and `syntax`.
@@ -57,6 +59,7 @@
 pub mod cellbuild;
 mod commands;
 pub mod completion;
+pub mod debugger;
 pub mod dispatch;
 pub mod display;
 pub mod download;

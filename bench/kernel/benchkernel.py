@@ -2,6 +2,7 @@
 kernelspec (nothing in the user's Jupyter is touched), with a client whose channels are open."""
 
 import argparse
+import contextlib
 import json
 import os
 import tempfile
@@ -36,14 +37,26 @@ def start(binary: str, metadata: dict | None = None, timeout: float = 120,
     return km, client
 
 
-def arguments(more=None) -> argparse.Namespace:
+def arguments(more=None, reps: int = 20) -> argparse.Namespace:
     """`--binary` (the tchbook binary; default $TCHBOOK_BIN, else the release build) and
-    `--reps`, which every benchmark of this folder takes, and what `more(parser)` adds."""
+    `--reps` (default `reps`), which every benchmark of this folder takes, and what
+    `more(parser)` adds."""
     root = Path(__file__).resolve().parents[2]
     parser = argparse.ArgumentParser()
     parser.add_argument("--binary", default=os.environ.get(
         "TCHBOOK_BIN", str(root / "target" / "release" / "tchbook")))
-    parser.add_argument("--reps", type=int, default=20)
+    parser.add_argument("--reps", type=int, default=reps)
     if more is not None:
         more(parser)
     return parser.parse_args()
+
+
+@contextlib.contextmanager
+def running(binary: str, metadata: dict | None = None):
+    """A client of a fresh kernel (`start`), shut down when the block ends."""
+    km, client = start(binary, metadata)
+    try:
+        yield client
+    finally:
+        client.stop_channels()
+        km.shutdown_kernel(now=True)

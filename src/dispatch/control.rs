@@ -34,7 +34,7 @@ pub async fn run_control(mut control: Router, shared: Shared, interrupter: impl 
         }
         let reply = match &message.content {
             JupyterMessageContent::InterruptRequest(_) => {
-                interrupt_request(&interrupter);
+                interrupt_request(&shared, &interrupter);
                 Some(InterruptReply::new().as_child_of(&message))
             }
             JupyterMessageContent::ShutdownRequest(request) => {

@@ -1,10 +1,13 @@
-//! `debug_request`, on control: as much of the Debug Adapter Protocol as JupyterLab's
-//! Variables panel needs without breakpoints (jupyterlab#9114), in ipykernel's reply shapes
-//! (`ipykernel/debugger.py`): `debugInfo`, `initialize`, `attach`, `configurationDone`,
-//! `disconnect`, `inspectVariables`, `variables`, `richInspectVariables`; harmless answers to
-//! the gutter's `dumpCell` and `setBreakpoints` (each breakpoint unverified, saying why),
-//! `setExceptionBreakpoints`, `source`, `stackTrace` and `modules`; an error response, naming
-//! the command, for anything else (a kernel cannot stop a compiled cell at a line).
+//! `debug_request`, on control, in ipykernel's reply shapes (`ipykernel/debugger.py`).
+//!
+//! The Variables panel's requests are answered here without any debugger (jupyterlab#9114):
+//! `debugInfo`, `initialize`, `attach`, `configurationDone`, `disconnect`, `inspectVariables`,
+//! `variables`, `richInspectVariables`, `modules`. Breakpoints are the [`Session`]'s: `initialize`
+//! starts gdb and attaches it to the evaluation process (`crate::debugger`), `dumpCell` writes
+//! the cell's file, `setBreakpoints` places breakpoints on the cell's lines, and while a cell
+//! is stopped `stackTrace`, `scopes`, `variables`, `next`, `stepIn`, `stepOut`, `continue`,
+//! `pause` and `evaluate` go to gdb. gdb's events go out on iopub as `debug_event`. Anything
+//! gdb or the kernel cannot do gets an error response naming the command and why.
 //!
 //! With the debugger on, JupyterLab sends `inspectVariables` after every iopub message of a
 //! running cell. The evaluation process answers only between cells (while a cell runs its
@@ -14,8 +17,10 @@
 
 use super::Shared;
 use super::panels::Debugger;
-use jupyter_protocol::{DebugReply, DebugRequest, JupyterMessage};
+use crate::debugger::{self, Session};
+use jupyter_protocol::{DebugReply, DebugRequest, JupyterMessage, UnknownMessage};
 use serde_json::{Map, Value, json};
+use std::sync::Arc;
 use std::time::Duration;
 use tchbook_wire::panels::{Answer, Request, Variable};
 
@@ -27,10 +32,6 @@ const RICH_PATIENCE: Duration = Duration::from_secs(10);
 /// The name of the line that says a cell is running.
 pub const RUNNING_NOTE: &str = "(cell running)";
 
-/// What a breakpoint's response says.
-const NO_BREAKPOINTS: &str = "tchbook cannot stop at a breakpoint: its cells are compiled Rust, run whole. \
-     The Variables panel shows the notebook's variables after each cell.";
-
 pub(super) async fn debug_request(
     shared: &Shared,
     request: &DebugRequest,
@@ -39,116 +40,183 @@ pub(super) async fn debug_request(
     let request = &request.content;
     let command = request["command"].as_str().unwrap_or_default();
     let arguments = &request["arguments"];
-    let response = |success: bool, body: Value| {
-        let mut response = json!({
-            "seq": request["seq"],
-            "type": "response",
-            "request_seq": request["seq"],
-            "success": success,
-            "command": command,
-            "body": body,
-        });
-        if !success {
-            response["message"] = body["error"].clone();
-        }
-        response
+    let stopped = shared.panels.session.stopped().is_some();
+    tracing::debug!("debug_request {command} {arguments}");
+    let (success, body) = match panel_request(shared, command, arguments, stopped).await {
+        Some(answered) => answered,
+        None => session_request(shared, command, arguments, stopped).await,
     };
-    let content = match command {
-        "debugInfo" => {
-            let started = shared.panels.debugger.lock().unwrap().started;
-            response(true, debug_info(started))
-        }
-        "initialize" => {
-            shared.panels.debugger.lock().unwrap().started = true;
-            response(
-                true,
-                json!({"supportsConfigurationDoneRequest": true, "exceptionBreakpointFilters": []}),
-            )
-        }
-        "disconnect" => {
-            shared.panels.debugger.lock().unwrap().started = false;
-            response(true, json!({}))
-        }
-        "attach" | "configurationDone" | "setExceptionBreakpoints" => response(true, json!({})),
-        "inspectVariables" => response(true, json!({"variables": inspect_variables(shared).await})),
-        "variables" => {
-            let reference = arguments["variablesReference"].as_u64().unwrap_or(0);
-            let debugger = shared.panels.debugger.lock().unwrap();
-            response(true, json!({"variables": fields(&debugger, reference)}))
-        }
-        "richInspectVariables" => {
-            let name = arguments["variableName"].as_str().unwrap_or_default();
-            match rich_inspect_variables(shared, name).await {
-                Some(body) => response(true, body),
-                // ipykernel: not an identifier (a group's title) gets an empty bundle.
-                None => response(false, json!({"data": {}, "metadata": {}})),
-            }
-        }
-        "dumpCell" => response(true, json!({"sourcePath": cell_path()})),
-        "setBreakpoints" => {
-            let breakpoints: Vec<Value> = arguments["breakpoints"]
-                .as_array()
-                .map(Vec::as_slice)
-                .unwrap_or_default()
-                .iter()
-                .map(|b| json!({"verified": false, "line": b["line"], "message": NO_BREAKPOINTS}))
-                .collect();
-            response(true, json!({"breakpoints": breakpoints}))
-        }
-        "source" => {
-            let mut reply = response(false, json!({}));
-            reply["message"] = "source unavailable".into();
-            reply
-        }
-        "stackTrace" => response(true, json!({"stackFrames": [], "totalFrames": 0})),
-        "modules" => response(true, json!({"modules": [], "totalModules": 0})),
-        other => response(
-            false,
-            json!({"error": format!(
-                "tchbook's debugger does not handle `{other}`: it shows the notebook's \
-                 variables, but cannot stop, step or evaluate"
-            )}),
-        ),
-    };
+    let mut content = json!({
+        "seq": request["seq"],
+        "type": "response",
+        "request_seq": request["seq"],
+        "success": success,
+        "command": command,
+        "body": body,
+    });
+    if !success {
+        content["message"] = content["body"]["error"].clone();
+        tracing::debug!("debug_request {command} failed: {}", content["message"]);
+    }
     JupyterMessage::new(DebugReply { content }, Some(message))
 }
 
-/// ipykernel's `debugInfo` body. The hash and the file names are the ones JupyterLab would use
-/// for the cells' breakpoints, which tchbook never stops at.
-fn debug_info(started: bool) -> Value {
+/// The Variables panel's requests, answered without gdb (while no cell is stopped); `None`
+/// for the others.
+async fn panel_request(
+    shared: &Shared,
+    command: &str,
+    arguments: &Value,
+    stopped: bool,
+) -> Option<(bool, Value)> {
+    let session = &shared.panels.session;
+    Some(match command {
+        "debugInfo" => {
+            let started = shared.panels.debugger.lock().unwrap().started;
+            (true, debug_info(started, session))
+        }
+        "attach" | "configurationDone" | "setExceptionBreakpoints" => (true, json!({})),
+        "inspectVariables" => (
+            true,
+            json!({"variables": inspect_variables(shared, stopped).await}),
+        ),
+        "variables" if !stopped => {
+            let reference = arguments["variablesReference"].as_u64().unwrap_or(0);
+            let debugger = shared.panels.debugger.lock().unwrap();
+            match fields(&debugger, reference) {
+                Some(fields) => (true, json!({"variables": fields})),
+                None => (
+                    false,
+                    json!({"error": format!(
+                        "no variable has the reference {reference} now: the values it named are gone \
+                         (a cell ran, or the cell that was stopped went on); expand the variable again"
+                    )}),
+                ),
+            }
+        }
+        "richInspectVariables" if stopped => (
+            true,
+            json!({"data": {"text/plain":
+            "Variables can be rendered once the stopped cell goes on or ends."}, "metadata": {}}),
+        ),
+        "richInspectVariables" => {
+            let name = arguments["variableName"].as_str().unwrap_or_default();
+            match rich_inspect_variables(shared, name).await {
+                Some(body) => (true, body),
+                // ipykernel: not an identifier (a group's title) gets an empty bundle.
+                None => (false, json!({"data": {}, "metadata": {}})),
+            }
+        }
+        "source" => (false, json!({"error": "source unavailable"})),
+        "stackTrace" if !stopped => (true, json!({"stackFrames": [], "totalFrames": 0})),
+        "modules" => (true, json!({"modules": [], "totalModules": 0})),
+        _ => return None,
+    })
+}
+
+/// The debugger's requests: switching it on and off, the cells' files and breakpoints, and
+/// what gdb answers while a cell is stopped.
+async fn session_request(
+    shared: &Shared,
+    command: &str,
+    arguments: &Value,
+    stopped: bool,
+) -> (bool, Value) {
+    let session = Arc::clone(&shared.panels.session);
+    let (command, arguments) = (command.to_owned(), arguments.clone());
+    let answered = match command.as_str() {
+        "initialize" => {
+            shared.panels.debugger.lock().unwrap().started = true;
+            // gdb reads the evaluation process's symbols as it attaches: seconds, off the
+            // async workers.
+            let sink = event_sink(shared);
+            blocking(move || session.switch_on(sink)).await;
+            Ok(capabilities())
+        }
+        "disconnect" => {
+            shared.panels.debugger.lock().unwrap().started = false;
+            blocking(move || session.switch_off()).await;
+            Ok(json!({}))
+        }
+        "dumpCell" => debugger::dump(arguments["code"].as_str().unwrap_or_default())
+            .map(|path| json!({"sourcePath": path}))
+            .map_err(|error| format!("the cell's file could not be written: {error}")),
+        "setBreakpoints" => Ok(blocking(move || session.set_breakpoints(&arguments)).await),
+        "stackTrace" if stopped => blocking(move || session.stack_trace(&arguments)).await,
+        step if debugger::STEPS.contains(&step) => {
+            blocking(move || session.step(&command, &arguments)).await
+        }
+        passed if debugger::PASSED_ON.contains(&passed) => {
+            blocking(move || session.pass_on(&command, &arguments)).await
+        }
+        other => Err(format!("tchbook's debugger does not handle `{other}`")),
+    };
+    match answered {
+        Ok(body) => (true, body),
+        Err(error) => (false, json!({"error": error})),
+    }
+}
+
+/// A blocking call on the session (gdb answers within its patience) off the async workers.
+async fn blocking<T: Send + 'static>(work: impl FnOnce() -> T + Send + 'static) -> T {
+    tokio::task::spawn_blocking(work)
+        .await
+        .expect("a debugger request panicked")
+}
+
+/// What `initialize` says the kernel can do (gdb's own, for what tchbook passes on).
+fn capabilities() -> Value {
+    json!({
+        "supportsConfigurationDoneRequest": true,
+        "supportsConditionalBreakpoints": true,
+        "supportsHitConditionalBreakpoints": true,
+        "supportsEvaluateForHovers": false,
+        "supportsStepBack": false,
+        "exceptionBreakpointFilters": [],
+    })
+}
+
+/// gdb's events, as `debug_event` on iopub, where JupyterLab listens for them.
+fn event_sink(shared: &Shared) -> debugger::EventSink {
+    let iopub = shared.iopub.clone();
+    Arc::new(move |event| {
+        let content = UnknownMessage {
+            msg_type: "debug_event".into(),
+            content: event,
+        };
+        iopub.publish(JupyterMessage::new(content, None));
+    })
+}
+
+/// ipykernel's `debugInfo` body: how JupyterLab names a cell's file, the breakpoints set, the
+/// stopped thread (JupyterLab restores its view from these after a reload).
+fn debug_info(started: bool, session: &Session) -> Value {
     json!({
         "isStarted": started,
         "hashMethod": "Murmur2",
-        "hashSeed": 3339675911u32,
-        "tmpFilePrefix": cell_prefix(),
+        "hashSeed": debugger::HASH_SEED,
+        "tmpFilePrefix": debugger::prefix(),
         "tmpFileSuffix": ".rs",
-        "breakpoints": [],
-        "stoppedThreads": [],
+        "breakpoints": session.breakpoints(),
+        "stoppedThreads": session.stopped().into_iter().collect::<Vec<_>>(),
         "richRendering": true,
         "exceptionPaths": [],
         "copyToGlobals": false,
     })
 }
 
-fn cell_prefix() -> String {
-    format!(
-        "{}/tchbook-cells-{}/",
-        std::env::temp_dir().display(),
-        std::process::id()
-    )
-}
-
-fn cell_path() -> String {
-    format!("{}cell.rs", cell_prefix())
-}
-
-/// The variables now, or, while a cell runs, those of the last finished cell under a note.
-async fn inspect_variables(shared: &Shared) -> Vec<Value> {
-    let answer = shared
-        .panels
-        .client
-        .ask(&Request::Variables, VARIABLES_PATIENCE)
-        .await;
+/// The variables now, or, while a cell runs, those of the last finished cell under a note
+/// (a stopped cell's process answers nothing: its locals are in the debugger's scopes).
+async fn inspect_variables(shared: &Shared, stopped: bool) -> Vec<Value> {
+    let answer = if stopped {
+        Some(Answer::Busy)
+    } else {
+        shared
+            .panels
+            .client
+            .ask(&Request::Variables, VARIABLES_PATIENCE)
+            .await
+    };
     let mut debugger = shared.panels.debugger.lock().unwrap();
     let mut listed = Vec::new();
     match answer {
@@ -192,15 +260,13 @@ fn dap_variable(index: usize, variable: &Variable) -> Value {
     })
 }
 
-/// A variable's fields (`variables` with its reference).
-fn fields(debugger: &Debugger, reference: u64) -> Vec<Value> {
-    let Some(variable) = (reference as usize)
+/// A variable's fields (`variables` with its reference); `None` for a reference no kept
+/// variable has.
+fn fields(debugger: &Debugger, reference: u64) -> Option<Vec<Value>> {
+    let variable = (reference as usize)
         .checked_sub(1)
-        .and_then(|i| debugger.variables.get(i))
-    else {
-        return Vec::new();
-    };
-    variable
+        .and_then(|i| debugger.variables.get(i))?;
+    let fields = variable
         .fields
         .iter()
         .map(|f| {
@@ -211,7 +277,8 @@ fn fields(debugger: &Debugger, reference: u64) -> Vec<Value> {
                 "variablesReference": 0,
             })
         })
-        .collect()
+        .collect();
+    Some(fields)
 }
 
 /// The rich view's body (`data`, `metadata` only for the MIME types present); `None` for a

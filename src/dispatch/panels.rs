@@ -2,24 +2,28 @@
 //! evaluation process's panels socket, the debugger's state and the last variables, and the
 //! usage meter's previous sample.
 
+use crate::debugger::Session;
 use crate::panels::PanelsClient;
 use crate::usage::UsageMeter;
 use std::path::PathBuf;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use tchbook_wire::panels::Variable;
 
 /// Shared by the control loop's handlers (`debug_request`, `usage_request`).
 pub struct PanelsState {
     pub(super) client: PanelsClient,
     pub(super) debugger: Mutex<Debugger>,
+    /// Breakpoints, stepping and the adapter (shared with the engine).
+    pub(super) session: Arc<Session>,
     pub(super) usage: Mutex<UsageMeter>,
 }
 
 impl PanelsState {
     /// The state of a kernel whose evaluation process listens at `socket`.
-    pub fn new(socket: Option<PathBuf>) -> PanelsState {
+    pub fn new(socket: Option<PathBuf>, session: Arc<Session>) -> PanelsState {
         PanelsState {
             client: PanelsClient::new(socket),
+            session,
             debugger: Mutex::new(Debugger::default()),
             usage: Mutex::new(UsageMeter::default()),
         }

@@ -9,11 +9,13 @@ use super::{CellError, CellValue, CommandTable, Diagnostic, Event, Finished, Int
 use crate::cellbuild::cache;
 use crate::commands::Command;
 use crate::completion::{self, Prepared, Source};
+use crate::debugger::Session;
 use crate::interrupt_points::{self, Inserted};
 use crossbeam_channel::Sender;
 use evcxr::{CommandContext, EvalCallbacks, EvalOutputs};
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::Instant;
 use tchbook_wire::commands::Command::Answer;
 
@@ -36,6 +38,7 @@ pub(super) struct State {
     build_dir: PathBuf,
     /// Whether the cells' loops get the interrupt check (`TCHBOOK_INTERRUPT_CHECKS`).
     interrupt_checks: bool,
+    debugger: Arc<Session>,
 }
 
 impl State {
@@ -44,6 +47,7 @@ impl State {
         pump: Sender<PumpMessage>,
         interrupter: Interrupter,
         build_dir: PathBuf,
+        debugger: Arc<Session>,
     ) -> State {
         let child_pid = context.process_handle().lock().unwrap().id();
         State {
@@ -56,6 +60,7 @@ impl State {
             cells: 0,
             child_pid,
             build_dir,
+            debugger,
             interrupt_checks: std::env::var(tchbook_wire::env::INTERRUPT_CHECKS)
                 .map_or(true, |value| value.trim() != "0"),
         }
@@ -114,6 +119,8 @@ impl State {
         let before = self.variables();
         let pump = self.pump.clone();
         let interrupter = self.interrupter.clone();
+        // With the debugger on: the build's debug information, the cell's breakpoints.
+        let before_load = Session::prepare_build(&self.debugger, code, &self.build_dir);
         // evcxr does not export its `InputRequest` type; the closure's parameter type comes
         // from the field it is written into.
         let mut callbacks = EvalCallbacks {
@@ -138,6 +145,7 @@ impl State {
                 // Data whatever it holds (`tchbook_wire::commands`): line breaks included.
                 Answer(answer).to_line()
             },
+            before_load: &before_load,
         };
         let code = rewrite_commands(code);
         // The prelude's interrupt check in each loop of the cell (`interrupt_points`); a cell

@@ -37,6 +37,11 @@ pub trait Evaluator: Send + 'static {
         position: usize,
     ) -> impl Future<Output = Prepared> + Send;
 
+    /// JupyterLab's debugger, which the engine tells of each cell it builds.
+    fn debugger(&self) -> std::sync::Arc<crate::debugger::Session> {
+        std::sync::Arc::default()
+    }
+
     /// The Unix socket on which the evaluation process answers for JupyterLab's panels
     /// (`tchbook_wire::panels`), if it has one.
     fn panels_socket(&self) -> Option<std::path::PathBuf> {

@@ -38,10 +38,12 @@ pub use interrupt::{Interrupter, exit_with_parent};
 
 use crate::cellbuild::cache::BuildCache;
 use crate::completion::{Prepared, Source};
+use crate::debugger::Session;
 use crossbeam_channel::{Receiver, Sender, unbounded};
 use evaluate::State;
 use pump::{PumpMessage, pump};
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tokio::sync::{mpsc, oneshot};
 
@@ -60,6 +62,8 @@ pub struct EngineOptions {
     pub interrupt_grace: Duration,
     /// Optimisation level for cells (dependencies are always built at 2).
     pub cell_opt_level: String,
+    /// JupyterLab's debugger: told of each evaluation process, asked before each cell's build.
+    pub debugger: Arc<Session>,
 }
 
 /// What the engine reports, in order.
@@ -188,6 +192,7 @@ pub struct Engine {
     /// [`Engine::build_only`]).
     events: mpsc::UnboundedReceiver<Event>,
     interrupter: Interrupter,
+    debugger: Arc<Session>,
 }
 
 impl Engine {
@@ -201,6 +206,7 @@ impl Engine {
             .spawn(move || pump(pump_rx, event_tx))
             .expect("spawning the output pump");
         let engine_interrupter = interrupter.clone();
+        let debugger = Arc::clone(&options.debugger);
         std::thread::Builder::new()
             .name("tchbook-engine".into())
             .spawn(move || run(options, request_rx, pump_tx, engine_interrupter))
@@ -209,6 +215,7 @@ impl Engine {
             requests: request_tx,
             events: event_rx,
             interrupter,
+            debugger,
         }
     }
 
@@ -233,6 +240,10 @@ impl Evaluator for Engine {
 
     fn interrupter(&self) -> Interrupter {
         self.interrupter.clone()
+    }
+
+    fn debugger(&self) -> Arc<Session> {
+        Arc::clone(&self.debugger)
     }
 
     fn execute(&mut self, code: String, allow_stdin: bool) {

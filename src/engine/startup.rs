@@ -25,6 +25,8 @@ pub(super) fn start(
     // The cache seeds and keeps build directories only where there is a prelude to build.
     let cache = options.cache.as_ref().filter(|_| options.prelude.is_ok());
     let mut seeded = seed::prepare(cache, &options.build_dir, stamp)?;
+    // A kernel that ended with the debugger on left its cell's name for the builds.
+    let _ = crate::cellbuild::cargo_front::set_debug_source(&options.build_dir, None);
     let mut repairs: Vec<String> = crate::cellbuild::cache::private_root_note()
         .into_iter()
         .chain(std::mem::take(&mut seeded.repairs))
@@ -92,6 +94,8 @@ fn spawn_evaluation_process(
     let _ = pump.send(PumpMessage::Attach(outputs));
     let mut context = CommandContext::with_eval_context(eval_context);
     interrupter.attach(context.process_handle());
+    let pid = context.process_handle().lock().unwrap().id();
+    options.debugger.evaluation_started(pid);
     context
         .set_opt_level(&options.cell_opt_level)
         .map_err(|e| anyhow::anyhow!("{e}"))?;
@@ -100,6 +104,7 @@ fn spawn_evaluation_process(
         pump.clone(),
         interrupter.clone(),
         options.build_dir.clone(),
+        std::sync::Arc::clone(&options.debugger),
     ))
 }
 

@@ -44,6 +44,7 @@ pub(crate) fn run() -> ! {
         }
     };
     guards::install_sigint_handler();
+    allow_the_debugger();
     panels::start();
     let loads = commands::start(commands);
     let mut store: *mut c_void = std::ptr::null_mut();
@@ -90,6 +91,23 @@ fn load_and_run(
     guard.end();
     stdin::cell_ends();
     Ok((loaded, returned))
+}
+
+/// Lets the kernel's gdb attach (JupyterLab's debugger). Under Yama's `ptrace_scope = 1`
+/// (Ubuntu's default) only an ancestor may attach, and gdb is the kernel's child, not this
+/// process's ancestor; naming the kernel (the parent) as tracer admits its descendants. Without
+/// Yama the call fails with `EINVAL` and nothing is needed.
+fn allow_the_debugger() {
+    // SAFETY: prctl(2) with integer arguments only.
+    unsafe {
+        libc::prctl(
+            libc::PR_SET_PTRACER,
+            libc::getppid() as libc::c_ulong,
+            0,
+            0,
+            0,
+        );
+    }
 }
 
 fn install_crash_handlers() {

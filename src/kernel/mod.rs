@@ -37,7 +37,7 @@ pub async fn serve<E: Evaluator>(
         iopub: sockets.iopub.clone(),
         facts: Arc::new(Mutex::new(facts)),
         shutdown: shutdown_tx,
-        panels: Arc::new(PanelsState::new(engine.panels_socket())),
+        panels: Arc::new(PanelsState::new(engine.panels_socket(), engine.debugger())),
         comms: Arc::default(),
     };
     tokio::spawn(dispatch::run_control(

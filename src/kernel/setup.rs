@@ -62,6 +62,7 @@ pub(super) unsafe fn setup() -> Setup {
         libtorch_lib: libtorch.as_ref().ok().map(|l| l.lib_dir()),
         interrupt_grace: interrupt_grace(),
         cell_opt_level: env::cell_opt_level(),
+        debugger: std::sync::Arc::default(),
     };
     Setup {
         options,

@@ -22,8 +22,8 @@ picture, one by one) go to $TCHBOOK_SCREENSHOTS, default `$CARGO_TARGET_DIR/brow
 (or `target/...`); nothing commits them. The README shows three, copied by hand into
 docs/screenshots/: `00-tour--live-training.png` as live-training.png, `00-tour--device-card.png`
 as device-card.png and `04-deeplizard-pytorch-on-the-gpu--run-table.png` as run-table.png;
-test_panels.py's `variables-panel.png` and `kernel-usage.png` and test_gpu_panel.py's
-`gpu-panel.png` under their own names.
+test_panels.py's `variables-panel.png` and `kernel-usage.png`, test_gpu_panel.py's `gpu-panel.png`
+and test_breakpoints.py's `debugger-stopped.png` under their own names.
 """
 from __future__ import annotations
 

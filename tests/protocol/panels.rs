@@ -106,7 +106,7 @@ async fn inspect_variables_lists_the_notebooks_variables_with_their_summaries() 
     assert_eq!(shape["value"], "[64, 10]");
     assert_eq!(shape["evaluateName"], "x.shape");
     assert_eq!(shape["variablesReference"], 0);
-    // A reference nothing has is an empty list.
+    // A reference nothing has is an error that says so.
     let none = debug(
         &mut kernel,
         "variables",
@@ -114,7 +114,11 @@ async fn inspect_variables_lists_the_notebooks_variables_with_their_summaries() 
         SOON,
     )
     .await;
-    assert_eq!(none["body"]["variables"], json!([]));
+    assert_eq!(none["success"], false);
+    assert!(
+        none["message"].as_str().unwrap().contains("reference 999"),
+        "{none}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -190,7 +194,7 @@ async fn rich_inspect_variables_returns_the_variables_bundle() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
-async fn breakpoints_are_refused_with_a_reason_and_the_gutters_requests_are_harmless() {
+async fn breakpoints_without_a_debugger_attached_are_unverified_saying_why() {
     let mut kernel = FakeKernel::start().await;
     let dumped = debug(&mut kernel, "dumpCell", json!({"code": "let x = 1;"}), SOON).await;
     assert_eq!(dumped["success"], true);
@@ -210,7 +214,7 @@ async fn breakpoints_are_refused_with_a_reason_and_the_gutters_requests_are_harm
             breakpoint["message"]
                 .as_str()
                 .unwrap()
-                .contains("cannot stop")
+                .contains("not attached")
         );
     }
     let trace = debug(&mut kernel, "stackTrace", json!({"threadId": 1}), SOON).await;
@@ -229,15 +233,18 @@ async fn breakpoints_are_refused_with_a_reason_and_the_gutters_requests_are_harm
 }
 
 #[tokio::test(flavor = "multi_thread")]
-async fn a_debug_command_tchbook_cannot_do_gets_an_error_response_naming_it() {
+async fn a_debug_command_without_a_debugger_attached_gets_an_error_response_naming_it() {
     let mut kernel = FakeKernel::start().await;
     let reply = debug(&mut kernel, "stepIn", json!({"threadId": 1}), SOON).await;
     assert_eq!(reply["success"], false);
     let message = reply["message"].as_str().unwrap();
     assert!(
-        message.contains("`stepIn`") && message.contains("cannot stop"),
+        message.contains("`stepIn`") && message.contains("attached"),
         "{message}"
     );
+    let reply = debug(&mut kernel, "restart", json!({}), SOON).await;
+    assert_eq!(reply["success"], false);
+    assert!(reply["message"].as_str().unwrap().contains("`restart`"));
 }
 
 #[tokio::test(flavor = "multi_thread")]

@@ -45,6 +45,32 @@ pub(crate) use learn::run_wrapper;
 const CHECK_DIR: &str = "target/tchbook-check";
 /// The cell crate's name in evcxr's manifest.
 const CELL_CRATE: &str = "ctx";
+/// While JupyterLab's debugger is on, the file that names the cell's own source path (the file
+/// the debugger's `dumpCell` wrote): beside the build directory (`slots/0.debug-source`, as
+/// its lock), outside the tree the build cache checks and copies. A build then carries debug
+/// information whose lines name that path instead of `src/lib.rs`, so that each cell's library
+/// answers for its own file, and every other build is as before.
+fn debug_source_file(dir: &Path) -> PathBuf {
+    dir.with_extension("debug-source")
+}
+
+/// The cell's source path for its debug information, while the debugger is on.
+fn debug_source(dir: &Path) -> Option<String> {
+    std::fs::read_to_string(debug_source_file(dir)).ok()
+}
+
+/// Makes the next builds in `dir` carry debug information for `source` (`None`: none, as
+/// without the debugger).
+pub(crate) fn set_debug_source(dir: &Path, source: Option<&Path>) -> std::io::Result<()> {
+    let file = debug_source_file(dir);
+    match source {
+        Some(source) => std::fs::write(file, source.as_os_str().as_encoded_bytes()),
+        None => match std::fs::remove_file(file) {
+            Err(error) if error.kind() != std::io::ErrorKind::NotFound => Err(error),
+            _ => Ok(()),
+        },
+    }
+}
 
 /// The cargo subcommands evcxr runs. A `tchbook` invocation with one of these first, while
 /// `TCHBOOK_REAL_CARGO` is set, is a cargo invocation.

@@ -2,7 +2,7 @@
 //! JSON to evcxr.
 
 use super::record::{Record, absolute, save};
-use super::{CELL_CRATE, CHECK_DIR};
+use super::{CELL_CRATE, CHECK_DIR, debug_source};
 use crate::cellbuild::env;
 use crate::cellbuild::link::{self, LinkPlan};
 use anyhow::{Context, Result};
@@ -111,6 +111,14 @@ fn rustc_command(
         // build for cells whose code is mostly calls into the prelude and libtorch, which are
         // optimized already. `:opt 2` and `:opt 3` keep it, for cells whose own loops matter.
         command.args(["-C", "lto=off"]);
+    }
+    if !check && let Some(source) = debug_source(dir) {
+        // The debugger's build: full debug information (cargo's profile strips it), its lines
+        // under the cell's own path. The dependencies are untouched (their fingerprints would
+        // change with any flag cargo passed them).
+        command
+            .args(["-C", "debuginfo=2", "-C", "strip=none"])
+            .arg(format!("--remap-path-prefix=src/lib.rs={source}"));
     }
     if let Some(plan) = planned {
         // This binary is the linker, and hands the real one the planned command (`link`).

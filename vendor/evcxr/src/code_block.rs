@@ -345,6 +345,20 @@ impl CodeBlock {
         output
     }
 
+    /// tchbook patch: for each line of `code_string()` (index 0 is line 1), the line of the
+    /// user's code it came from, `None` for generated code.
+    pub(crate) fn user_lines(&self) -> Vec<Option<usize>> {
+        let mut lines = Vec::new();
+        for segment in &self.segments {
+            let start = match &segment.kind {
+                CodeKind::OriginalUserCode(meta) => Some(meta.start_line),
+                _ => None,
+            };
+            lines.extend((0..segment.num_lines).map(|offset| start.map(|line| line + offset)));
+        }
+        lines
+    }
+
     /// Returns the segment type for the specified line (starts from 1) together
     /// with the line offset into that segment. Out-of-range indices will return
     /// type Unknown.

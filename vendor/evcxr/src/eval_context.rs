@@ -357,6 +357,11 @@ pub struct InputRequest {
 
 pub struct EvalCallbacks<'a> {
     pub input_reader: &'a dyn Fn(InputRequest) -> String,
+    /// tchbook patch: called once a cell's library is built, before it is loaded, with the
+    /// line of the user's code each line of the built crate's `src/lib.rs` came from (index 0
+    /// is line 1; `None` for generated code): what a debugger needs to set a breakpoint on a
+    /// line of the cell before the cell runs.
+    pub before_load: &'a dyn Fn(&[Option<usize>]),
 }
 
 fn default_input_reader(_: InputRequest) -> String {
@@ -367,6 +372,8 @@ impl Default for EvalCallbacks<'_> {
     fn default() -> Self {
         EvalCallbacks {
             input_reader: &default_input_reader,
+            // tchbook patch: no debugger to tell.
+            before_load: &|_| {},
         }
     }
 }
@@ -877,6 +884,8 @@ impl EvalContext {
             });
         }
         phases.phase_complete("Final compile");
+        // tchbook patch: the built code's user lines, before its library loads.
+        (callbacks.before_load)(&code.user_lines());
 
         let output = self.run_and_capture_output(state, &so_file, callbacks)?;
         Ok(ExecutionArtifacts { output })

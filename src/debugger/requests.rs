@@ -1,0 +1,281 @@
+//! JupyterLab's requests passed on to gdb, and gdb's answers and events made JupyterLab's:
+//! breakpoint lines between cell and crate, stack frames named by cell and line.
+
+use super::cells::{Cells, to_cell};
+use super::{PATIENCE, Session};
+use serde_json::{Value, json};
+use std::time::Duration;
+
+/// The requests gdb answers as they come (thread and frame ids, variable references and
+/// expressions are gdb's own, and so are its errors for unknown ones).
+pub const PASSED_ON: &[&str] = &[
+    "threads",
+    "scopes",
+    "variables",
+    "stepOut",
+    "continue",
+    "pause",
+    "evaluate",
+];
+
+/// The frame ids JupyterLab sees: the stop's number times this, plus gdb's id.
+const FRAME_STRIDE: u64 = 1_000_000;
+
+/// The steps that end on the next line of the cell (`Session::step`).
+pub const STEPS: &[&str] = &["next", "stepIn"];
+
+/// How many of gdb's steps one step of the user's may take.
+const MOST_STEPS: usize = 8;
+/// How long a step may run before it is left to stop by itself (a call that takes long): its
+/// stop is then published when it comes.
+const STEP_PATIENCE: Duration = Duration::from_secs(5);
+
+impl Session {
+    /// `setBreakpoints`: kept for the cell's file; passed on once the cell was built for the
+    /// debugger. The reply lists each breakpoint at its cell line, verified by gdb or saying
+    /// why it does not stop yet.
+    pub fn set_breakpoints(&self, arguments: &Value) -> Value {
+        let path = arguments["source"]["path"].as_str().unwrap_or_default();
+        let wanted: Vec<Value> = arguments["breakpoints"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default();
+        let (adapter, translated, missing, built) = {
+            let mut state = self.state.lock().unwrap();
+            state.cells.set_breakpoints(path, wanted.clone());
+            let translated = state.cells.for_adapter(path, &wanted);
+            let built = state.cells.map(path).is_some();
+            (
+                state.adapter.clone(),
+                translated,
+                state.missing.clone(),
+                built,
+            )
+        };
+        let pending = |line: &Value, message: &str| json!({"verified": false, "line": line, "message": message});
+        let waiting = match (&adapter, &missing) {
+            (None, Some(missing)) => missing.clone(),
+            (None, None) => "the debugger is not attached to the evaluation process; switch it on".into(),
+            _ if !built => "this cell has not run since the debugger was switched on (or was edited since): it stops here when it runs".into(),
+            _ => String::new(),
+        };
+        let (Some(adapter), Some((arguments, placed))) = (adapter, translated) else {
+            let listed: Vec<Value> = wanted
+                .iter()
+                .map(|b| pending(&b["line"], &waiting))
+                .collect();
+            return json!({"breakpoints": listed});
+        };
+        let answered = adapter.request("setBreakpoints", arguments, PATIENCE);
+        let mut from_gdb = match &answered {
+            Ok(body) => body["breakpoints"].as_array().cloned().unwrap_or_default(),
+            Err(_) => Vec::new(),
+        }
+        .into_iter();
+        let listed: Vec<Value> = wanted
+            .iter()
+            .zip(placed)
+            .map(|(wanted, placed)| match (placed, &answered) {
+                (Err(why), _) => pending(&wanted["line"], &why),
+                (Ok(_), Err(error)) => pending(&wanted["line"], error),
+                (Ok(_), Ok(_)) => {
+                    let mut breakpoint = from_gdb.next().unwrap_or_else(|| json!({}));
+                    // At the line the user set (gdb's is the crate's).
+                    breakpoint["line"] = wanted["line"].clone();
+                    breakpoint["source"] = json!({"path": path});
+                    breakpoint
+                }
+            })
+            .collect();
+        json!({"breakpoints": listed})
+    }
+
+    /// `stackTrace` from gdb, with each frame in a cell at the cell's line, named by its cell.
+    pub fn stack_trace(&self, arguments: &Value) -> Result<Value, String> {
+        let mut body = self.pass_on("stackTrace", arguments)?;
+        let state = self.state.lock().unwrap();
+        if let Some(frames) = body["stackFrames"].as_array_mut() {
+            for frame in frames {
+                translate_frame(&state.cells, frame);
+                // gdb numbers the frames of every stop from 0; JupyterLab keeps its selected
+                // frame (and the line it shows) while a frame with the same file and id comes
+                // back, so the ids it is given are new at each stop.
+                let id = frame["id"].as_u64().unwrap_or(0);
+                frame["id"] = json!(state.stops * FRAME_STRIDE + id);
+            }
+        }
+        Ok(body)
+    }
+
+    /// A request that names a frame, with the frame's id as gdb knows it; an error for a frame
+    /// of an earlier stop.
+    pub fn with_gdb_frame(&self, command: &str, arguments: &Value) -> Result<Value, String> {
+        let mut arguments = arguments.clone();
+        if let Some(id) = arguments["frameId"].as_u64() {
+            let stops = self.state.lock().unwrap().stops;
+            if id / FRAME_STRIDE != stops {
+                return Err(format!(
+                    "`{command}`: frame {id} is not a frame of the current stop; ask `stackTrace` for them"
+                ));
+            }
+            arguments["frameId"] = json!(id % FRAME_STRIDE);
+        }
+        Ok(arguments)
+    }
+
+    /// `next` or `stepIn`, on to a line other than the one it started on. Each cell statement
+    /// is followed, on its own line, by the prelude's interrupt check (`interrupt_points`), an
+    /// inlined call after which gdb stops on the same line again; the user's step goes on to
+    /// the next line, as it would in a cell without the checks.
+    pub fn step(&self, command: &str, arguments: &Value) -> Result<Value, String> {
+        self.known_thread(command, arguments)?;
+        let thread = json!({"threadId": arguments["threadId"]});
+        let before = self.top_line(&thread);
+        let (held, stops) = std::sync::mpsc::channel();
+        self.state.lock().unwrap().held = Some(held);
+        let mut answer = self.pass_on(command, arguments);
+        let mut stop = None;
+        for _ in 0..MOST_STEPS {
+            if answer.is_err() {
+                break;
+            }
+            let Ok(stopped) = stops.recv_timeout(STEP_PATIENCE) else {
+                break;
+            };
+            let again = stopped["body"]["reason"] == "step"
+                && before.is_some()
+                && self.top_line(&thread) == before;
+            stop = Some(stopped);
+            if !again {
+                break;
+            }
+            answer = self.pass_on(command, arguments);
+        }
+        let sink = {
+            let mut state = self.state.lock().unwrap();
+            state.held = None;
+            state.sink.clone()
+        };
+        if let (Some(stop), Some(sink)) = (stop, sink) {
+            sink(stop);
+        }
+        answer
+    }
+
+    /// An error unless the request's `threadId` is one of gdb's threads: gdb itself runs an
+    /// unknown thread's `next` or `continue` on the thread it has selected.
+    fn known_thread(&self, command: &str, arguments: &Value) -> Result<(), String> {
+        let adapter = self.state.lock().unwrap().adapter.clone();
+        let Some(adapter) = adapter else {
+            return Ok(()); // `pass_on` says that no gdb is attached
+        };
+        let threads = adapter.request("threads", json!({}), PATIENCE)?;
+        let id = &arguments["threadId"];
+        let known = threads["threads"]
+            .as_array()
+            .is_some_and(|threads| threads.iter().any(|thread| thread["id"] == *id));
+        if known {
+            Ok(())
+        } else {
+            Err(format!(
+                "`{command}`: the evaluation process has no thread {id}; ask `threads` for its threads"
+            ))
+        }
+    }
+
+    /// The top frame's function, file and cell line.
+    fn top_line(&self, thread: &Value) -> Option<(Value, Value, Value)> {
+        let mut arguments = thread.clone();
+        arguments["levels"] = json!(1);
+        let trace = self.stack_trace(&arguments).ok()?;
+        let top = &trace["stackFrames"][0];
+        Some((
+            top["name"].clone(),
+            top["source"]["path"].clone(),
+            top["line"].clone(),
+        ))
+    }
+
+    /// A request gdb answers itself; an error while no gdb is attached.
+    pub fn pass_on(&self, command: &str, arguments: &Value) -> Result<Value, String> {
+        let arguments = &self.with_gdb_frame(command, arguments)?;
+        let (adapter, missing) = {
+            let state = self.state.lock().unwrap();
+            (state.adapter.clone(), state.missing.clone())
+        };
+        let Some(adapter) = adapter else {
+            return Err(missing.unwrap_or_else(|| {
+                format!(
+                    "`{command}` needs the debugger attached: switch it on and stop at a breakpoint"
+                )
+            }));
+        };
+        // gdb sends no `continued` event for a request that resumes: the process runs from
+        // the moment it is asked to (a failed request leaves it where it was).
+        let resumes = matches!(command, "continue" | "next" | "stepIn" | "stepOut");
+        if resumes || command == "pause" {
+            self.known_thread(command, arguments)?;
+        }
+        let before = resumes
+            .then(|| self.state.lock().unwrap().stopped.take())
+            .flatten();
+        let answer = adapter.request(command, arguments.clone(), PATIENCE);
+        if answer.is_err() && before.is_some() {
+            self.state.lock().unwrap().stopped = before;
+        }
+        answer
+    }
+
+    /// Lets a stopped cell run on, for the stop button: gdb detaches (taking its breakpoints
+    /// out of the process, so none stops the cell again before its interrupt check) and ends;
+    /// the next cell attaches a new one while the debugger is on. Returns whether a cell was
+    /// stopped. Blocks for as long as gdb takes to detach (its patience at most).
+    pub fn release(&self) -> bool {
+        let adapter = {
+            let mut state = self.state.lock().unwrap();
+            if state.stopped.take().is_none() {
+                return false;
+            }
+            state.attached = None;
+            state.adapter.take()
+        };
+        if let Some(adapter) = adapter {
+            let _ = adapter.request("disconnect", json!({"terminateDebuggee": false}), PATIENCE);
+        }
+        true
+    }
+}
+
+/// A frame in a built cell: at the cell's line, its source the cell's file (which JupyterLab
+/// matches to the cell by name), named `cell` where it is the cell's own code.
+fn translate_frame(cells: &Cells, frame: &mut Value) {
+    let Some(path) = frame["source"]["path"].as_str().map(str::to_owned) else {
+        return;
+    };
+    let Some(map) = cells.map(&path) else {
+        return;
+    };
+    let built = frame["line"].as_u64().unwrap_or(0) as usize;
+    if let Some(line) = to_cell(map, built) {
+        frame["line"] = json!(line);
+    }
+    frame["source"] = json!({"path": path, "name": path.rsplit('/').next()});
+    if frame["name"]
+        .as_str()
+        .is_some_and(|name| name.contains("run_user_code_"))
+    {
+        frame["name"] = json!("cell");
+    }
+}
+
+/// gdb's event made JupyterLab's: a breakpoint event at its cell line.
+pub fn translate_event(cells: &Cells, mut event: Value) -> Value {
+    let breakpoint = &mut event["body"]["breakpoint"];
+    if let Some(path) = breakpoint["source"]["path"].as_str().map(str::to_owned)
+        && let Some(map) = cells.map(&path)
+        && let Some(line) = to_cell(map, breakpoint["line"].as_u64().unwrap_or(0) as usize)
+    {
+        breakpoint["line"] = json!(line);
+    }
+    event
+}

@@ -1,0 +1,98 @@
+"""Breakpoints in JupyterLab's debugger, as a person uses them: the bug icon switches the debugger
+on, a click in the gutter of a training loop's cell sets a breakpoint, running the cell stops on
+that line with the loss among the Variables panel's locals, "Next" steps one line, "Continue"
+goes on, and the cell finishes once the breakpoint is cleared.
+
+Needs gdb with its Debug Adapter Protocol where the kernel finds it (scripts/requirements.txt pins
+gdb-for-pwndbg into the venv). Screenshot: `debugger-stopped.png` ($TCHBOOK_SCREENSHOTS), which
+the README shows, copied by hand into docs/screenshots/.
+"""
+from __future__ import annotations
+
+import re
+
+from labpage import Notebook
+
+COMPILE_S = 300
+# Line 6 is the loop's body: the loss of one step.
+TRAINING = """\
+let xs = Tensor::randn([64, 10], (Kind::Float, Device::Cpu));
+let ys = xs.sum_dim_intlist([1i64].as_slice(), true, Kind::Float);
+let vs = nn::VarStore::new(Device::Cpu);
+let model = nn::linear(vs.root(), 10, 1, Default::default());
+let mut opt = nn::Sgd::default().build(&vs, 0.01).unwrap();
+for epoch in 0..3 {
+    let loss = (model.forward(&xs) - &ys).pow_tensor_scalar(2).mean(Kind::Float);
+    opt.backward_step(&loss);
+}
+"done\""""
+BODY_LINE = 7
+
+
+def variable_row(page, name: str):
+    return page.locator(".jp-DebuggerVariables jp-tree-item").filter(
+        has=page.locator(".jp-DebuggerVariables-name", has_text=re.compile(f"^{re.escape(name)}$"))).last
+
+
+def click_gutter(nb: Notebook, index: int, line: int) -> None:
+    """A click in the breakpoint gutter beside line `line` of cell `index` (JupyterLab sets the
+    breakpoint on mousedown there)."""
+    cell = nb.cell(index)
+    number = cell.locator(".cm-lineNumbers .cm-gutterElement", has_text=re.compile(f"^{line}$")).first
+    gutter = cell.locator(".cm-breakpoint-gutter").first
+    # The debugger shows line numbers and the gutter once it has started.
+    number.wait_for(timeout=60_000)
+    gutter.wait_for(timeout=60_000)
+    row, column = number.bounding_box(), gutter.bounding_box()
+    nb.page.mouse.click(column["x"] + column["width"] / 2, row["y"] + row["height"] / 2)
+
+
+def stopped_line(nb: Notebook, index: int) -> str:
+    """The text of the line the debugger highlights in cell `index`, waiting for one."""
+    line = nb.cell(index).locator(".cm-line.jp-DebuggerEditor-highlight").first
+    line.wait_for(timeout=120_000)
+    return line.text_content()
+
+
+def test_a_breakpoint_in_a_training_loop_stops_steps_and_continues(notebook, screenshots):
+    nb: Notebook = notebook("let ready = true;", TRAINING)
+    # The bug button, once the kernel has started (before, JupyterLab may ignore the click).
+    nb.run_cell(0, timeout_s=COMPILE_S)
+    page = nb.page
+    page.locator(".jp-DebuggerBugButton").first.click()
+    page.locator(".jp-SideBar.jp-mod-right .lm-TabBar-tab[data-id='jp-debugger-sidebar']").click()
+    click_gutter(nb, 1, BODY_LINE)
+    # The gutter's first element is a hidden spacer holding an icon too.
+    nb.cell(1).locator(".cm-breakpoint-gutter .cm-breakpoint-icon >> visible=true").first.wait_for(timeout=30_000)
+
+    nb.start_cell(1)
+    assert "let loss" in stopped_line(nb, 1)
+    epoch = variable_row(page, "epoch")
+    epoch.wait_for(timeout=60_000)
+    assert epoch.locator(".jp-DebuggerVariables-detail").first.text_content().strip() == "0"
+    assert variable_row(page, "xs").count() == 1
+
+    # Next: the loss is computed (a local now), and the highlight moves to the following line.
+    page.get_by_title(re.compile(r"^Next")).first.click()
+    page.wait_for_function(
+        """() => document.querySelector('.jp-DebuggerEditor-highlight')?.textContent.includes('backward_step')""",
+        timeout=60_000)
+    loss = variable_row(page, "loss")
+    loss.wait_for(timeout=60_000)
+    page.screenshot(path=str(screenshots / "debugger-stopped.png"))
+
+    # Continue: round the loop, stopped on the same line in the next epoch.
+    page.get_by_title(re.compile(r"^Continue")).first.click()
+    page.wait_for_function(
+        """() => [...document.querySelectorAll('.jp-DebuggerVariables jp-tree-item')].some(item =>
+               item.querySelector('.jp-DebuggerVariables-name')?.textContent === 'epoch'
+               && item.querySelector('.jp-DebuggerVariables-detail')?.textContent.trim() === '1')""",
+        timeout=60_000)
+
+    # The breakpoint cleared by a second click, Continue: the cell finishes with its value.
+    click_gutter(nb, 1, BODY_LINE)
+    nb.cell(1).locator(".cm-breakpoint-gutter .cm-breakpoint-icon >> visible=true").first.wait_for(
+        state="detached", timeout=30_000)
+    page.get_by_title(re.compile(r"^Continue")).first.click()
+    nb.wait_cell_done(1, COMPILE_S)
+    assert '"done"' in nb.outputs_text()
