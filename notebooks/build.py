@@ -182,7 +182,10 @@ DESCRIBED = re.compile(r"a \d+-core .+?; device `[^`]+`(?: \(libtorch [^)]+\))?"
 def keep_outputs(nb: nbformat.NotebookNode, committed: nbformat.NotebookNode) -> int:
     """Moves the committed notebook's outputs into the rebuilt `nb`, for every code cell whose code is
     unchanged, matched in order as a diff matches lines (so a cell added or removed costs only its
-    own outputs). Returns how many code cells are new or changed and so have no outputs."""
+    own outputs), and the widget state saved with them, which their widget views are drawn from.
+    Returns how many code cells are new or changed and so have no outputs."""
+    if "widgets" in committed.metadata:
+        nb.metadata["widgets"] = committed.metadata["widgets"]
     old = [c for c in committed.cells if c.cell_type == "code"]
     new = [c for c in nb.cells if c.cell_type == "code"]
     matcher = difflib.SequenceMatcher(None, [c.source for c in old], [c.source for c in new], autojunk=False)

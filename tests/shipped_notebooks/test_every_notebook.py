@@ -115,6 +115,35 @@ def test_committed_notebook_is_built_from_its_source(name, monkeypatch):
         "the notebook differs from its source: run python notebooks/build.py --keep-outputs"
 
 
+# 04's committed outputs are a GPU run merged by `tchbook export --merge` before it kept widget
+# state; the GPU check's next run merges them again with it (strict: this fails once it has).
+UNSAVED_WIDGETS = pytest.mark.xfail(strict=True, reason="GPU outputs merged before --merge saved "
+                                    "widget state; scripts/gpu-check --apply rewrites them")
+
+
+@pytest.mark.parametrize("name", [pytest.param(n, marks=UNSAVED_WIDGETS) if n == DEEPLIZARD else n
+                                  for n in ALL])
+def test_every_widget_view_in_the_committed_outputs_has_its_saved_model(name, monkeypatch):
+    """A front end with a widget manager draws a widget view from the state saved in the notebook
+    (run.py --save and `tchbook export --merge` write it; `build.py --keep-outputs` keeps it): a
+    view whose model was not saved falls back or fails. Rebuilding from the source keeps it too."""
+    views = [o["data"]["application/vnd.jupyter.widget-view+json"]["model_id"]
+             for c in nbformat.read(NOTEBOOKS / name, as_version=4).cells for o in c.get("outputs", [])
+             if "application/vnd.jupyter.widget-view+json" in o.get("data", {})]
+    committed = nbformat.read(NOTEBOOKS / name, as_version=4)
+    saved = committed.metadata.get("widgets", {}).get("application/vnd.jupyter.widget-state+json", {})
+    missing = [view for view in views if view not in saved.get("state", {})]
+    assert not missing, f"widget views without a saved model: {missing}"
+    import importlib.util
+    monkeypatch.syspath_prepend(str(NOTEBOOKS))
+    spec = importlib.util.spec_from_file_location("build", NOTEBOOKS / "build.py")
+    build = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(build)
+    rebuilt = build.build(NOTEBOOKS / "src" / name.replace(".ipynb", ".md"), "a 1-core test machine; device `cpu`")
+    build.keep_outputs(rebuilt, committed)
+    assert rebuilt.metadata.get("widgets") == committed.metadata.get("widgets")
+
+
 @pytest.mark.parametrize("name", ALL)
 def test_committed_outputs_open_as_pictures_and_tables_not_json_trees(name):
     """A reader who opens the committed notebook in JupyterLab sees what the cells rendered:
