@@ -29,11 +29,15 @@ fn main() {
     }
     println!("cargo:rerun-if-changed=runner");
     println!("cargo:rerun-if-changed=Cargo.toml");
-    // The evaluation process's blocking calls (src/evaluation/waits.rs) and its stdin's entry for the
+    // The evaluation process's blocking calls (src/evaluation/waits.rs, futex.rs) and its stdin's entry for the
     // prelude (src/evaluation/stdin.rs): every function defined there under
     // `#[unsafe(no_mangle)]` is exported, so that the cells' libraries, loaded later, call these
     // rather than glibc's, and the prelude finds its entries.
-    for file in ["src/evaluation/waits.rs", "src/evaluation/stdin.rs"] {
+    for file in [
+        "src/evaluation/waits.rs",
+        "src/evaluation/futex.rs",
+        "src/evaluation/stdin.rs",
+    ] {
         println!("cargo:rerun-if-changed={file}");
         let source = std::fs::read_to_string(manifest_dir.join(file)).unwrap();
         let mut lines = source.lines();

@@ -1,7 +1,8 @@
 """How long the stop button takes: from `interrupt_request` to the interrupted cell's
-`execute_reply`, for each kind of cell the interrupt ends cooperatively (a loop of the cell's own,
-a sleep, a pipe read, a child wait, an accept), in one tchbook kernel through jupyter_client, with
-the variables checked after each. The grace period is set to 60 s, so a cell that was killed
+`execute_reply`, for each kind of cell the interrupt ends without the kill (a loop of the cell's
+own, a sleep, a pipe read, a child wait, an accept, a join; a channel, mutex and condition
+variable wait, whose thread is left in it after 0.25 s), in one tchbook kernel through
+jupyter_client, with the variables checked after each. The grace period is set to 60 s, so a cell that was killed
 instead shows as a time near 60 s and a lost variable.
 
     python bench/interrupt_latency.py --out bench/results/interrupt-latency.json [--reps 5]
@@ -31,6 +32,18 @@ CELLS = {
     "child wait": "std::process::Command::new(\"sleep\").arg(\"600\").spawn().unwrap().wait().unwrap();",
     "accept": "let listener = std::net::TcpListener::bind(\"127.0.0.1:0\").unwrap();\n"
               "let _ = listener.accept().unwrap();",
+    "join": "std::thread::spawn(|| std::thread::sleep(std::time::Duration::from_secs(600))).join().unwrap();",
+    "channel recv": "let (tx, rx) = std::sync::mpsc::channel::<u8>();\n"
+                    "std::thread::spawn(move || { let _tx = tx; std::thread::sleep(std::time::Duration::from_secs(600)); });\n"
+                    "let _ = rx.recv();",
+    "mutex": "let lock = std::sync::Arc::new(std::sync::Mutex::new(0u8));\n"
+             "let held = lock.clone();\n"
+             "std::thread::spawn(move || { let _g = held.lock().unwrap(); std::thread::sleep(std::time::Duration::from_secs(600)); });\n"
+             "std::thread::sleep(std::time::Duration::from_millis(50));\n"
+             "let _ = *lock.lock().unwrap();",
+    "condvar": "let pair = (std::sync::Mutex::new(false), std::sync::Condvar::new());\n"
+               "{ let mut ready = pair.0.lock().unwrap();\n"
+               "  while !*ready { ready = pair.1.wait(ready).unwrap(); } }",
 }
 
 

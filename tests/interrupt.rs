@@ -209,16 +209,8 @@ async fn interrupt_and_time(
     kernel: &mut Kernel,
     sent: &jupyter_protocol::JupyterMessage,
 ) -> (jupyter_protocol::ReplyError, Duration) {
-    let asked = Instant::now();
-    kernel.send_control(InterruptRequest {}).await;
-    kernel.control_reply(REPLY).await;
-    let content = kernel.execute_reply_to(sent, REPLY).await;
-    let took = asked.elapsed();
-    kernel.iopub_until_idle(&sent.header.msg_id, REPLY).await;
-    (
-        *content.error.expect("the cell ended without an error"),
-        took,
-    )
+    let (error, took, _) = interrupt_and_read(kernel, sent).await;
+    (error, took)
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -321,13 +313,7 @@ async fn a_sleep_of_the_cells_thread_ends_at_the_interrupt_and_keeps_variables()
         ),
     ] {
         let sent = start_long_cell(&mut kernel, body).await;
-        let asked = Instant::now();
-        kernel.send_control(InterruptRequest {}).await;
-        kernel.control_reply(REPLY).await;
-        let content = kernel.execute_reply_to(&sent, REPLY).await;
-        let took = asked.elapsed();
-        let iopub = kernel.iopub_until_idle(&sent.header.msg_id, REPLY).await;
-        let error = content.error.expect("the cell ended without an error");
+        let (error, took, printed) = interrupt_and_read(&mut kernel, &sent).await;
         assert_eq!(error.ename, "KeyboardInterrupt", "{body}: {error:?}");
         assert!(
             error.traceback.join("\n").contains(at),
@@ -335,11 +321,7 @@ async fn a_sleep_of_the_cells_thread_ends_at_the_interrupt_and_keeps_variables()
             error.traceback
         );
         // Nothing after the sleep ran.
-        assert!(
-            !iopub.iter().any(|m| matches!(&m.content,
-                JupyterMessageContent::StreamContent(s) if s.text.contains("after"))),
-            "{body}"
-        );
+        assert!(!printed.contains("after"), "{body}");
         assert!(took < Duration::from_secs(5), "{body}: {took:?}");
         assert_eq!(kernel.run_ok("kept").await.result().as_deref(), Some("5"));
     }
@@ -454,4 +436,192 @@ async fn the_interrupt_stops_the_cells_thread_not_a_thread_it_started() {
         said.contains("worker done 300") && !said.contains("panicked"),
         "{said}"
     );
+}
+
+/// Interrupts the running cell `sent`: its error, how long it took to end, and what it printed
+/// after the interrupt.
+async fn interrupt_and_read(
+    kernel: &mut Kernel,
+    sent: &jupyter_protocol::JupyterMessage,
+) -> (jupyter_protocol::ReplyError, Duration, String) {
+    let asked = Instant::now();
+    kernel.send_control(InterruptRequest {}).await;
+    kernel.control_reply(REPLY).await;
+    let content = kernel.execute_reply_to(sent, REPLY).await;
+    let took = asked.elapsed();
+    let iopub = kernel.iopub_until_idle(&sent.header.msg_id, REPLY).await;
+    let error = *content.error.expect("the cell ended without an error");
+    (error, took, crate::support::streamed(&iopub))
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_wait_on_a_channel_lock_or_condvar_ends_at_the_interrupt_keeping_the_rest() {
+    let mut kernel = kernel_that_would_kill_late().await;
+    kernel
+        .run_ok(
+            "let kept = 5;\n\
+             let (tx, rx) = std::sync::mpsc::channel::<u8>();\n\
+             let model = Tensor::ones(&[2, 2], (Kind::Float, Device::Cpu));",
+        )
+        .await;
+    // (the cell, the variable of an earlier cell its stopped thread keeps)
+    let cases = [
+        // A channel of the cell's own whose sender, in a thread, never sends.
+        (
+            "let (tx2, rx2) = std::sync::mpsc::channel::<u8>();\n\
+             std::thread::spawn(move || { let _keep = tx2; std::thread::sleep(std::time::Duration::from_secs(600)); });\n\
+             let _ = rx2.recv();",
+            None,
+        ),
+        // A rendezvous channel, whose receiver waits with a packet on its own stack.
+        (
+            "let (tx3, rx3) = std::sync::mpsc::sync_channel::<u8>(0);\n\
+             let _also = tx3.clone();\n\
+             let _ = rx3.recv();",
+            None,
+        ),
+        // A Mutex another thread holds.
+        (
+            "let lock = std::sync::Arc::new(std::sync::Mutex::new(0u8));\n\
+             let other = lock.clone();\n\
+             std::thread::spawn(move || { let _g = other.lock().unwrap(); std::thread::sleep(std::time::Duration::from_secs(600)); });\n\
+             std::thread::sleep(std::time::Duration::from_millis(100));\n\
+             let _ = *lock.lock().unwrap();",
+            None,
+        ),
+        // A Condvar nobody notifies, in a loop of the cell's own.
+        (
+            "let pair = (std::sync::Mutex::new(false), std::sync::Condvar::new());\n\
+             {\n\
+                 let mut ready = pair.0.lock().unwrap();\n\
+                 while !*ready { ready = pair.1.wait(ready).unwrap(); }\n\
+             }",
+            None,
+        ),
+        // The end of a scope whose thread runs on.
+        (
+            "std::thread::scope(|s| { s.spawn(|| std::thread::sleep(std::time::Duration::from_secs(600))); });",
+            None,
+        ),
+        // A channel an earlier cell made, whose sender that cell keeps: `rx` stays with the wait.
+        ("let _ = rx.recv();", Some("rx")),
+    ];
+    for (body, held) in cases {
+        let sent = start_long_cell(&mut kernel, body).await;
+        // The cell is in its wait by now.
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        let (error, took, printed) = interrupt_and_read(&mut kernel, &sent).await;
+        assert_eq!(error.ename, "KeyboardInterrupt", "{body}: {error:?}");
+        assert!(took < Duration::from_secs(5), "{body}: {took:?}");
+        match held {
+            Some(name) => assert!(
+                printed.contains(&format!("Lost: `{name}`"))
+                    && printed.contains("Every other variable is kept"),
+                "{body}: {printed}"
+            ),
+            None => assert!(!printed.contains("Lost:"), "{body}: {printed}"),
+        }
+        assert_eq!(kernel.run_ok("kept").await.result().as_deref(), Some("5"));
+        assert_eq!(
+            kernel
+                .run_ok("model.sum(Kind::Float).double_value(&[])")
+                .await
+                .result()
+                .as_deref(),
+            Some("4.0"),
+            "{body}"
+        );
+    }
+    // What the stopped thread kept is gone, said as a name the notebook no longer has; `tx`,
+    // which it did not use, is still there (and its receiver too, in the stopped thread).
+    let gone = kernel.execute("rx.try_recv()").await;
+    let (_, _, traceback) = gone.error().expect("rx is still defined");
+    assert!(traceback.join("\n").contains("rx"), "{traceback:?}");
+    assert_eq!(
+        kernel
+            .run_ok("tx.send(1).is_ok()")
+            .await
+            .result()
+            .as_deref(),
+        Some("true")
+    );
+    // The next cells run on a new thread, where everything an interrupt does still works: a
+    // loop of the cell's own stops at its line, a sleep ends, a panic ends the cell and a
+    // thread's panic does not.
+    let sent = start_long_cell(&mut kernel, "let mut spins = 0u64;\nloop { spins += 1; }").await;
+    let (error, took, _) = interrupt_and_read(&mut kernel, &sent).await;
+    assert_eq!(error.ename, "KeyboardInterrupt");
+    assert!(
+        error.traceback.join("\n").contains("at cell line 3"),
+        "{error:?}"
+    );
+    assert!(took < Duration::from_secs(5), "{took:?}");
+    let sent = start_long_cell(
+        &mut kernel,
+        "std::thread::sleep(std::time::Duration::from_secs(600));",
+    )
+    .await;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let (error, took, _) = interrupt_and_read(&mut kernel, &sent).await;
+    assert_eq!(error.ename, "KeyboardInterrupt");
+    assert!(took < Duration::from_secs(5), "{took:?}");
+    let failed = kernel
+        .execute("let x: Option<u8> = None;\nx.expect(\"boom\");")
+        .await;
+    let (_, evalue, _) = failed.error().expect("the panic did not end the cell");
+    assert!(evalue.contains("boom"), "{evalue}");
+    let run = kernel
+        .run_ok("let _ = std::thread::spawn(|| panic!(\"in a worker\")).join();\nkept + 1")
+        .await;
+    assert_eq!(run.result().as_deref(), Some("6"));
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_join_of_a_thread_that_runs_on_ends_at_the_interrupt_keeping_every_variable() {
+    let mut kernel = kernel_that_would_kill_late().await;
+    kernel
+        .run_ok(
+            "let kept = 5;\n\
+             let worker = std::thread::spawn(|| std::thread::sleep(std::time::Duration::from_secs(600)));",
+        )
+        .await;
+    for body in [
+        "std::thread::spawn(|| std::thread::sleep(std::time::Duration::from_secs(600))).join().unwrap();",
+        "worker.join().unwrap();",
+    ] {
+        let sent = start_long_cell(&mut kernel, body).await;
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        let (error, took, printed) = interrupt_and_read(&mut kernel, &sent).await;
+        assert_eq!(error.ename, "KeyboardInterrupt", "{body}: {error:?}");
+        assert!(took < Duration::from_secs(5), "{body}: {took:?}");
+        assert!(!printed.contains("Lost:"), "{body}: {printed}");
+        assert_eq!(kernel.run_ok("kept").await.result().as_deref(), Some("5"));
+    }
+    // A join nobody interrupts waits for the thread, as always.
+    let run = kernel
+        .run_ok("std::thread::spawn(|| { std::thread::sleep(std::time::Duration::from_millis(200)); 7 }).join().unwrap()")
+        .await;
+    assert_eq!(run.result().as_deref(), Some("7"));
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_stopped_cell_is_not_killed_while_the_kernel_is_still_busy_after_it() {
+    // A grace period shorter than what the kernel does after this cell ran: rustc names the
+    // type of `got` by a path that does not build, and rust-analyzer is asked (seconds).
+    let mut kernel = Kernel::start_with_env(&[(tchbook_wire::env::INTERRUPT_GRACE, "1")]).await;
+    kernel
+        .run_ok("let kept = 5;\nlet (tx, rx) = std::sync::mpsc::channel::<u8>();")
+        .await;
+    let sent = start_long_cell(&mut kernel, "let got = rx.recv();").await;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    kernel.send_control(InterruptRequest {}).await;
+    kernel.control_reply(REPLY).await;
+    kernel.execute_reply_to(&sent, REPLY).await;
+    kernel.iopub_until_idle(&sent.header.msg_id, REPLY).await;
+    // The evaluation process was not killed: every variable but the one the wait kept is there.
+    assert_eq!(kernel.run_ok("kept").await.result().as_deref(), Some("5"));
+    let gone = kernel.execute("rx.try_recv()").await;
+    let said = format!("{}{:?}", gone.stderr(), gone.error());
+    assert!(said.contains("rx"), "{said}");
+    assert!(!said.contains("EvaluationProcessDied"), "{said}");
 }

@@ -120,7 +120,12 @@ impl State {
         let pump = self.pump.clone();
         let interrupter = self.interrupter.clone();
         // With the debugger on: the build's debug information, the cell's breakpoints.
-        let before_load = Session::prepare_build(&self.debugger, code, &self.build_dir);
+        let prepared = Session::prepare_build(&self.debugger, code, &self.build_dir);
+        let loading = self.interrupter.clone();
+        let before_load = move |lines: &[Option<usize>]| {
+            prepared(lines);
+            loading.loading();
+        };
         // evcxr does not export its `InputRequest` type; the closure's parameter type comes
         // from the field it is written into.
         let mut callbacks = EvalCallbacks {
@@ -197,6 +202,10 @@ impl State {
         if !outputs.lost_on_panic.is_empty() {
             // Values the cell's panic (an interrupt) dropped: said, never silent.
             let note = lost_on_panic_note(&outputs.lost_on_panic);
+            let _ = self.pump.send(PumpMessage::Event(Event::Stderr(note)));
+        }
+        if !outputs.held_on_panic.is_empty() {
+            let note = held_note(&outputs.held_on_panic);
             let _ = self.pump.send(PumpMessage::Event(Event::Stderr(note)));
         }
         let mut mime: Vec<(String, String)> = outputs.content_by_mime_type.into_iter().collect();
@@ -419,16 +428,32 @@ pub(super) fn release_freed_memory() {
     }
 }
 
+/// What the user is told when the cell was interrupted in a wait that cannot be cut short, whose
+/// thread keeps the variables it was using (`src/evaluation/cells.rs`).
+fn held_note(held: &[String]) -> String {
+    let names = quoted(held);
+    format!(
+        "Lost: {names} (in use by the cell when it was stopped in a wait that cannot be cut \
+         short, such as a channel's `recv`, a `Mutex` or a `Condvar`: its thread is left in that \
+         wait, with them). Every other variable is kept."
+    )
+}
+
 /// What the user is told when a cell that stopped early (a panic, an interrupt) had declared
 /// existing variables again in a way that kept the old values from being put back.
 fn lost_on_panic_note(lost: &[String]) -> String {
-    let names = lost
-        .iter()
-        .map(|name| format!("`{name}`"))
-        .collect::<Vec<_>>()
-        .join(", ");
+    let names = quoted(lost);
     format!(
         "Lost: {names} (declared again by this cell, which stopped before the new value was \
          stored; the old value was used by the cell, so it could not be put back)."
     )
+}
+
+/// `a`, `b`: names as the notes show them.
+fn quoted(names: &[String]) -> String {
+    names
+        .iter()
+        .map(|name| format!("`{name}`"))
+        .collect::<Vec<_>>()
+        .join(", ")
 }

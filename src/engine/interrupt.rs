@@ -5,6 +5,7 @@ use std::process::Child;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
+use tchbook_wire::panels::{Answer, Request};
 
 /// Interrupts the running cell: SIGINT to the evaluation process first (the prelude turns it
 /// into a `KeyboardInterrupt` panic at the next check, keeping every variable), SIGKILL after
@@ -21,7 +22,16 @@ struct InterruptState {
     /// Whether the running cell was sent SIGINT / SIGKILL.
     interrupted: AtomicBool,
     killed: AtomicBool,
+    /// Whether the running cell's library is built and about to be loaded (before that, the
+    /// evaluation process is idle and the kernel builds), and whether an interrupt waits for it.
+    stage: Mutex<Stage>,
     grace: Duration,
+}
+
+#[derive(Default, Clone, Copy)]
+struct Stage {
+    loaded: bool,
+    pending: bool,
 }
 
 impl Interrupter {
@@ -32,30 +42,61 @@ impl Interrupter {
                 running: AtomicU64::new(0),
                 interrupted: AtomicBool::new(false),
                 killed: AtomicBool::new(false),
+                stage: Mutex::new(Stage::default()),
                 grace,
             }),
         }
     }
 
-    /// Interrupts the running cell, if any. Returns whether a cell was running.
+    /// Interrupts the running cell, if any. Returns whether a cell was running. A cell still
+    /// being built is interrupted when its library is about to load ([`Self::loading`]): until
+    /// then the evaluation process, which holds the variables, has nothing to stop, and the grace
+    /// period counts from there (a build that takes longer than the grace period must not cost
+    /// the notebook); a cell whose build fails is not run at all.
     pub fn interrupt(&self) -> bool {
         let cell = self.inner.running.load(Ordering::SeqCst);
         if cell == 0 {
             return false;
         }
         self.inner.interrupted.store(true, Ordering::SeqCst);
+        {
+            let mut stage = self.inner.stage.lock().unwrap_or_else(|e| e.into_inner());
+            if !stage.loaded {
+                stage.pending = true;
+                return true;
+            }
+        }
+        self.stop(cell);
+        true
+    }
+
+    /// The running cell's library is built and about to load: an interrupt sent during the
+    /// build reaches it now, so that it stops at its first check.
+    pub(super) fn loading(&self) {
+        let cell = self.inner.running.load(Ordering::SeqCst);
+        let pending = {
+            let mut stage = self.inner.stage.lock().unwrap_or_else(|e| e.into_inner());
+            stage.loaded = true;
+            std::mem::take(&mut stage.pending)
+        };
+        if pending && cell != 0 {
+            self.stop(cell);
+        }
+    }
+
+    /// SIGINT to the evaluation process, and SIGKILL after the grace period if `cell` still runs.
+    fn stop(&self, cell: u64) {
         self.signal_unreaped(libc::SIGINT, Target::Process);
         let inner = Arc::clone(&self.inner);
         let this = self.clone();
         std::thread::spawn(move || {
             std::thread::sleep(inner.grace);
-            if inner.running.load(Ordering::SeqCst) == cell {
+            if inner.running.load(Ordering::SeqCst) == cell && !cell_has_ended() {
                 tracing::warn!("cell {cell} ignored the interrupt; killing the evaluation process");
                 inner.killed.store(true, Ordering::SeqCst);
                 this.kill();
             }
         });
-        true
     }
 
     /// Whether the running cell has been interrupted (a cell waiting for input stops waiting).
@@ -106,6 +147,7 @@ impl Interrupter {
     pub(super) fn begin(&self, cell: u64) {
         self.inner.interrupted.store(false, Ordering::SeqCst);
         self.inner.killed.store(false, Ordering::SeqCst);
+        *self.inner.stage.lock().unwrap_or_else(|e| e.into_inner()) = Stage::default();
         self.inner.running.store(cell, Ordering::SeqCst);
     }
 
@@ -113,6 +155,36 @@ impl Interrupter {
         self.inner.running.store(0, Ordering::SeqCst);
         self.inner.interrupted.load(Ordering::SeqCst) || self.inner.killed.load(Ordering::SeqCst)
     }
+}
+
+/// Whether the evaluation process says no cell runs there any more, asked on its panels socket
+/// (a Variables request is answered `busy` while a cell runs): the cell stopped, and the kernel
+/// is still busy after it (naming its variables' types, say), which is no reason to lose them.
+/// No answer within a second counts as running.
+fn cell_has_ended() -> bool {
+    use std::io::{BufRead, Write};
+    let Some(path) = std::env::var_os(tchbook_wire::env::PANELS_SOCKET) else {
+        return false;
+    };
+    let Ok(stream) = std::os::unix::net::UnixStream::connect(path) else {
+        return false;
+    };
+    let patience = Some(Duration::from_secs(1));
+    let _ = stream.set_read_timeout(patience);
+    let _ = stream.set_write_timeout(patience);
+    let Ok(mut request) = serde_json::to_string(&Request::Variables) else {
+        return false;
+    };
+    request.push('\n');
+    let mut answer = String::new();
+    if (&stream).write_all(request.as_bytes()).is_err()
+        || std::io::BufReader::new(&stream)
+            .read_line(&mut answer)
+            .is_err()
+    {
+        return false;
+    }
+    serde_json::from_str::<Answer>(answer.trim()).is_ok_and(|answer| answer != Answer::Busy)
 }
 
 /// Who a signal goes to: the evaluation process, or its whole process group.

@@ -111,6 +111,16 @@ fn answer(line: &str) -> String {
     answer
 }
 
+/// The names of the variables in the store the last cell returned, read while no cell runs.
+pub(super) fn stored_names() -> Vec<String> {
+    entries()
+        .iter()
+        // SAFETY: the names are UTF-8 strings of the store's, which no cell touches meanwhile.
+        .map(|e| unsafe { std::slice::from_raw_parts(e.name, e.name_len) })
+        .map(|name| String::from_utf8_lossy(name).into_owned())
+        .collect()
+}
+
 /// The store's variables (evcxr's own, `evcxr_*`, left out).
 fn entries() -> Vec<Entry> {
     extern "C" fn push(

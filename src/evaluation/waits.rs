@@ -25,8 +25,9 @@
 //!
 //! Every other call (any other thread, the kernel's own process, a wait nothing interrupted) is
 //! the system call glibc would make, with glibc's results. A wait on a futex (a channel's
-//! `recv`, a `Mutex`, a `Condvar`, a `JoinHandle::join`) cannot be ended so: std waits again
-//! after any wake-up until the value it waits for is there, and there is no error to give it.
+//! `recv`, a `Mutex`, a `Condvar`) cannot be ended so: std waits again after any wake-up until
+//! the value it waits for is there, and there is no error to give it; `futex` deals with those,
+//! and with `JoinHandle::join`.
 
 use std::cell::Cell;
 use std::ffi::{c_int, c_long, c_void};
@@ -46,25 +47,27 @@ thread_local! {
 
 extern "C" fn on_wake(_signal: c_int) {}
 
-/// Called once by the prelude's `runtime::attach`, on the thread that runs cells: from then on
-/// that thread's waits end at an interrupt. Returns the signal the prelude's SIGINT handler is
-/// to send that thread (SIGUSR2), or 0 when nothing was set up. Not for calling by hand.
+/// Called by the prelude's `runtime::attach`, on the thread that runs cells, and again on each
+/// new thread cells move to (`cells`): from then on that thread's waits end at an interrupt.
+/// Returns the signal the prelude's SIGINT handler is to send that thread (SIGUSR2), or 0 when
+/// nothing was set up. Not for calling by hand.
 #[unsafe(no_mangle)]
 pub extern "C" fn tchbook_interruptible_waits(pending: extern "C" fn() -> bool) -> c_int {
-    // A thread that never blocks SIGINT, started before this thread blocks it (threads inherit
-    // their starter's mask): the process always has one to take the signal.
-    let receiver = std::thread::Builder::new()
-        .name("tchbook-sigint".to_owned())
-        .spawn(|| {
-            loop {
-                std::thread::park();
-            }
-        });
-    if receiver.is_err() {
-        return 0;
-    }
-    // No SA_RESTART: the blocking call returns EINTR.
-    if !super::guards::install(libc::SIGUSR2, on_wake, 0) {
+    static READY: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    let ready = *READY.get_or_init(|| {
+        // A thread that never blocks SIGINT, started before this thread blocks it (threads
+        // inherit their starter's mask): the process always has one to take the signal.
+        let receiver = std::thread::Builder::new()
+            .name("tchbook-sigint".to_owned())
+            .spawn(|| {
+                loop {
+                    std::thread::park();
+                }
+            });
+        // No SA_RESTART: the blocking call returns EINTR.
+        receiver.is_ok() && super::guards::install(libc::SIGUSR2, on_wake, 0)
+    });
+    if !ready {
         return 0;
     }
     // SAFETY: a zeroed sigset is valid; the mask change is this thread's own.
@@ -79,9 +82,19 @@ pub extern "C" fn tchbook_interruptible_waits(pending: extern "C" fn() -> bool) 
     libc::SIGUSR2
 }
 
+/// This thread runs no more cells (it is left in a stopped wait): its waits are plain again.
+pub(super) fn leave_cells() {
+    CELL_THREAD.with(|cell| cell.set(false));
+}
+
+/// Whether this thread runs cells.
+pub(super) fn on_cells_thread() -> bool {
+    CELL_THREAD.with(Cell::get)
+}
+
 /// Whether a wait on this thread should end now: it is the cells' thread and the user
 /// interrupted the cell.
-fn interrupted() -> bool {
+pub(super) fn interrupted() -> bool {
     let pending = PENDING.load(Ordering::SeqCst);
     if pending == 0 || !CELL_THREAD.with(Cell::get) {
         return false;
@@ -91,7 +104,7 @@ fn interrupted() -> bool {
     pending()
 }
 
-fn errno() -> c_int {
+pub(super) fn errno() -> c_int {
     std::io::Error::last_os_error()
         .raw_os_error()
         .unwrap_or(libc::EINVAL)
@@ -315,9 +328,9 @@ mod tests {
             tv_sec: 9,
             tv_nsec: 9,
         };
-        CELL_THREAD.with(|cell| cell.set(true));
         PENDING.store(pending as *const () as usize, Ordering::SeqCst);
         SET.store(true, Ordering::SeqCst);
+        // (Joined before this thread becomes the cells': a join there ends at the interrupt.)
         let other = std::thread::spawn(move || {
             let started = Instant::now();
             // SAFETY: valid pointers.
@@ -331,6 +344,7 @@ mod tests {
             other.1 >= Duration::from_millis(20),
             "another thread slept in full"
         );
+        CELL_THREAD.with(|cell| cell.set(true));
         // SAFETY: valid pointers.
         let done = unsafe { nanosleep(&request, &mut remain) };
         assert_eq!(done, -1);

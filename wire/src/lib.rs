@@ -60,7 +60,9 @@ pub mod widgets;
 pub use key::{
     MARK, carries_key, keyed, keyed_with, line_key, new_line_key, unkeyed, unkeyed_with,
 };
-pub use panic::{Panic, cpp_frames_wanted, install_panic_hook, payload_text, print_line};
+pub use panic::{
+    Panic, cpp_frames_wanted, install_panic_hook, install_panic_hook_for, payload_text, print_line,
+};
 
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::{Map, Value};
@@ -90,6 +92,12 @@ pub const INTERRUPT_POINT: &str = "::tchbook_prelude::interrupt::__point();";
 /// The start of the line (keyed) that says a stored variable was lost because a cell redefined
 /// its type (evcxr's protocol): the variable's name follows.
 pub const VARIABLE_CHANGED_TYPE: &str = "EVCXR_VARIABLE_CHANGED_TYPE:";
+/// The start of the line (keyed) that names a variable a cell held when the user interrupted it
+/// in a wait that cannot be cut short (a channel's `recv`, a `Mutex`, a `Condvar`): the cell's
+/// thread is left in that wait for good, with the variable, and the evaluation process runs the
+/// next cells on a new thread. Written by the evaluation process before the cell's
+/// [`PANIC_NOTIFICATION`]; the variable's name follows.
+pub const HELD_BY_STOPPED_WAIT: &str = "TCHBOOK_HELD_BY_STOPPED_WAIT:";
 /// The line (keyed) that says a cell's `?` returned an error (evcxr's protocol), which the cell
 /// printed on stderr before it.
 pub const USER_ERROR_OCCURRED: &str = "EVCXR_ERROR_OCCURRED";

@@ -128,6 +128,15 @@ pub fn install_panic_hook(write: fn(&Message)) {
     }));
 }
 
+/// As [`install_panic_hook`], where the thread cells run on may change: `on_cells_thread` says
+/// whether the panicking thread is it (the prelude's, which follows the evaluation process to a
+/// new cells' thread when it left the old one in a stopped wait).
+pub fn install_panic_hook_for(write: fn(&Message), on_cells_thread: fn() -> bool) {
+    std::panic::set_hook(Box::new(move |info| {
+        write(&Message::Panic(Panic::from_hook(info, on_cells_thread())));
+    }));
+}
+
 /// Writes `message` to stdout as its line: the writer for [`install_panic_hook`] in a process
 /// without the prelude's pump.
 pub fn print_line(message: &Message) {

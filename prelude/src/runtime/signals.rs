@@ -17,13 +17,13 @@ extern "C" fn on_sigint(signal: libc::c_int) {
         // SAFETY: points into the leaked, never-freed shared state.
         unsafe { (*flag).store(true, Ordering::SeqCst) };
     }
-    let (thread, wake) = (
-        CELL_THREAD.load(Ordering::SeqCst),
-        WAKE.load(Ordering::SeqCst),
-    );
-    if wake != 0 {
-        // SAFETY: tgkill(2) is async-signal-safe; the thread is this process's cells' thread,
-        // which lives as long as the process, and its handler for `wake` does nothing.
+    let slot = CELL_THREAD.load(Ordering::SeqCst);
+    let wake = WAKE.load(Ordering::SeqCst);
+    if wake != 0 && !slot.is_null() {
+        // SAFETY: points into the leaked, never-freed shared state.
+        let thread = unsafe { (*slot).load(Ordering::SeqCst) };
+        // SAFETY: tgkill(2) is async-signal-safe; the thread is this process's cells' thread
+        // (a thread left in a stopped wait stays too), and its handler for `wake` does nothing.
         unsafe {
             libc::syscall(libc::SYS_tgkill, libc::getpid(), thread, wake);
         }
@@ -84,9 +84,10 @@ pub(super) fn install_sigterm_handler() {
     }
 }
 
-/// The thread cells run on, and the signal that ends its blocking call (0: none), once the
-/// kernel's evaluation process has made its waits interruptible ([`make_waits_interruptible`]).
-static CELL_THREAD: AtomicI32 = AtomicI32::new(0);
+/// The thread cells run on (the shared state's, which a new cells' thread takes over), and the
+/// signal that ends its blocking call (0: none), once the kernel's evaluation process has made
+/// its waits interruptible ([`make_waits_interruptible`]).
+static CELL_THREAD: AtomicPtr<AtomicI32> = AtomicPtr::new(std::ptr::null_mut());
 static WAKE: AtomicI32 = AtomicI32::new(0);
 
 /// Tells the kernel's evaluation process how to see a pending interrupt, so that a blocking
@@ -94,7 +95,8 @@ static WAKE: AtomicI32 = AtomicI32::new(0);
 /// wait for a child) ends when the user interrupts the cell; the kernel's `src/evaluation/waits.rs` says
 /// how. From then on this thread blocks SIGINT, and the handler, run on another thread, sends
 /// it the signal that ends its call. Elsewhere (an exported program, a test) the process does
-/// not define the function, and waits stay as they are.
+/// not define the function, and waits stay as they are. Called again on each new thread the
+/// evaluation process runs cells on ([`super::cell`]), after it set `cell_thread`.
 pub(super) fn make_waits_interruptible() {
     extern "C" fn pending() -> bool {
         shared().interrupted.load(Ordering::SeqCst)
@@ -107,7 +109,7 @@ pub(super) fn make_waits_interruptible() {
     // SAFETY: the kernel's binary exports this name for this function's signature alone.
     let register: extern "C" fn(extern "C" fn() -> bool) -> libc::c_int =
         unsafe { std::mem::transmute(found) };
-    // SAFETY: gettid(2) cannot fail.
-    CELL_THREAD.store(unsafe { libc::gettid() }, Ordering::SeqCst);
+    let slot = &shared().cell_thread as *const AtomicI32 as *mut AtomicI32;
+    CELL_THREAD.store(slot, Ordering::SeqCst);
     WAKE.store(register(pending), Ordering::SeqCst);
 }

@@ -31,6 +31,8 @@ pub use tchbook_wire::{USER_ERROR_OCCURRED, VARIABLE_CHANGED_TYPE};
 /// store.put_variable("x", 41_i64);
 /// assert!(store.check_variable::<i64>("x"));
 /// assert_eq!(store.take_variable::<i64>("x") + 1, 42);
+/// // Taken and not put back: checked as lost, never a panic at the next take.
+/// assert!(!store.check_variable::<i64>("x"));
 /// ```
 #[derive(Default)]
 pub struct VariableStore {
@@ -54,8 +56,8 @@ impl VariableStore {
         self.put(name, Box::new(value), std::any::type_name::<T>());
     }
 
-    /// Whether `name`, if stored, still holds a `T`. When it does not (a cell redefined the
-    /// variable's type), says so on stderr, tells the kernel (a keyed
+    /// Whether `name` is stored and holds a `T`. When it does not (a cell redefined the
+    /// variable's type, or a stopped cell kept it), says so on stderr, tells the kernel (a keyed
     /// [`VARIABLE_CHANGED_TYPE`] line) and returns false.
     #[inline]
     pub fn check_variable<T: 'static>(&mut self, name: &str) -> bool {
@@ -119,14 +121,17 @@ impl VariableStore {
         match self.variables.get(name) {
             Some(stored) if (*stored.value).type_id() != expected => {
                 eprintln!("The type of the variable {name} was redefined, so was lost.");
-                println!(
-                    "{}",
-                    tchbook_wire::keyed(&format!("{VARIABLE_CHANGED_TYPE}{name}"))
-                );
-                false
             }
-            _ => true,
+            // Gone from the store (a cell the user stopped in a wait kept it): lost as well,
+            // rather than a panic in `take_variable` where the cell's function cannot unwind.
+            None => eprintln!("The variable {name} stayed with a stopped cell, so was lost."),
+            Some(_) => return true,
         }
+        println!(
+            "{}",
+            tchbook_wire::keyed(&format!("{VARIABLE_CHANGED_TYPE}{name}"))
+        );
+        false
     }
 
     #[inline(never)]

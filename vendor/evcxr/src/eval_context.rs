@@ -971,6 +971,8 @@ impl EvalContext {
 
         let mut got_panic = false;
         let mut lost_variables = Vec::new();
+        // tchbook patch: variables a stopped wait kept (`tchbook_wire::HELD_BY_STOPPED_WAIT`).
+        let mut held = Vec::new();
         // tchbook patch: a line is one of the protocol's only when it carries the kernel's key
         // (`tchbook_wire::unkeyed`); any other line is the cell's text, whatever it says, except
         // the content blocks of the final value's own `evcxr_display()` (the reader, shared with
@@ -1016,6 +1018,8 @@ impl EvalContext {
                     .retain(|_variable_name, variable_state| {
                         variable_state.move_state != VariableMoveState::New
                     });
+            } else if let Some(name) = command.strip_prefix(tchbook_wire::HELD_BY_STOPPED_WAIT) {
+                held.push(name.to_owned());
             } else if let Some(variable_name) =
                 command.strip_prefix(evcxr_internal_runtime::VARIABLE_CHANGED_TYPE)
             {
@@ -1065,6 +1069,13 @@ impl EvalContext {
             for (name, old) in state.restorable_on_panic.clone() {
                 state.variable_states.insert(name, old);
             }
+            // tchbook patch: what the cell's stopped thread still holds is not in the store.
+            for name in &held {
+                state.variable_states.remove(name);
+                state.stored_variable_states.remove(name);
+            }
+            held.sort();
+            output.held_on_panic = held;
         } else if !lost_variables.is_empty() {
             return Err(Error::TypeRedefinedVariablesLost(lost_variables));
         }
@@ -1243,6 +1254,9 @@ pub struct EvalOutputs {
     pub reverted_on_panic: Vec<String>,
     /// tchbook patch: variables a panicking cell declared for the first time: never stored.
     pub dropped_on_panic: Vec<String>,
+    /// tchbook patch: variables held by a cell interrupted in a wait that cannot be cut short
+    /// (`tchbook_wire::HELD_BY_STOPPED_WAIT`): gone from the store.
+    pub held_on_panic: Vec<String>,
 }
 
 impl EvalOutputs {
@@ -1254,6 +1268,7 @@ impl EvalOutputs {
             lost_on_panic: Vec::new(),
             reverted_on_panic: Vec::new(),
             dropped_on_panic: Vec::new(),
+            held_on_panic: Vec::new(),
         }
     }
 
@@ -1289,6 +1304,7 @@ impl EvalOutputs {
         self.lost_on_panic.append(&mut other.lost_on_panic);
         self.reverted_on_panic.append(&mut other.reverted_on_panic);
         self.dropped_on_panic.append(&mut other.dropped_on_panic);
+        self.held_on_panic.append(&mut other.held_on_panic);
     }
 }
 

@@ -46,14 +46,17 @@ impl VariableStore {
     }
 
     pub fn check_variable<T: 'static>(&mut self, name: &str) -> bool {
-        if let Some(v) = self.variables.get(name)
-            && v.downcast_ref::<T>().is_none()
-        {
-            eprintln!("The type of the variable {name} was redefined, so was lost.",);
-            println!("{}", keyed(&format!("{VARIABLE_CHANGED_TYPE}{name}")));
-            return false;
+        match self.variables.get(name) {
+            Some(v) if v.downcast_ref::<T>().is_none() => {
+                eprintln!("The type of the variable {name} was redefined, so was lost.",);
+            }
+            // tchbook patch: a variable the store no longer holds (a cell stopped in a wait kept
+            // it) is lost too, instead of a panic in the cell's non-unwinding function.
+            None => eprintln!("The variable {name} stayed with a stopped cell, so was lost."),
+            Some(_) => return true,
         }
-        true
+        println!("{}", keyed(&format!("{VARIABLE_CHANGED_TYPE}{name}")));
+        false
     }
 
     pub fn take_variable<T: 'static>(&mut self, name: &str) -> T {

@@ -547,7 +547,7 @@ pub(super) fn probed_type_failed(error: &CompilationError) -> bool {
         .any(|origin| matches!(origin, CodeKind::PackVariable { .. }))
         && matches!(
             code.as_deref(),
-            Some("E0412" | "E0422" | "E0433" | "E0603" | "E0308" | "E0107")
+            Some("E0412" | "E0422" | "E0433" | "E0603" | "E0658" | "E0308" | "E0107")
         )
 }
 
