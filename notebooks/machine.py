@@ -1,11 +1,9 @@
 #!/usr/bin/env python3
-"""The machine a notebook's committed outputs come from, in words, for their first cell.
+"""This machine, in words: what notebooks/provenance.py says a kernel run's outputs ran on where
+the run showed no device card of its own.
 
     python notebooks/machine.py    # prints the description of this machine
 
-notebooks/build.py puts it where a source says {{MACHINE}}. It needs nothing beyond Python's
-standard library, so the GPU bundle's run.sh (scripts/gpu-check) runs it on the GPU machine, which
-has no nbformat, and `scripts/gpu-check --apply` builds the notebooks with what it printed there.
 Set LIBTORCH (the torch package's folder) for the libtorch version.
 """
 from __future__ import annotations

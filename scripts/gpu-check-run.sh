@@ -10,7 +10,7 @@
 # programs, outputs recorded), and the training-loop benchmark on CUDA against PyTorch eager.
 # Everything it produces goes to $OUT (default ./gpu-check-out) as two files, because the GPU
 # machine returns at most 8: summary.txt (one line per step) and gpu-check-results.tar.gz (every
-# log, machine.txt, machine-description.txt, train-cuda.json, notebooks/NN.json), rewritten after each step so a run cut
+# log, machine.txt, train-cuda.json, notebooks/NN.json), rewritten after each step so a run cut
 # short still returns what it did. Exits 1 if any step failed. `scripts/gpu-check --apply DIR`
 # writes the results into the repository.
 #
@@ -50,10 +50,6 @@ if command -v nvidia-smi >/dev/null && nvidia-smi -L >/dev/null 2>&1; then devic
   echo "$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), $(nproc) cores; $(date -u '+%Y-%m-%d %H:%M UTC')"
 } > "$results/machine.txt"
 cp "$bundle/MANIFEST" "$results/" 2>/dev/null
-# The notebooks' first cells name the machine their outputs come from, in notebooks/build.py's words
-# (notebooks/machine.py needs only the standard library: this Python may have no nbformat).
-"$python" "$repo/notebooks/machine.py" > "$results/machine-description.txt" ||
-  { echo "run.sh: notebooks/machine.py failed; --apply will keep the notebooks' first cells" >&2; rm -f "$results/machine-description.txt"; }
 
 failed=()
 steps=0

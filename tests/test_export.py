@@ -255,9 +255,18 @@ def contract_notebook(path: Path) -> None:
 def test_exported_program_keeps_the_kernels_contract_and_merges_back(tmp_path):
     notebook = tmp_path / "contract.ipynb"
     contract_notebook(notebook)
+    # In a git checkout the export records its commit, which the merged notebook names.
+    git = lambda *args: subprocess.run(["git", "-C", str(tmp_path), "-c", "user.name=t", "-c", "user.email=t@t",
+                                        *args], capture_output=True, text=True, check=True).stdout.strip()
+    git("init", "-q")
+    git("add", "contract.ipynb")
+    git("commit", "-q", "-m", "the contract notebook")
+    commit = git("rev-parse", "--short=7", "HEAD")
     project = Path(tchbook("export", str(notebook), "--prelude", str(PRELUDE)).strip())
     assert project == tmp_path / "contract"
     main = (project / "src" / "main.rs").read_text()
+    # The project is new and untracked: the checkout's tracked files are unchanged.
+    assert f'commit: Some("{commit}"),' in main
     assert "fn double(x: i64) -> i64" in main.split("fn cells()")[0], "items are at the top level"
     binary = build(project)
 
@@ -266,6 +275,11 @@ def test_exported_program_keeps_the_kernels_contract_and_merges_back(tmp_path):
     assert done.returncode == 1, "a panic outside a raises-exception cell fails the run"
     record = json.loads(record_path.read_text())
     assert record["completed"] is False
+    # How the outputs were made, as the run saw it (a notebook's first cell says it from this).
+    ran = record["ran"]
+    assert re.fullmatch(r"\d{4}-\d\d-\d\d \d\d:\d\d UTC", ran["at"]), ran
+    assert ran["cpu"] and 1 <= ran["cores"] <= os.cpu_count() and ran["profile"] == "release", ran
+    assert ran["commit"] == commit, ran
     cells = {entry["cell"]: entry["outputs"] for entry in record["cells"]}
     assert sorted(cells) == [1, 2, 3, 4, 5, 6], "the run stopped at the panicking cell"
 
@@ -299,6 +313,8 @@ def test_exported_program_keeps_the_kernels_contract_and_merges_back(tmp_path):
     assert nb.cells[1].outputs[1]["data"]["text/plain"] == "42"
     assert nb.cells[1].execution_count == 1
     assert nb.cells[7].outputs == [] and nb.cells[7].execution_count is None
+    made = nb.metadata["tchbook"]["provenance"]
+    assert made == {"program": "exported", "exported_by": record["exported_by"], "completed": False, **ran}
     # The progress bar's view is drawn from the widget state the run saved, as JupyterLab's
     # "Save Widget State" keeps it: the bar's box and its three parts, the bar at its end.
     view = nb.cells[6].outputs[1]["data"]["application/vnd.jupyter.widget-view+json"]

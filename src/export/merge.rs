@@ -7,7 +7,7 @@ use serde_json::Value;
 use std::collections::BTreeMap;
 use std::io::Write;
 use std::path::Path;
-use tchbook_wire::record::{FORMAT, Record, RecordedCell, widget_state_metadata};
+use tchbook_wire::record::{FORMAT, PROVENANCE_KEY, Record, RecordedCell, widget_state_metadata};
 
 /// Writes the outputs in `record` (from an exported program's `--record`) into `notebook`.
 /// Every code cell's outputs are replaced: cells the run did not reach are left empty, as a run
@@ -45,12 +45,44 @@ pub fn merge(record: &Path, notebook: &Path) -> Result<()> {
     } else {
         metadata.insert("widgets".into(), widget_state_metadata(&record.widgets));
     }
+    write_provenance(metadata, &record);
     let mut bytes = Vec::new();
     let formatter = serde_json::ser::PrettyFormatter::with_indent(b" ");
     let mut serializer = serde_json::Serializer::with_formatter(&mut bytes, formatter);
     serde::Serialize::serialize(&nb, &mut serializer)?;
     bytes.push(b'\n');
     write_atomically(notebook, &bytes).with_context(|| format!("writing {}", notebook.display()))
+}
+
+/// Says in the notebook's metadata (`tchbook.provenance`) how the merged outputs were made, as the
+/// run recorded it; notebooks/build.py writes the notebook's first-cell sentence from it. A record
+/// from before runs recorded it leaves none: the outputs of an earlier run's description would
+/// describe another run.
+fn write_provenance(metadata: &mut serde_json::Map<String, Value>, record: &Record) {
+    let tchbook = metadata
+        .entry("tchbook")
+        .or_insert_with(|| Value::Object(Default::default()));
+    if !tchbook.is_object() {
+        *tchbook = Value::Object(Default::default());
+    }
+    let Some(tchbook) = tchbook.as_object_mut() else {
+        return;
+    };
+    let Some(ran) = &record.ran else {
+        tchbook.remove(PROVENANCE_KEY);
+        return;
+    };
+    let mut provenance = serde_json::json!({
+        "program": "exported",
+        "exported_by": record.exported_by,
+        "completed": record.completed,
+    });
+    if let (Value::Object(fields), Ok(Value::Object(ran))) =
+        (&mut provenance, serde_json::to_value(ran))
+    {
+        fields.extend(ran);
+    }
+    tchbook.insert(PROVENANCE_KEY.into(), provenance);
 }
 
 /// Replaces the file at `path` (a symlink's target, the link kept) with `bytes` so that no one
