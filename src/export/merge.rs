@@ -1,7 +1,8 @@
 //! `tchbook export --merge RECORD NOTEBOOK`: the outputs an exported program recorded with
 //! `--record` written into the notebook, as nbformat stores them.
 
-use super::notebook::{joined, read_notebook, source_hash};
+use super::beside::add_beside;
+use super::notebook::{joined, read_notebook, source_hash, split_lines};
 use anyhow::{Context, Result, bail};
 use serde_json::Value;
 use std::collections::BTreeMap;
@@ -11,9 +12,12 @@ use tchbook_wire::record::{FORMAT, PROVENANCE_KEY, Record, RecordedCell, widget_
 
 /// Writes the outputs in `record` (from an exported program's `--record`) into `notebook`.
 /// Every code cell's outputs are replaced: cells the run did not reach are left empty, as a run
-/// that stopped leaves them, so a notebook never mixes outputs of two runs.
-pub fn merge(record: &Path, notebook: &Path) -> Result<()> {
+/// that stopped leaves them, so a notebook never mixes outputs of two runs unawares. `beside`,
+/// another run's record, adds that run's text under the cells tagged `beside` (beside.rs),
+/// headed with where and when it ran.
+pub fn merge(record: &Path, notebook: &Path, beside: Option<&Path>) -> Result<()> {
     let record = read_record(record)?;
+    let beside = beside.map(read_record).transpose()?;
     let mut nb = read_notebook(notebook)?;
     let name = notebook
         .file_name()
@@ -36,6 +40,9 @@ pub fn merge(record: &Path, notebook: &Path) -> Result<()> {
         if cell["cell_type"] == "code" {
             replace_outputs(cell, by_cell.get(&index).copied());
         }
+    }
+    if let Some(other) = &beside {
+        add_beside(cells, other, &name)?;
     }
     // The widget views in the new outputs are drawn from the state this run saved; state
     // saved by an earlier run names models these outputs do not show.
@@ -187,15 +194,6 @@ fn nbformat_output(output: &Value) -> Value {
     output
 }
 
-/// Python's `str.splitlines(keepends=True)` for `\n`, as nbformat stores text.
-fn split_lines(text: &str) -> Value {
-    Value::Array(
-        text.split_inclusive('\n')
-            .map(|line| Value::String(line.to_owned()))
-            .collect(),
-    )
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -230,7 +228,7 @@ mod tests {
         // A reader that opened the notebook before the merge (a front end loading it).
         let mut reader = std::fs::File::open(&notebook).unwrap();
 
-        merge(&record, &notebook).unwrap();
+        merge(&record, &notebook, None).unwrap();
 
         let mut seen = String::new();
         reader.read_to_string(&mut seen).unwrap();

@@ -95,3 +95,12 @@ pub(super) fn source_commit(notebook: &Path) -> Option<String> {
         format!("{hash} (with uncommitted changes)")
     })
 }
+
+/// Python's `str.splitlines(keepends=True)` for `\n`, as nbformat stores text.
+pub(super) fn split_lines(text: &str) -> Value {
+    Value::Array(
+        text.split_inclusive('\n')
+            .map(|line| Value::String(line.to_owned()))
+            .collect(),
+    )
+}
