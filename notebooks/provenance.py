@@ -5,8 +5,8 @@ The tool that writes a notebook's outputs also writes, from what its run recorde
 made into the notebook's metadata, `metadata.tchbook.provenance`:
 
 - `notebooks/run.py --save` (a run through the tchbook kernel): `for_kernel_run` reads the run's
-  own device card (CPU, cores, RAM, GPU, libtorch), the kernel's cell opt-level, the time and the
-  checkout's commit;
+  own device card (CPU, cores, RAM, GPU, libtorch; this machine as /proc and nvidia-smi see it
+  where the outputs hold none), the kernel's cell opt-level, the time and the checkout's commit;
 - `tchbook export --merge` (an exported program's `--record`, as `scripts/gpu-check --apply`
   merges the GPU machine's run): the record's `ran` (the runner's time, CPU, cores, GPU, build
   profile, and the commit `tchbook export` saw), written by the kernel's src/export/merge.rs.
@@ -27,8 +27,6 @@ import re
 import subprocess
 import sys
 from pathlib import Path
-
-from machine import machine_description
 
 KEY = "provenance"
 CARD_MIME = "application/vnd.tchbook.device-card+json"
@@ -56,7 +54,8 @@ def device(provenance: dict) -> str:
 
 
 def where(p: dict) -> str:
-    """The machine in notebooks/machine.py's words (a test and build.py read `device ...` there)."""
+    """The machine in words: `a 16-core Linux x86_64 machine (CPU, RAM) with an NVIDIA H200;
+    device `cuda:0` (libtorch 2.11.0)` (a test reads `device ...` there)."""
     details = ", ".join(x for x in (p.get("cpu"), f"{p['ram_gib']} GiB RAM" if p.get("ram_gib") else "") if x)
     system = f" {p['system']}" if p.get("system") else ""
     gpu = f"with an {p['gpu']}" if p.get("gpu") else "with no GPU"
@@ -88,7 +87,7 @@ def sentence(p: dict | None) -> str:
 def for_kernel_run(nb, started: datetime.datetime) -> dict:
     """The provenance of outputs a run through the kernel just wrote into `nb` (run.py --save):
     the machine as the run's own device card showed it (the last one in the notebook), else as
-    notebooks/machine.py sees this machine."""
+    `this_machine` sees it."""
     cards = [o["data"][CARD_MIME] for c in nb.get("cells", []) for o in c.get("outputs", [])
              if CARD_MIME in o.get("data", {})]
     p: dict = {"program": "kernel", "opt_level": os.environ.get(KERNEL_OPT_LEVEL_VAR, "0"),
@@ -108,14 +107,33 @@ def for_kernel_run(nb, started: datetime.datetime) -> dict:
 
 
 def this_machine() -> dict:
-    """notebooks/machine.py's view of this machine, as provenance fields."""
-    described = machine_description()
-    m = re.match(r"a (\d+)-core \S+ \S+ machine \((.*?)(?:, (\d+) GiB RAM)?\) with (?:an (.+?)|no GPU); device", described)
-    if not m:
-        return {}
-    torch = re.search(r"\(libtorch ([^)]+)\)$", described)
-    return {"cores": int(m.group(1)), "cpu": m.group(2), "ram_gib": int(m.group(3)) if m.group(3) else None,
-            "gpu": m.group(4), "libtorch": torch.group(1) if torch else None}
+    """This machine as provenance fields, for a kernel run whose outputs hold no device card:
+    the CPU model, cores, RAM, the GPU nvidia-smi names, the libtorch under $LIBTORCH."""
+    found: dict = {"cpu": platform.processor() or platform.machine(), "cores": os.cpu_count() or 0}
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                found["cpu"] = line.split(":", 1)[1].strip()
+                break
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith("MemTotal"):
+                found["ram_gib"] = round(int(line.split()[1]) / 2**20)
+                break
+    except OSError:
+        pass
+    try:
+        out = subprocess.run(["nvidia-smi", "--query-gpu=name", "--format=csv,noheader"],
+                             capture_output=True, text=True, timeout=10)
+        if out.returncode == 0 and out.stdout.strip():
+            found["gpu"] = out.stdout.strip().splitlines()[0]
+    except (OSError, subprocess.SubprocessError):
+        pass
+    try:
+        version = (Path(os.environ["LIBTORCH"]) / "version.py").read_text()
+        found["libtorch"] = re.search(r"__version__\s*=\s*['\"]([^'\"]+)", version).group(1)
+    except (KeyError, OSError, AttributeError):
+        pass
+    return found
 
 
 def checkout_commit() -> str | None:

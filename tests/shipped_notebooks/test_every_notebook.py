@@ -103,7 +103,7 @@ def test_notebook_is_committed_with_outputs_of_a_real_run(name):
 
 
 def load_build(monkeypatch):
-    """notebooks/build.py, which imports provenance.py and machine.py beside it."""
+    """notebooks/build.py, which imports provenance.py beside it."""
     import importlib.util
     monkeypatch.syspath_prepend(str(NOTEBOOKS))
     spec = importlib.util.spec_from_file_location("build", NOTEBOOKS / "build.py")
