@@ -18,7 +18,8 @@ Building replaces a notebook's outputs; `scripts/run-notebooks --save` puts them
 run through the kernel, and `scripts/gpu-check --apply` from the GPU machine's run of the exported
 programs (`tchbook export --merge`, then `build.py --keep-outputs`). Each tool writes how the
 outputs were made into the notebook's metadata (`metadata.tchbook.provenance`, from what the run
-recorded); {{PROVENANCE}} in a source is replaced by notebooks/provenance.py's sentence about it,
+recorded); {{PROVENANCE}} in a source is replaced by notebooks/provenance.py's sentence about it
+(and {{TIMES}}, where a notebook prints times, by which build printed them),
 so the first cell says which program made the outputs, how it was built, on which machine and GPU,
 when and from which commit. A notebook built without outputs says it has none.
 """
@@ -117,7 +118,8 @@ def parse(text: str) -> list[tuple[str, str, list[str]]]:
 def build(src: Path, made: dict | None = None) -> nbformat.NotebookNode:
     """The notebook of source `src`, without outputs; `made` is how the outputs it will hold were
     made (notebooks/provenance.py), for its first cell."""
-    text = src.read_text().replace("{{PROVENANCE}}", provenance.sentence(made))
+    text = (src.read_text().replace("{{PROVENANCE}}", provenance.sentence(made))
+            .replace("{{TIMES}}", provenance.times(made)))
     nb = new_notebook()
     for kind, body, tags in parse(text):
         if kind == "markdown":

@@ -11,7 +11,8 @@ made into the notebook's metadata, `metadata.tchbook.provenance`:
   merges the GPU machine's run): the record's `ran` (the runner's time, CPU, cores, GPU, build
   profile, and the commit `tchbook export` saw), written by the kernel's src/export/merge.rs.
 
-notebooks/build.py puts `sentence(provenance)` where a source says {{PROVENANCE}}, and
+notebooks/build.py puts `sentence(provenance)` where a source says {{PROVENANCE}} (and `times`,
+which build printed the times, where it says {{TIMES}}), and
 `--keep-outputs` keeps the metadata with the outputs, so no one writes the sentence by hand.
 Standard library only: build.py imports it.
 
@@ -82,6 +83,18 @@ def sentence(p: dict | None) -> str:
     commit = p.get("commit") or "an unknown commit"
     return (f"**The outputs committed with this notebook** {how}, on {where(p)}, on {p.get('at', '?')} "
             f"from commit {commit}.")
+
+
+def times(p: dict | None) -> str:
+    """Where a notebook prints times ({{TIMES}} in a source): which build printed them."""
+    if p is None:
+        return ""
+    if p.get("program") == "kernel":
+        return (f"The times in the committed outputs were printed by a run through the tchbook kernel, its "
+                f"cells built at opt-level {p.get('opt_level', '0')}, as a notebook's cells are.")
+    return ("The times in the committed outputs were printed by the notebook's exported program, its "
+            "cells built at opt-level 3 (`cargo build --release`); the kernel builds a notebook's cells "
+            "at opt-level 0, so a run in the kernel may print other times.")
 
 
 def for_kernel_run(nb, started: datetime.datetime) -> dict:

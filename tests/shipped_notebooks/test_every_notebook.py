@@ -163,6 +163,10 @@ def test_first_cell_says_how_the_committed_outputs_were_made(name, monkeypatch):
         assert "exported program (`tchbook export`, built with `cargo build --release`" in first
         assert "merged back with `tchbook export --merge`" in first
         assert not timed_by_nbclient(nb), "merged outputs carry no nbclient timings"
+    # Where a notebook prints times, its text says which build printed them.
+    if "{{TIMES}}" in (NOTEBOOKS / "src" / name.replace(".ipynb", ".md")).read_text():
+        prose = "\n".join(c.source for c in nb.cells if c.cell_type == "markdown")
+        assert build.provenance.times(made) and build.provenance.times(made) in prose
     if shows_cuda(nb):
         assert made.get("gpu") and "device `cuda:0`" in first, "CUDA outputs from a run that saw no GPU"
     else:
