@@ -9,17 +9,19 @@ carry tags for the tests, e.g. ```rust tags=train,loss-plot  (cell metadata "tag
     python notebooks/build.py                 # writes notebooks/NN-*.ipynb without outputs
     python notebooks/build.py --keep-outputs  # rebuilds after an edit of the prose, keeping the
                                               # committed outputs of every code cell whose source
-                                              # is unchanged, and the machine they name
+                                              # is unchanged, and how they were made
     python notebooks/build.py --check D       # also writes D/NN_*.rs: each notebook's cells as
                                               # one Rust program on the prelude, to compile-check
                                               # them before the kernel exists
 
 Building replaces a notebook's outputs; `scripts/run-notebooks --save` puts them back from a real
-run, and `scripts/gpu-check --apply` from the GPU machine's run (after building with --machine set
-to that machine's description, from notebooks/machine.py run there). The first markdown cell of
-each notebook names the machine and device the committed outputs come from; {{MACHINE}} in a
-source is replaced by a description of the machine the build runs on, so build and run on the same
-machine.
+run through the kernel, and `scripts/gpu-check --apply` from the GPU machine's run of the exported
+programs (`tchbook export --merge`, then `build.py --keep-outputs`). Each tool writes how the
+outputs were made into the notebook's metadata (`metadata.tchbook.provenance`, from what the run
+recorded); {{PROVENANCE}} in a source is replaced by notebooks/provenance.py's sentence about it
+(and {{TIMES}}, where a notebook prints times, by which build printed them),
+so the first cell says which program made the outputs, how it was built, on which machine and GPU,
+when and from which commit. A notebook built without outputs says it has none.
 """
 from __future__ import annotations
 
@@ -32,7 +34,7 @@ import sys
 from pathlib import Path
 
 import nbformat
-from machine import machine_description
+import provenance
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 
 HERE = Path(__file__).resolve().parent
@@ -113,8 +115,11 @@ def parse(text: str) -> list[tuple[str, str, list[str]]]:
     return cells
 
 
-def build(src: Path, machine: str) -> nbformat.NotebookNode:
-    text = src.read_text().replace("{{MACHINE}}", machine)
+def build(src: Path, made: dict | None = None) -> nbformat.NotebookNode:
+    """The notebook of source `src`, without outputs; `made` is how the outputs it will hold were
+    made (notebooks/provenance.py), for its first cell."""
+    text = (src.read_text().replace("{{PROVENANCE}}", provenance.sentence(made))
+            .replace("{{TIMES}}", provenance.times(made)))
     nb = new_notebook()
     for kind, body, tags in parse(text):
         if kind == "markdown":
@@ -131,6 +136,8 @@ def build(src: Path, machine: str) -> nbformat.NotebookNode:
     nb.metadata = {"kernelspec": dict(KERNELSPEC), "language_info": language_info()}
     if src.stem in HOSTED:
         nb.metadata.update(copy.deepcopy(HOSTED_GPU_METADATA))
+    if made is not None:
+        provenance.set_on(nb, copy.deepcopy(made))
     nbformat.validate(nb)
     return nb
 
@@ -175,17 +182,16 @@ def last_code_line(stmts: str) -> str | None:
     return None
 
 
-# What machine_description() writes, as it appears in a built notebook's first cell.
-DESCRIBED = re.compile(r"a \d+-core .+?; device `[^`]+`(?: \(libtorch [^)]+\))?", re.S)
-
-
 def keep_outputs(nb: nbformat.NotebookNode, committed: nbformat.NotebookNode) -> int:
     """Moves the committed notebook's outputs into the rebuilt `nb`, for every code cell whose code is
     unchanged, matched in order as a diff matches lines (so a cell added or removed costs only its
-    own outputs), and the widget state saved with them, which their widget views are drawn from.
-    Returns how many code cells are new or changed and so have no outputs."""
+    own outputs), the widget state saved with them, which their widget views are drawn from, and
+    how they were made. Returns how many code cells are new or changed and so have no outputs."""
     if "widgets" in committed.metadata:
         nb.metadata["widgets"] = committed.metadata["widgets"]
+    made = provenance.of(committed)
+    if made is not None:
+        provenance.set_on(nb, copy.deepcopy(made))
     old = [c for c in committed.cells if c.cell_type == "code"]
     new = [c for c in nb.cells if c.cell_type == "code"]
     matcher = difflib.SequenceMatcher(None, [c.source for c in old], [c.source for c in new], autojunk=False)
@@ -204,12 +210,10 @@ def keep_outputs(nb: nbformat.NotebookNode, committed: nbformat.NotebookNode) ->
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--check", metavar="DIR", help="also write each notebook's code as DIR/NN_*.rs")
-    ap.add_argument("--machine", help="override the machine description in the first cell")
     ap.add_argument("--keep-outputs", action="store_true",
-                    help="keep the committed outputs of unchanged code cells and the machine they name")
+                    help="keep the committed outputs of unchanged code cells and how they were made")
     ap.add_argument("only", nargs="*", help="source stems to build (default: all)")
     args = ap.parse_args()
-    machine = args.machine or machine_description()
     sources = sorted(SOURCES.glob("*.md"))
     if args.only:
         sources = [s for s in sources if any(s.stem.startswith(o) for o in args.only)]
@@ -217,16 +221,18 @@ def main() -> int:
         out = HERE / f"{src.stem}.ipynb"
         if args.keep_outputs and out.exists():
             committed = nbformat.read(out, as_version=4)
-            named = DESCRIBED.search(committed.cells[0].source) if committed.cells else None
-            if not named:
-                raise SystemExit(f"{out.name}: its first cell names no machine; build it without --keep-outputs")
-            nb = build(src, args.machine or named.group(0))
+            made = provenance.of(committed)
+            if made is None:
+                raise SystemExit(f"{out.name}: its metadata says nothing of how its outputs were made "
+                                 "(metadata.tchbook.provenance): run scripts/run-notebooks --save, or "
+                                 "build it without --keep-outputs")
+            nb = build(src, made)
             lost = keep_outputs(nb, committed)
             if lost:
                 print(f"{out.name}: {lost} code cell(s) are new or changed and have no outputs: "
                       "run scripts/run-notebooks --save", file=sys.stderr)
         else:
-            nb = build(src, machine)
+            nb = build(src)
         nbformat.write(nb, out)
         print(f"wrote {out.relative_to(HERE.parent)} ({len(nb.cells)} cells)")
         if args.check:

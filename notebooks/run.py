@@ -8,7 +8,9 @@ very code a new user runs and the notebooks execute once.
 
     python notebooks/run.py                  # every notebook; HTML beside each
     python notebooks/run.py --save           # also writes the outputs into the .ipynb files
-                                             # (how the committed outputs are made)
+                                             # (how the committed outputs are made), with how
+                                             # they were made (notebooks/provenance.py) in the
+                                             # metadata and the first cell
     python notebooks/run.py --out DIR        # also writes each executed notebook into DIR
     python notebooks/run.py 01-using-the-gpu.ipynb   # only these
 
@@ -33,6 +35,7 @@ notebook failed.
 from __future__ import annotations
 
 import argparse
+import datetime
 import shutil
 import sys
 import time
@@ -117,6 +120,25 @@ def stderr_cells(nb: nbformat.NotebookNode) -> list[str]:
     return found
 
 
+def with_provenance(path: Path, nb: nbformat.NotebookNode, started: datetime.datetime) -> nbformat.NotebookNode:
+    """`nb`, just run through the kernel, with how its outputs were made in its metadata and, where
+    it has a source in src/, rebuilt from it by notebooks/build.py so its first cell says so."""
+    sys.path.insert(0, str(HERE))
+    import build
+    import provenance
+
+    provenance.set_on(nb, provenance.for_kernel_run(nb, started))
+    src = HERE / "src" / f"{path.stem}.md"
+    if not src.exists():
+        return nb
+    rebuilt = build.build(src, provenance.of(nb))
+    lost = build.keep_outputs(rebuilt, nb)
+    if lost:
+        raise SystemExit(f"{path.name}: {lost} code cell(s) differ from notebooks/src/{src.name}: "
+                         "run python notebooks/build.py first")
+    return rebuilt
+
+
 def html(nb: nbformat.NotebookNode) -> str:
     """The notebook as nbconvert's lab HTML, each image with its alt text (alt-text.html.j2)."""
     from nbconvert import HTMLExporter
@@ -147,6 +169,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.out:
             (args.out / path.name).unlink(missing_ok=True)
         started = time.monotonic()
+        started_at = datetime.datetime.now(datetime.timezone.utc)
         try:
             nb = execute(path)
         except Exception as error:  # nbclient's CellExecutionError, a dead kernel, a timeout
@@ -161,6 +184,7 @@ def main(argv: list[str] | None = None) -> int:
                       + "\n  ".join(stderr), file=sys.stderr, flush=True)
                 failed.append(shown)
                 continue
+            nb = with_provenance(path, nb, started_at)
             nbformat.write(nb, path)
         if args.out:
             nbformat.write(nb, args.out / path.name)

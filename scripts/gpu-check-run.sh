@@ -7,10 +7,11 @@
 #
 # It runs every check in turn, each under a time limit so that one hang cannot take all of the
 # runner's 600 s: gpu_check, the prelude's CUDA-relevant tests, notebooks 01-05 (exported
-# programs, outputs recorded), and the training-loop benchmark on CUDA against PyTorch eager.
+# programs, outputs recorded; 03 and 05 a second time on the CPU), and the training-loop
+# benchmark on CUDA against PyTorch eager.
 # Everything it produces goes to $OUT (default ./gpu-check-out) as two files, because the GPU
 # machine returns at most 8: summary.txt (one line per step) and gpu-check-results.tar.gz (every
-# log, machine.txt, machine-description.txt, train-cuda.json, notebooks/NN.json), rewritten after each step so a run cut
+# log, machine.txt, train-cuda.json, notebooks/NN.json and NN.cpu.json), rewritten after each step so a run cut
 # short still returns what it did. Exits 1 if any step failed. `scripts/gpu-check --apply DIR`
 # writes the results into the repository.
 #
@@ -50,10 +51,6 @@ if command -v nvidia-smi >/dev/null && nvidia-smi -L >/dev/null 2>&1; then devic
   echo "$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), $(nproc) cores; $(date -u '+%Y-%m-%d %H:%M UTC')"
 } > "$results/machine.txt"
 cp "$bundle/MANIFEST" "$results/" 2>/dev/null
-# The notebooks' first cells name the machine their outputs come from, in notebooks/build.py's words
-# (notebooks/machine.py needs only the standard library: this Python may have no nbformat).
-"$python" "$repo/notebooks/machine.py" > "$results/machine-description.txt" ||
-  { echo "run.sh: notebooks/machine.py failed; --apply will keep the notebooks' first cells" >&2; rm -f "$results/machine-description.txt"; }
 
 failed=()
 steps=0
@@ -104,6 +101,13 @@ step prelude-tests 200 "$bundle/bin/prelude-tests" device:: memory:: models:: lo
 for nb in 01-using-the-gpu 02-cpu-cuda-mps 03-cifar10-on-the-gpu 04-deeplizard-pytorch-on-the-gpu 05-bootcamp-using-gpu; do
   step "notebook-$nb" 150 bash -c 'cd "$1" && exec "$2" --record "$3"' _ \
     "$scratch" "$bundle/bin/$nb" "$results/notebooks/$nb.json"
+done
+# 03 and 05 teach that their small steps gain little on a GPU: the same programs run again on this
+# machine's CPU (CUDA hidden), and --apply puts that run's printout under the GPU's in their cells
+# tagged `beside` (`tchbook export --merge --beside`). 04 compares the devices in its own run.
+for nb in 03-cifar10-on-the-gpu 05-bootcamp-using-gpu; do
+  step "notebook-$nb-cpu" 150 bash -c 'cd "$1" && CUDA_VISIBLE_DEVICES= exec "$2" --record "$3"' _ \
+    "$scratch" "$bundle/bin/$nb" "$results/notebooks/$nb.cpu.json"
 done
 step bench-"$device" 480 "$python" "$repo/bench/train.py" --bin "$bundle/bin/tchbook-bench" \
   --glibc-bin "$bundle/bin/tchbook-bench-glibc" --mimalloc "$bundle/bin/libmimalloc.so" \

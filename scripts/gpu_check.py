@@ -62,20 +62,34 @@ def cuda_table(train: Path, machine: Path, out: Path) -> None:
 
 
 class NoOutputs(Exception):
-    """A notebook that --apply left without outputs."""
+    """A notebook that --apply left without outputs, without how they were made, or without the
+    CPU run's text under a cell tagged `beside`."""
+
+
+def beside_outputs(cell) -> list:
+    """The other run's text that `tchbook export --merge --beside` put under a cell."""
+    return [o for o in cell.get("outputs", []) if "beside" in o.get("metadata", {}).get("tchbook", {})]
 
 
 def check_notebooks(folder: Path, names: Iterable[str]) -> Iterator[str]:
-    """Checks that each notebook `folder/NAME.ipynb` is valid (nbformat's schema) and has outputs,
-    with a line for each as it passes; raises NoOutputs (or nbformat's ValidationError) at the
-    first that does not."""
+    """Checks that each notebook `folder/NAME.ipynb` is valid (nbformat's schema), has outputs, says
+    how they were made (an exported program's record, metadata.tchbook.provenance), and shows the
+    CPU run's text under each cell tagged `beside`, with a line for each as it passes; raises
+    NoOutputs (or nbformat's ValidationError) at the first that does not."""
     for name in names:
         nb = nbformat.read(folder / f"{name}.ipynb", as_version=4)
         nbformat.validate(nb)
         outputs = sum(len(c.get("outputs", [])) for c in nb.cells if c.cell_type == "code")
         if outputs == 0:
             raise NoOutputs(f"{name}: --apply left no outputs")
-        yield f"    {name}.ipynb: valid, {outputs} outputs"
+        made = nb.metadata.get("tchbook", {}).get("provenance", {})
+        if made.get("program") != "exported" or not made.get("at"):
+            raise NoOutputs(f"{name}: --apply left no record of how the outputs were made: {made}")
+        tagged = [c for c in nb.cells if "beside" in c.get("metadata", {}).get("tags", [])]
+        missing = [c.id for c in tagged if len(beside_outputs(c)) != 1]
+        if missing:
+            raise NoOutputs(f"{name}: no CPU run's text under the cells tagged beside: {missing}")
+        yield f"    {name}.ipynb: valid, {outputs} outputs, {len(tagged)} cell(s) with the CPU's run beside"
 
 
 def main(argv: list[str]) -> int:

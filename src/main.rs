@@ -77,6 +77,10 @@ enum Command {
         /// notebook instead of exporting it.
         #[arg(long, value_name = "FILE", conflicts_with_all = ["out_dir", "prelude", "force"])]
         merge: Option<PathBuf>,
+        /// With --merge: also write, under each cell tagged `beside`, the text that cell printed
+        /// in the run recorded in FILE (a second run of the same export, e.g. with CUDA hidden).
+        #[arg(long, value_name = "FILE", requires = "merge")]
+        beside: Option<PathBuf>,
         /// Write into the project's directory even if it holds something other than an
         /// earlier export (its Cargo.toml and src/main.rs are overwritten).
         #[arg(long)]
@@ -216,14 +220,16 @@ fn run(command: Command) -> anyhow::Result<()> {
         Command::Export {
             notebook,
             merge: Some(record),
+            beside,
             ..
-        } => tchbook::export::merge(&record, &notebook),
+        } => tchbook::export::merge(&record, &notebook, beside.as_deref()),
         Command::Export {
             notebook,
             out_dir,
             prelude,
             merge: None,
             force,
+            ..
         } => tchbook::export::export(&tchbook::export::ExportOptions {
             notebook,
             out_dir,

@@ -207,7 +207,7 @@ def test_exported_tour_prints_rich_output_as_text(projects, tmp_path):
 # --- the contract, on a notebook written here --------------------------------------------------
 
 CELLS = [
-    ("fn double(x: i64) -> i64 {\n    x * 2\n}\nlet a = double(21);\nprintln!(\"a = {a}\");\na", []),
+    ("fn double(x: i64) -> i64 {\n    x * 2\n}\nlet a = double(21);\nprintln!(\"a = {a}\");\na", ["beside"]),
     # A value of a type that renders through evcxr's convention, after printed text that holds
     # the same words (which stays text).
     ("#[derive(Debug)]\nstruct Point { x: i32 }\nstruct Row(Vec<i32>);\n"
@@ -255,9 +255,18 @@ def contract_notebook(path: Path) -> None:
 def test_exported_program_keeps_the_kernels_contract_and_merges_back(tmp_path):
     notebook = tmp_path / "contract.ipynb"
     contract_notebook(notebook)
+    # In a git checkout the export records its commit, which the merged notebook names.
+    git = lambda *args: subprocess.run(["git", "-C", str(tmp_path), "-c", "user.name=t", "-c", "user.email=t@t",
+                                        *args], capture_output=True, text=True, check=True).stdout.strip()
+    git("init", "-q")
+    git("add", "contract.ipynb")
+    git("commit", "-q", "-m", "the contract notebook")
+    commit = git("rev-parse", "--short=7", "HEAD")
     project = Path(tchbook("export", str(notebook), "--prelude", str(PRELUDE)).strip())
     assert project == tmp_path / "contract"
     main = (project / "src" / "main.rs").read_text()
+    # The project is new and untracked: the checkout's tracked files are unchanged.
+    assert f'commit: Some("{commit}"),' in main
     assert "fn double(x: i64) -> i64" in main.split("fn cells()")[0], "items are at the top level"
     binary = build(project)
 
@@ -266,6 +275,11 @@ def test_exported_program_keeps_the_kernels_contract_and_merges_back(tmp_path):
     assert done.returncode == 1, "a panic outside a raises-exception cell fails the run"
     record = json.loads(record_path.read_text())
     assert record["completed"] is False
+    # How the outputs were made, as the run saw it (a notebook's first cell says it from this).
+    ran = record["ran"]
+    assert re.fullmatch(r"\d{4}-\d\d-\d\d \d\d:\d\d UTC", ran["at"]), ran
+    assert ran["cpu"] and 1 <= ran["cores"] <= os.cpu_count() and ran["profile"] == "release", ran
+    assert ran["commit"] == commit, ran
     cells = {entry["cell"]: entry["outputs"] for entry in record["cells"]}
     assert sorted(cells) == [1, 2, 3, 4, 5, 6], "the run stopped at the panicking cell"
 
@@ -299,6 +313,8 @@ def test_exported_program_keeps_the_kernels_contract_and_merges_back(tmp_path):
     assert nb.cells[1].outputs[1]["data"]["text/plain"] == "42"
     assert nb.cells[1].execution_count == 1
     assert nb.cells[7].outputs == [] and nb.cells[7].execution_count is None
+    made = nb.metadata["tchbook"]["provenance"]
+    assert made == {"program": "exported", "exported_by": record["exported_by"], "completed": False, **ran}
     # The progress bar's view is drawn from the widget state the run saved, as JupyterLab's
     # "Save Widget State" keeps it: the bar's box and its three parts, the bar at its end.
     view = nb.cells[6].outputs[1]["data"]["application/vnd.jupyter.widget-view+json"]
@@ -312,6 +328,28 @@ def test_exported_program_keeps_the_kernels_contract_and_merges_back(tmp_path):
     html = subprocess.run([sys.executable, "-m", "nbconvert", "--to", "html", "--stdout", str(merged)],
                           capture_output=True, text=True, check=True).stdout
     assert "application/vnd.jupyter.widget-state+json" in html and view["model_id"] in html
+
+    # --beside: a second run's text under the cells tagged `beside`, headed with where it ran (as
+    # the GPU check shows 03's and 05's CPU run under their GPU run), and nowhere else.
+    cpu_record = tmp_path / "cpu.json"
+    run_env = {**os.environ, "CUDA_VISIBLE_DEVICES": ""}
+    subprocess.run([str(binary), "--record", str(cpu_record)], cwd=tmp_path, capture_output=True,
+                   timeout=RUN_TIMEOUT_S, env=run_env)
+    tchbook("export", "--merge", str(record_path), str(merged), "--beside", str(cpu_record))
+    both = nbformat.read(merged, as_version=4)
+    nbformat.validate(both)
+    other = both.cells[1].outputs[-1]
+    cpu_ran = json.loads(cpu_record.read_text())["ran"]
+    assert cpu_ran["gpu"] is None, "CUDA hidden: the run saw no GPU"
+    assert other["metadata"]["tchbook"]["beside"] == {"device": "cpu", "ran": cpu_ran}
+    assert "".join(other["data"]["text/plain"]) == (
+        f"The same cell in a second run of this program, on the CPU, no GPU visible ({cpu_ran['cpu']}, "
+        f"{cpu_ran['cores']} cores), {cpu_ran['at']}:\na = 42\n")
+    assert both.cells[1].outputs[:-1] == nb.cells[1].outputs
+    assert [c.outputs for c in both.cells[2:]] == [c.outputs for c in nb.cells[2:]]
+    alone = subprocess.run([str(BIN), "export", str(merged), "--beside", str(cpu_record)],
+                           capture_output=True, text=True)
+    assert alone.returncode == 2 and "--merge" in alone.stderr, alone.stderr
 
     # An interrupt that a cell never checks ends the program after the grace period.
     hung_record = tmp_path / "hung.json"

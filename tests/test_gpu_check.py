@@ -123,9 +123,18 @@ def test_cuda_table_refuses_a_benchmark_that_was_cut_short(tmp_path):
     assert out.read_text() == "the table of the last whole run"
 
 
-def notebook(folder: Path, name: str, outputs: list) -> None:
-    nb = new_notebook(cells=[new_markdown_cell("# A notebook"), new_code_cell("1 + 1", outputs=outputs),
-                             new_code_cell("let x = 1;")])
+MERGED = {"program": "exported", "at": "2026-11-29 06:30 UTC", "cpu": "a CPU", "cores": 16, "gpu": "a GPU",
+          "profile": "release", "commit": "29fd47b", "exported_by": "tchbook 0.1.0", "completed": True}
+
+
+def notebook(folder: Path, name: str, outputs: list, beside: list | None = None) -> None:
+    """A notebook as --apply leaves it: outputs, how they were made, and with `beside`, a cell
+    tagged `beside` holding those outputs."""
+    cells = [new_markdown_cell("# A notebook"), new_code_cell("1 + 1", outputs=outputs),
+             new_code_cell("let x = 1;")]
+    if beside is not None:
+        cells.append(new_code_cell("train()", outputs=beside, metadata={"tags": ["train", "beside"]}))
+    nb = new_notebook(cells=cells, metadata={"tchbook": {"provenance": MERGED}})
     nbformat.write(nb, folder / f"{name}.ipynb")
 
 
@@ -135,8 +144,8 @@ def test_check_notebooks_counts_each_applied_notebooks_outputs(tmp_path):
                                             new_output("display_data", {"text/plain": "a plot"})])
     done = gpu_check("check-notebooks", str(tmp_path), "01-using-the-gpu", "02-cpu-cuda-mps")
     assert done.returncode == 0, done.stderr
-    assert done.stdout == ("    01-using-the-gpu.ipynb: valid, 1 outputs\n"
-                           "    02-cpu-cuda-mps.ipynb: valid, 2 outputs\n")
+    assert done.stdout == ("    01-using-the-gpu.ipynb: valid, 1 outputs, 0 cell(s) with the CPU's run beside\n"
+                           "    02-cpu-cuda-mps.ipynb: valid, 2 outputs, 0 cell(s) with the CPU's run beside\n")
 
 
 def test_check_notebooks_fails_at_a_notebook_left_without_outputs(tmp_path):
@@ -144,8 +153,31 @@ def test_check_notebooks_fails_at_a_notebook_left_without_outputs(tmp_path):
     notebook(tmp_path, "02-cpu-cuda-mps", [])
     done = gpu_check("check-notebooks", str(tmp_path), "01-using-the-gpu", "02-cpu-cuda-mps")
     assert done.returncode == 1
-    assert done.stdout == "    01-using-the-gpu.ipynb: valid, 1 outputs\n"
+    assert done.stdout == "    01-using-the-gpu.ipynb: valid, 1 outputs, 0 cell(s) with the CPU's run beside\n"
     assert "02-cpu-cuda-mps: --apply left no outputs" in done.stderr
+
+
+def test_check_notebooks_wants_the_cpu_run_under_each_cell_tagged_beside(tmp_path):
+    """03 and 05 show the CPU run's printout under the GPU's: `tchbook export --merge --beside`
+    writes it as one text output marked `tchbook.beside`; a merge without it fails the check."""
+    printed = new_output("stream", name="stdout", text="Finished Training in 14.8s\n")
+    cpu = new_output("display_data", {"text/plain": "The same cell ...\nFinished Training in 11.6s\n"},
+                     metadata={"tchbook": {"beside": {"device": "cpu"}}})
+    notebook(tmp_path, "03-cifar10-on-the-gpu", [printed], beside=[printed, cpu])
+    notebook(tmp_path, "05-bootcamp-using-gpu", [printed], beside=[printed])
+    done = gpu_check("check-notebooks", str(tmp_path), "03-cifar10-on-the-gpu", "05-bootcamp-using-gpu")
+    assert done.returncode == 1
+    assert done.stdout == "    03-cifar10-on-the-gpu.ipynb: valid, 3 outputs, 1 cell(s) with the CPU's run beside\n"
+    assert "05-bootcamp-using-gpu: no CPU run's text under the cells tagged beside" in done.stderr
+
+
+def test_check_notebooks_wants_how_the_outputs_were_made(tmp_path):
+    notebook(tmp_path, "01-using-the-gpu", [new_output("stream", name="stdout", text="hi\n")])
+    nb = nbformat.read(tmp_path / "01-using-the-gpu.ipynb", as_version=4)
+    del nb.metadata["tchbook"]
+    nbformat.write(nb, tmp_path / "01-using-the-gpu.ipynb")
+    done = gpu_check("check-notebooks", str(tmp_path), "01-using-the-gpu")
+    assert done.returncode == 1 and "no record of how the outputs were made" in done.stderr, done.stderr
 
 
 def test_check_notebooks_fails_on_a_notebook_nbformat_rejects(tmp_path):

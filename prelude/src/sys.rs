@@ -1,18 +1,9 @@
 //! What Linux says about the CPU, the RAM and this process (for device cards and the
 //! no-CUDA memory report).
 
-/// The CPU model name from /proc/cpuinfo, e.g. "AMD EPYC 7B13".
-pub(crate) fn cpu_model() -> String {
-    std::fs::read_to_string("/proc/cpuinfo")
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find(|l| l.starts_with("model name"))
-                .and_then(|l| l.split_once(':'))
-                .map(|(_, v)| v.trim().to_string())
-        })
-        .unwrap_or_else(|| std::env::consts::ARCH.to_string())
-}
+/// The CPU model name from /proc/cpuinfo, e.g. "AMD EPYC 7B13" (an exported program's record
+/// names the CPU with the same function).
+pub(crate) use tchbook_wire::record::cpu_model;
 
 /// Logical CPUs this process may run on.
 pub(crate) fn logical_cores() -> usize {

@@ -68,6 +68,8 @@ pub struct Notebook {
     pub name: &'static str,
     /// The version of tchbook that exported it.
     pub exported_by: &'static str,
+    /// The git commit of the repository it was exported from, if it was in one.
+    pub commit: Option<&'static str>,
     /// Per code cell, in order: its index among the notebook's cells, a hash of its source
     /// (`--merge` refuses a record whose cells have changed since) and the source itself.
     pub cells: &'static [(usize, &'static str, &'static str)],
@@ -98,7 +100,8 @@ pub fn run(
         Ok(record) => record,
         Err(code) => return code,
     };
-    if RUNNER.set(Runner::new(notebook, record_path)).is_err() {
+    let ran = record::this_run(notebook);
+    if RUNNER.set(Runner::new(notebook, record_path, ran)).is_err() {
         eprintln!("tchbook_runner::run was called twice");
         return ExitCode::FAILURE;
     }

@@ -6,6 +6,7 @@ use super::outputs::Recorder;
 use std::sync::{Condvar, Mutex, MutexGuard, OnceLock};
 use std::time::Instant;
 use tchbook_wire::Panic;
+use tchbook_wire::record::Ran;
 
 pub(super) struct Runner {
     pub(super) recorder: Mutex<Recorder>,
@@ -13,6 +14,8 @@ pub(super) struct Runner {
     pub(super) synced: Condvar,
     pub(super) notebook: &'static Notebook,
     pub(super) record: Option<std::path::PathBuf>,
+    /// How this run's outputs are made (the record's `ran`).
+    pub(super) ran: Ran,
     pub(super) state: Mutex<CellState>,
     /// The main-thread panic being unwound.
     pub(super) panic: Mutex<Option<Panic>>,
@@ -30,12 +33,17 @@ pub(super) struct CellState {
 }
 
 impl Runner {
-    pub(super) fn new(notebook: &'static Notebook, record: Option<std::path::PathBuf>) -> Self {
+    pub(super) fn new(
+        notebook: &'static Notebook,
+        record: Option<std::path::PathBuf>,
+        ran: Ran,
+    ) -> Self {
         Runner {
             recorder: Mutex::new(Recorder::default()),
             synced: Condvar::new(),
             notebook,
             record,
+            ran,
             state: Mutex::new(CellState::default()),
             panic: Mutex::new(None),
         }

@@ -67,7 +67,7 @@ pub(super) fn manifest(
     text
 }
 
-pub(super) fn main_rs(notebook: &str, translation: &Translation) -> String {
+pub(super) fn main_rs(notebook: &str, commit: Option<&str>, translation: &Translation) -> String {
     let mut text = format!(
         "//! `{notebook}`, exported by `tchbook export` (tchbook {version}): the notebook's cells in\n\
          //! order, run headless by one binary. Rich output prints as text; `--record FILE` also\n\
@@ -84,6 +84,7 @@ pub(super) fn main_rs(notebook: &str, translation: &Translation) -> String {
          static NOTEBOOK: tchbook_runner::Notebook = tchbook_runner::Notebook {{\n\
          \x20   name: {notebook:?},\n\
          \x20   exported_by: \"tchbook {version}\",\n\
+         \x20   commit: {commit:?},\n\
          \x20   cells: &[\n",
         version = crate::VERSION,
     );

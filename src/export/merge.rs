@@ -1,19 +1,23 @@
 //! `tchbook export --merge RECORD NOTEBOOK`: the outputs an exported program recorded with
 //! `--record` written into the notebook, as nbformat stores them.
 
-use super::notebook::{joined, read_notebook, source_hash};
+use super::beside::add_beside;
+use super::notebook::{joined, read_notebook, source_hash, split_lines};
 use anyhow::{Context, Result, bail};
 use serde_json::Value;
 use std::collections::BTreeMap;
 use std::io::Write;
 use std::path::Path;
-use tchbook_wire::record::{FORMAT, Record, RecordedCell, widget_state_metadata};
+use tchbook_wire::record::{FORMAT, PROVENANCE_KEY, Record, RecordedCell, widget_state_metadata};
 
 /// Writes the outputs in `record` (from an exported program's `--record`) into `notebook`.
 /// Every code cell's outputs are replaced: cells the run did not reach are left empty, as a run
-/// that stopped leaves them, so a notebook never mixes outputs of two runs.
-pub fn merge(record: &Path, notebook: &Path) -> Result<()> {
+/// that stopped leaves them, so a notebook never mixes outputs of two runs unawares. `beside`,
+/// another run's record, adds that run's text under the cells tagged `beside` (beside.rs),
+/// headed with where and when it ran.
+pub fn merge(record: &Path, notebook: &Path, beside: Option<&Path>) -> Result<()> {
     let record = read_record(record)?;
+    let beside = beside.map(read_record).transpose()?;
     let mut nb = read_notebook(notebook)?;
     let name = notebook
         .file_name()
@@ -37,6 +41,9 @@ pub fn merge(record: &Path, notebook: &Path) -> Result<()> {
             replace_outputs(cell, by_cell.get(&index).copied());
         }
     }
+    if let Some(other) = &beside {
+        add_beside(cells, other, &name)?;
+    }
     // The widget views in the new outputs are drawn from the state this run saved; state
     // saved by an earlier run names models these outputs do not show.
     let metadata = nb["metadata"].as_object_mut().context("no metadata")?;
@@ -45,12 +52,44 @@ pub fn merge(record: &Path, notebook: &Path) -> Result<()> {
     } else {
         metadata.insert("widgets".into(), widget_state_metadata(&record.widgets));
     }
+    write_provenance(metadata, &record);
     let mut bytes = Vec::new();
     let formatter = serde_json::ser::PrettyFormatter::with_indent(b" ");
     let mut serializer = serde_json::Serializer::with_formatter(&mut bytes, formatter);
     serde::Serialize::serialize(&nb, &mut serializer)?;
     bytes.push(b'\n');
     write_atomically(notebook, &bytes).with_context(|| format!("writing {}", notebook.display()))
+}
+
+/// Says in the notebook's metadata (`tchbook.provenance`) how the merged outputs were made, as the
+/// run recorded it; notebooks/build.py writes the notebook's first-cell sentence from it. A record
+/// from before runs recorded it leaves none: the outputs of an earlier run's description would
+/// describe another run.
+fn write_provenance(metadata: &mut serde_json::Map<String, Value>, record: &Record) {
+    let tchbook = metadata
+        .entry("tchbook")
+        .or_insert_with(|| Value::Object(Default::default()));
+    if !tchbook.is_object() {
+        *tchbook = Value::Object(Default::default());
+    }
+    let Some(tchbook) = tchbook.as_object_mut() else {
+        return;
+    };
+    let Some(ran) = &record.ran else {
+        tchbook.remove(PROVENANCE_KEY);
+        return;
+    };
+    let mut provenance = serde_json::json!({
+        "program": "exported",
+        "exported_by": record.exported_by,
+        "completed": record.completed,
+    });
+    if let (Value::Object(fields), Ok(Value::Object(ran))) =
+        (&mut provenance, serde_json::to_value(ran))
+    {
+        fields.extend(ran);
+    }
+    tchbook.insert(PROVENANCE_KEY.into(), provenance);
 }
 
 /// Replaces the file at `path` (a symlink's target, the link kept) with `bytes` so that no one
@@ -155,15 +194,6 @@ fn nbformat_output(output: &Value) -> Value {
     output
 }
 
-/// Python's `str.splitlines(keepends=True)` for `\n`, as nbformat stores text.
-fn split_lines(text: &str) -> Value {
-    Value::Array(
-        text.split_inclusive('\n')
-            .map(|line| Value::String(line.to_owned()))
-            .collect(),
-    )
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -198,7 +228,7 @@ mod tests {
         // A reader that opened the notebook before the merge (a front end loading it).
         let mut reader = std::fs::File::open(&notebook).unwrap();
 
-        merge(&record, &notebook).unwrap();
+        merge(&record, &notebook, None).unwrap();
 
         let mut seen = String::new();
         reader.read_to_string(&mut seen).unwrap();

@@ -28,8 +28,9 @@
 //! The files, by job: `notebook.rs` reads the notebook's code cells; `split.rs` splits a cell's
 //! Rust as evcxr does (items, statements, final value); `translate.rs` turns the cells into one
 //! program; `generate.rs` makes the text of its `Cargo.toml` and `src/main.rs`; `project.rs`
-//! writes the project; `merge.rs` is `--merge`.
+//! writes the project; `merge.rs` is `--merge`, and `beside.rs` its `--beside`.
 
+mod beside;
 mod generate;
 mod merge;
 mod notebook;

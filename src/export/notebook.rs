@@ -64,3 +64,43 @@ pub(super) fn source_hash(source: &str) -> String {
     let digest = sha2::Sha256::digest(source.as_bytes());
     digest[..8].iter().map(|b| format!("{b:02x}")).collect()
 }
+
+/// The commit of the git checkout `notebook` lies in (short hash), with " (with uncommitted
+/// changes)" where the checkout's tracked files differ from it; none outside a checkout or
+/// without git. An exported program records it, so a notebook merged from its run says which
+/// sources made its outputs.
+pub(super) fn source_commit(notebook: &Path) -> Option<String> {
+    let dir = match notebook.parent() {
+        Some(dir) if !dir.as_os_str().is_empty() => dir,
+        _ => Path::new("."),
+    };
+    let git = |args: &[&str]| {
+        std::process::Command::new("git")
+            .arg("-C")
+            .arg(dir)
+            .args(args)
+            .stderr(std::process::Stdio::null())
+            .output()
+            .ok()
+    };
+    let head = git(&["rev-parse", "--short=7", "HEAD"])?;
+    let hash = String::from_utf8_lossy(&head.stdout).trim().to_owned();
+    if !head.status.success() || hash.is_empty() {
+        return None;
+    }
+    let clean = git(&["diff", "--quiet", "HEAD", "--"]).is_some_and(|diff| diff.status.success());
+    Some(if clean {
+        hash
+    } else {
+        format!("{hash} (with uncommitted changes)")
+    })
+}
+
+/// Python's `str.splitlines(keepends=True)` for `\n`, as nbformat stores text.
+pub(super) fn split_lines(text: &str) -> Value {
+    Value::Array(
+        text.split_inclusive('\n')
+            .map(|line| Value::String(line.to_owned()))
+            .collect(),
+    )
+}

@@ -3,7 +3,7 @@
 
 use super::ExportOptions;
 use super::generate::{main_rs, manifest, package_name};
-use super::notebook::read_code_cells;
+use super::notebook::{read_code_cells, source_commit};
 use super::translate::translate;
 use anyhow::{Context, Result, bail};
 use std::path::{Path, PathBuf};
@@ -58,7 +58,7 @@ pub fn export(options: &ExportOptions) -> Result<PathBuf> {
     }
     write_if_changed(
         &out_dir.join("src/main.rs"),
-        main_rs(&name, &translation).as_bytes(),
+        main_rs(&name, source_commit(notebook).as_deref(), &translation).as_bytes(),
     )?;
     write_runner(&out_dir, &wire_path)?;
     // An export from before the runner was a crate left it in src/.

@@ -1,6 +1,7 @@
 """What the checks read in a run's outputs: images decoded far enough to be sure of them, the
-numbers behind a plot, numbers in printed text, the device a run saw, and what the notebook says
-of its data."""
+numbers behind a plot, numbers in printed text, the device a run saw, what the notebook says
+of its data, and in a committed notebook, how its outputs were made and another run's text
+beside them."""
 from __future__ import annotations
 
 import re
@@ -10,7 +11,10 @@ import zlib
 from base64 import b64decode
 from pathlib import Path
 
-from .runs import Run
+import nbformat
+import pytest
+
+from .runs import NOTEBOOKS, Run, output_text
 
 
 def png_size(b64: str) -> tuple[int, int]:
@@ -79,3 +83,63 @@ def says_real_or_stand_in(text: str, folder: Path) -> None:
     standin = (folder / "STANDIN.txt").exists()
     first = text.strip().splitlines()[0]
     assert first.startswith("stand-in " if standin else "real "), (first, standin)
+
+
+# --- a committed notebook's outputs --------------------------------------------------------------
+
+# What the next run of scripts/gpu-check writes into 01-05 and the GPU outputs committed today
+# lack: the CPU's run beside the GPU's (03, 05) and 04's speed-up per batch size. Not strict: the
+# rehearsal of --apply (scripts/gpu-check --rehearse, in scripts/test) already passes them on a copy.
+AFTER_NEXT_GPU_CHECK = pytest.mark.xfail(
+    strict=False, reason="the committed GPU outputs predate the CPU run beside the GPU's and 04's "
+    "per-batch-size speed-ups; scripts/gpu-check --apply writes them")
+
+
+def committed(name: str) -> Run:
+    return Run(name, nbformat.read(NOTEBOOKS / name, as_version=4))
+
+
+def provenance(run: Run) -> dict:
+    return run.nb.metadata.get("tchbook", {}).get("provenance", {})
+
+
+def from_the_gpu_check(run: Run) -> bool:
+    """Whether the committed outputs were merged from an exported program's run, as
+    `scripts/gpu-check --apply` merges the GPU machine's (how they were made says); its rehearsal
+    on a machine without a GPU merges such outputs too, so the checks of that path run in CI."""
+    return provenance(run).get("program") == "exported"
+
+
+def is_beside(output: dict) -> bool:
+    """Another run's text that `tchbook export --merge --beside` put under a cell."""
+    return "beside" in output.get("metadata", {}).get("tchbook", {})
+
+
+def own_text(run: Run, tag: str) -> str:
+    """What the cell printed in the run the notebook's outputs come from, without another run's."""
+    return output_text([o for o in run.outputs(tag) if not is_beside(o)])
+
+
+def beside(run: Run, tag: str) -> list[dict]:
+    return [o for o in run.outputs(tag) if is_beside(o)]
+
+
+def seconds(text: str, pattern: str) -> float:
+    """A duration printed as Rust's Duration Debug (`14.8s`, `850.2ms`) or bare seconds, after `pattern`."""
+    m = re.search(pattern + r"\s*([0-9.]+)(ms|µs|s)?", text)
+    assert m, (pattern, text[-300:])
+    return float(m.group(1)) * {"ms": 1e-3, "µs": 1e-6}.get(m.group(2) or "s", 1.0)
+
+
+def assert_cpu_run_beside(run: Run, tag: str, timing: str) -> tuple[float, float]:
+    """The cell `tag` shows, under its own printout, one other run's on the CPU of the same machine
+    (the CPU model and core count the GPU run recorded), headed so; returns the two times printed
+    after `timing` (the GPU run's, the CPU run's)."""
+    others = beside(run, tag)
+    assert len(others) == 1, f"{run.name}: {len(others)} other runs' text under {tag!r}"
+    made, other = provenance(run), others[0]["metadata"]["tchbook"]["beside"]
+    assert other["device"] == "cpu" and not other["ran"].get("gpu"), other
+    assert (other["ran"]["cpu"], other["ran"]["cores"]) == (made["cpu"], made["cores"]), (other, made)
+    text = "".join(others[0]["data"]["text/plain"])
+    assert text.startswith("The same cell in a second run of this program, on the CPU, no GPU visible ("), text
+    return seconds(own_text(run, tag), timing), seconds(text, timing)

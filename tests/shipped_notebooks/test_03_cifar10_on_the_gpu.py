@@ -5,8 +5,9 @@ import re
 
 import pytest
 
-from .outputs import assert_plot_is_an_image, numbers, says_real_or_stand_in, series_y
-from .runs import NOTEBOOKS
+from .outputs import (AFTER_NEXT_GPU_CHECK, assert_cpu_run_beside, assert_plot_is_an_image, committed,
+                      from_the_gpu_check, numbers, says_real_or_stand_in, series_y)
+from .runs import CIFAR, NOTEBOOKS
 
 
 def test_cifar_says_whether_it_used_real_or_stand_in_data(cifar):
@@ -83,3 +84,14 @@ def test_cifar_reports_accuracy_for_all_ten_classes(cifar):
     overall = numbers(r": (\d+) %", cifar.text("test-accuracy"))[0]
     mean = sum(int(a) for _, a in rows) / 10
     assert abs(mean - overall) < 10, (mean, overall)  # balanced test set: the mean is near the overall
+
+
+@AFTER_NEXT_GPU_CHECK
+def test_committed_cifar_shows_the_cpus_training_time_beside_the_gpus():
+    """"Where is the speed-up?": where the committed outputs come from the GPU check, the training
+    cell shows the same program's run on that machine's CPU under the GPU's, both timed."""
+    run = committed(CIFAR)
+    if not from_the_gpu_check(run):
+        pytest.skip("the committed outputs come from a run through the kernel: no second run beside them")
+    gpu, cpu = assert_cpu_run_beside(run, "train", "Finished Training in")
+    assert gpu > 0 and cpu > 0

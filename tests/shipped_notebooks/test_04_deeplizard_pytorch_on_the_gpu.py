@@ -7,8 +7,8 @@ import re
 
 import pytest
 
-from .outputs import says_real_or_stand_in
-from .runs import NOTEBOOKS
+from .outputs import AFTER_NEXT_GPU_CHECK, committed, from_the_gpu_check, says_real_or_stand_in
+from .runs import DEEPLIZARD, NOTEBOOKS
 
 
 def test_deeplizard_predictions_land_on_the_network_device(deeplizard):
@@ -197,3 +197,52 @@ def test_deeplizard_device_comparison_has_a_row_per_device_present(deeplizard):
     assert devices == (["cpu", "cuda"] if cuda else ["cpu"])
     for r in cmp["rows"]:
         assert r["mean_epoch_duration"] > 0
+
+
+SPEED_UP = re.compile(r"^batch_size\s+(\d+) \(\s*(\d+) steps? an epoch\): cpu ([0-9.]+) s"
+                      r"(?:, cuda ([0-9.]+) s, speed-up ([0-9.]+)×|; no CUDA device, no speed-up)$", re.M)
+
+
+def assert_speed_ups_come_from_the_rows(run) -> None:
+    """The speed-up per batch size is computed from the run table's rows: each batch size's mean
+    epoch duration per device, their ratio, the steps an epoch holds, and the largest ratio named
+    with its batch size and steps."""
+    text, rows = run.text("speed-up-per-batch-size"), run_rows(run)
+    n = int(re.search(r"(\d+) training images", run.text("run-summary")).group(1))
+    found = {int(m[0]): m for m in SPEED_UP.findall(text)}
+    assert sorted(found) == sorted({r["batch_size"] for r in rows}), text
+    ratios = {}
+    for bs, (_, steps, cpu, cuda, ratio) in found.items():
+        assert int(steps) == -(-n // bs)
+        for device, printed in (("cpu", cpu), ("cuda", cuda)):
+            durations = [r["epoch_duration"] for r in rows
+                         if r["batch_size"] == bs and r["device"].split(":")[0] == device]
+            assert bool(printed) == bool(durations), (bs, device)
+            if durations:
+                assert float(printed) == pytest.approx(sum(durations) / len(durations), abs=6e-4)
+        if ratio:
+            ratios[bs] = float(ratio)
+            exact = float(cpu) / float(cuda)
+            assert float(ratio) == pytest.approx(exact, rel=0.05, abs=0.06), (bs, ratio, exact)
+    largest = re.search(r"^largest speed-up: ([0-9.]+)× at batch_size (\d+), (\d+) optimiser steps? an epoch$",
+                        text, re.M)
+    assert bool(largest) == bool(ratios), text
+    if ratios:
+        bs = int(largest.group(2))
+        assert ratios[bs] == max(ratios.values()) and int(largest.group(3)) == -(-n // bs)
+
+
+def test_deeplizard_prints_the_speed_up_per_batch_size_from_the_rows(deeplizard):
+    assert_speed_ups_come_from_the_rows(deeplizard)
+    cuda = "true" in deeplizard.text("cuda-available").lower()
+    assert ("speed-up:" in deeplizard.text("speed-up-per-batch-size")) == cuda
+
+
+@AFTER_NEXT_GPU_CHECK
+def test_committed_deeplizard_prints_the_speed_up_per_batch_size():
+    """Where the committed outputs come from the GPU check, its run compared the devices per batch
+    size, from the rows of its own run table."""
+    run = committed(DEEPLIZARD)
+    if not from_the_gpu_check(run):
+        pytest.skip("the committed outputs come from a run through the kernel")
+    assert_speed_ups_come_from_the_rows(run)

@@ -6,8 +6,9 @@ import re
 
 import pytest
 
-from .outputs import assert_plot_is_an_image, cuda_present, numbers, series_y
-from .runs import ROOT
+from .outputs import (AFTER_NEXT_GPU_CHECK, assert_cpu_run_beside, assert_plot_is_an_image, beside, committed,
+                      cuda_present, from_the_gpu_check, numbers, own_text, series_y)
+from .runs import BOOTCAMP, ROOT
 
 
 def test_bootcamp_reports_memory_before_and_after_moving_a_tensor(bootcamp):
@@ -79,13 +80,44 @@ def pytorch_bootcamp_losses() -> list[float]:
     return losses
 
 
-def test_bootcamp_prints_pytorchs_losses(bootcamp):
-    """With PyTorch's initialisation the notebook prints what PyTorch prints here."""
-    printed = {int(e): float(l) for e, l in re.findall(r"epoch:\s*(\d+)\s+loss:\s+([0-9.]+)", bootcamp.text("train"))}
+LOSS_LINE = r"epoch:\s*(\d+)\s+loss:\s+([0-9.]+)"
+
+
+def assert_pytorchs_losses(text: str) -> None:
+    """The losses printed in `text` are PyTorch's on the CPU, as the text says: "to six
+    significant digits", "5 parts in a million"."""
+    printed = {int(e): float(l) for e, l in re.findall(LOSS_LINE, text)}
+    assert sorted(printed) == list(range(1, 100, 10)), printed
     torch_losses = pytorch_bootcamp_losses()
     for epoch, loss in printed.items():
         want = torch_losses[epoch - 1]
-        assert abs(loss - want) <= 5e-6 * abs(want), (epoch, loss, want)  # 6 significant digits
+        assert abs(loss - want) <= 5e-6 * abs(want), (epoch, loss, want)
+
+
+def test_bootcamp_prints_pytorchs_losses(bootcamp):
+    """With PyTorch's initialisation the notebook prints what PyTorch prints here."""
+    assert_pytorchs_losses(bootcamp.text("train"))
+
+
+def test_committed_bootcamp_losses_are_pytorchs_to_six_significant_digits():
+    """The committed printout, whichever device made it (a GPU's CUDA kernels add in another
+    order), and the CPU run's beside it, hold PyTorch's numbers within the tolerance the text
+    states."""
+    run = committed(BOOTCAMP)
+    assert_pytorchs_losses(own_text(run, "train"))
+    for other in beside(run, "train"):
+        assert_pytorchs_losses("".join(other["data"]["text/plain"]))
+    prose = " ".join(c.source for c in run.nb.cells if c.cell_type == "markdown")
+    assert "PyTorch's numbers to six significant digits" in prose and "5 parts in a million" in prose
+
+
+@AFTER_NEXT_GPU_CHECK
+def test_committed_bootcamp_shows_the_cpus_training_time_beside_the_gpus():
+    run = committed(BOOTCAMP)
+    if not from_the_gpu_check(run):
+        pytest.skip("the committed outputs come from a run through the kernel: no second run beside them")
+    gpu, cpu = assert_cpu_run_beside(run, "train", "TOTAL TRAINING TIME:")
+    assert gpu > 0 and cpu > 0
 
 
 LESSON_LOSSES = [1.15071142, 0.93773186, 0.77982736, 0.60996711, 0.40083539,

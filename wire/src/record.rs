@@ -28,7 +28,46 @@ pub struct Record {
     /// be drawn again). Written only when there is one.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub widgets: BTreeMap<String, Map<String, Value>>,
+    /// Where, when and from what the outputs were made, which a notebook's first cell states:
+    /// `--merge` writes it into the notebook's metadata as [`PROVENANCE_KEY`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ran: Option<Ran>,
 }
+
+/// How a run's outputs were made, as the run itself saw it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Ran {
+    /// When the run started, `YYYY-MM-DD HH:MM UTC`.
+    pub at: String,
+    /// The CPU's model name (`/proc/cpuinfo`) and how many cores the run could use.
+    pub cpu: String,
+    pub cores: usize,
+    /// The NVIDIA GPU the run could see (none where CUDA was hidden or absent).
+    pub gpu: Option<String>,
+    /// The cargo profile the program was built with (`release`, or `dev`).
+    pub profile: String,
+    /// The commit of the repository the notebook was exported from (`tchbook export` asks git;
+    /// none outside a git checkout), with ` (with uncommitted changes)` where the tree differed.
+    pub commit: Option<String>,
+}
+
+/// The CPU's model name from /proc/cpuinfo (e.g. "AMD EPYC 7B13"), else the architecture: what a
+/// record's [`Ran::cpu`] and the prelude's device card call the CPU, read one way for both.
+pub fn cpu_model() -> String {
+    std::fs::read_to_string("/proc/cpuinfo")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("model name"))
+                .and_then(|l| l.split_once(':'))
+                .map(|(_, v)| v.trim().to_string())
+        })
+        .unwrap_or_else(|| std::env::consts::ARCH.to_string())
+}
+
+/// Where a notebook's metadata holds how its outputs were made: `metadata.tchbook.provenance`.
+/// notebooks/build.py writes the first cell's sentence from it.
+pub const PROVENANCE_KEY: &str = "provenance";
 
 /// The notebook metadata that holds saved widget state (ipywidgets' `widget-state+json`, as
 /// JupyterLab's "Save Widget State" and nbclient write it) for the `models` a run left, by id.
@@ -137,6 +176,14 @@ mod tests {
                 }))
                 .unwrap(),
             )]),
+            ran: Some(Ran {
+                at: "2026-11-29 06:30 UTC".into(),
+                cpu: "Intel(R) Xeon(R) Processor".into(),
+                cores: 16,
+                gpu: Some("NVIDIA H200".into()),
+                profile: "release".into(),
+                commit: Some("a20240c".into()),
+            }),
         };
         let json = serde_json::to_value(&record).unwrap();
         let outputs = &json["cells"][0]["outputs"];
