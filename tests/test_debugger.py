@@ -137,6 +137,9 @@ def test_a_breakpoint_in_a_loop_stops_shows_the_cell_line_and_locals_and_steps(d
     path, placed = debugger.breakpoint(LOOP, [4])
     assert placed[0]["line"] == 4
     assert placed[0]["verified"] is False and "has not run" in placed[0]["message"]
+    # JupyterLab's breakpoint list names each breakpoint by its source (and draws nothing for
+    # any of them if one has none).
+    assert placed[0]["source"]["path"] == path, placed
     msg_id = debugger.start(LOOP)
 
     stopped = debugger.event("stopped")
@@ -146,6 +149,16 @@ def test_a_breakpoint_in_a_loop_stops_shows_the_cell_line_and_locals_and_steps(d
     assert (frame["source"]["path"], frame["line"], frame["name"]) == (path, 4, "cell"), frame
     local = debugger.locals(frame["id"])
     assert (local["step"], local["doubled"], local["total"]) == ("1", "2", "0"), local
+    # Every frame has a source (JupyterLab's call stack draws nothing if one has none); the
+    # stack ends at the cell's outermost line, above the evaluation process's own frames. A
+    # frame's file reads back through `source`; no other file does.
+    frames = debugger.ok("stackTrace", {"threadId": thread})["stackFrames"]
+    assert all("source" in f for f in frames), frames
+    assert frames[-1]["source"]["path"] == path and frames[-1]["line"] <= LOOP.count("\n") + 1, frames
+    assert not any(f["name"] in ("main", "load_and_run") for f in frames), frames
+    assert debugger.ok("source", {"source": {"path": path}})["content"] == LOOP
+    refused = debugger.request("source", {"source": {"path": "/etc/passwd"}})
+    assert refused["success"] is False and "source" in refused["message"], refused
     info = debugger.ok("debugInfo")
     assert info["stoppedThreads"] == [thread]
     assert info["breakpoints"] == [{"source": path, "breakpoints": [{"line": 4}]}]

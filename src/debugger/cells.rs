@@ -14,10 +14,14 @@ use std::path::PathBuf;
 /// JupyterLab's `hashSeed` (ipykernel's value): any seed works, as long as both sides use it.
 pub(crate) const HASH_SEED: u32 = 3339675911;
 
-/// The folder every cell's file goes in, one per kernel process.
+/// The folder every cell's file goes in, one per kernel process. Its name holds `ipykernel_`:
+/// JupyterLab (4.4 and later) names a frame or a breakpoint by its cell ("Cell [3]:7" in the
+/// call stack and breakpoint lists) only where the file's path contains ipykernel's folder
+/// name (`canHandle` of the notebook's display provider in @jupyterlab/debugger-extension);
+/// any other kernel's cells are listed by their temporary file's full path.
 pub(crate) fn prefix() -> String {
     format!(
-        "{}/tchbook-cells-{}/",
+        "{}/ipykernel_tchbook_{}/",
         std::env::temp_dir().display(),
         std::process::id()
     )

@@ -68,6 +68,8 @@ struct State {
     /// (`requests::FRAME_STRIDE`).
     stops: u64,
     cells: Cells,
+    /// The files the frames of `stackTrace` named: those `source` may read.
+    sources: std::collections::HashSet<String>,
     sink: Option<EventSink>,
     /// While a step waits for its own stop (`requests::step`): where stops go instead.
     held: Option<std::sync::mpsc::Sender<Value>>,

@@ -52,7 +52,9 @@ impl Session {
                 built,
             )
         };
-        let pending = |line: &Value, message: &str| json!({"verified": false, "line": line, "message": message});
+        // Each with its source: JupyterLab's breakpoint list names a breakpoint by its source's
+        // path, and one without a source stops the whole list from rendering.
+        let pending = |line: &Value, message: &str| json!({"verified": false, "line": line, "message": message, "source": {"path": path}});
         let waiting = match (&adapter, &missing) {
             (None, Some(missing)) => missing.clone(),
             (None, None) => "the debugger is not attached to the evaluation process; switch it on".into(),
@@ -90,13 +92,26 @@ impl Session {
         json!({"breakpoints": listed})
     }
 
-    /// `stackTrace` from gdb, with each frame in a cell at the cell's line, named by its cell.
+    /// `stackTrace` from gdb, with each frame in a cell at the cell's line, named by its cell;
+    /// the frames below the outermost cell frame (the evaluation process's loop, `main`, the
+    /// C library) left out.
     pub fn stack_trace(&self, arguments: &Value) -> Result<Value, String> {
         let mut body = self.pass_on("stackTrace", arguments)?;
-        let state = self.state.lock().unwrap();
+        let mut state = self.state.lock().unwrap();
         if let Some(frames) = body["stackFrames"].as_array_mut() {
+            let outermost = frames
+                .iter()
+                .rposition(|frame| in_cell(&state.cells, frame));
+            if let Some(outermost) = outermost {
+                frames.truncate(outermost + 1);
+                body["totalFrames"] = json!(outermost + 1);
+            }
+            let frames = body["stackFrames"].as_array_mut().expect("an array");
             for frame in frames {
                 translate_frame(&state.cells, frame);
+                if let Some(path) = frame["source"]["path"].as_str() {
+                    state.sources.insert(path.to_owned());
+                }
                 // gdb numbers the frames of every stop from 0; JupyterLab keeps its selected
                 // frame (and the line it shows) while a frame with the same file and id comes
                 // back, so the ids it is given are new at each stop.
@@ -226,6 +241,23 @@ impl Session {
         answer
     }
 
+    /// `source`: the text of a file a frame of this session named (a cell's, the prelude's,
+    /// the standard library's), which JupyterLab shows for a frame outside the notebook.
+    pub fn source(&self, arguments: &Value) -> Result<Value, String> {
+        let path = arguments["source"]["path"]
+            .as_str()
+            .or_else(|| arguments["path"].as_str())
+            .unwrap_or_default();
+        if !self.state.lock().unwrap().sources.contains(path) {
+            return Err(format!(
+                "`source`: no frame of this debugger names the file {path:?}; only a frame's source can be shown"
+            ));
+        }
+        let content = std::fs::read_to_string(path)
+            .map_err(|error| format!("`source`: {path} could not be read: {error}"))?;
+        Ok(json!({"content": content, "mimeType": "text/x-rustsrc"}))
+    }
+
     /// Lets a stopped cell run on, for the stop button: gdb detaches (taking its breakpoints
     /// out of the process, so none stops the cell again before its interrupt check) and ends;
     /// the next cell attaches a new one while the debugger is on. Returns whether a cell was
@@ -246,10 +278,29 @@ impl Session {
     }
 }
 
+/// Whether a frame is in a line of a cell built for the debugger (not in the function evcxr
+/// wraps the cell in, whose lines above the cell's first are its own).
+fn in_cell(cells: &Cells, frame: &Value) -> bool {
+    let line = frame["line"].as_u64().unwrap_or(0) as usize;
+    frame["source"]["path"]
+        .as_str()
+        .and_then(|path| cells.map(path))
+        .is_some_and(|map| to_cell(map, line).is_some())
+}
+
 /// A frame in a built cell: at the cell's line, its source the cell's file (which JupyterLab
-/// matches to the cell by name), named `cell` where it is the cell's own code.
+/// matches to the cell by name), named `cell` where it is the cell's own code. A frame gdb
+/// has no source for (a library built without debug information) is given a source named by
+/// its library: JupyterLab's call stack reads every frame's `source`, and one without stops
+/// the whole list from rendering.
 fn translate_frame(cells: &Cells, frame: &mut Value) {
     let Some(path) = frame["source"]["path"].as_str().map(str::to_owned) else {
+        let library = frame["moduleId"]
+            .as_str()
+            .and_then(|module| module.rsplit('/').next())
+            .unwrap_or("no source")
+            .to_owned();
+        frame["source"] = json!({"name": library, "presentationHint": "deemphasize"});
         return;
     };
     let Some(map) = cells.map(&path) else {
@@ -270,7 +321,9 @@ fn translate_frame(cells: &Cells, frame: &mut Value) {
 
 /// gdb's event made JupyterLab's: a breakpoint event at its cell line.
 pub fn translate_event(cells: &Cells, mut event: Value) -> Value {
-    let breakpoint = &mut event["body"]["breakpoint"];
+    let Some(breakpoint) = event["body"].get_mut("breakpoint") else {
+        return event;
+    };
     if let Some(path) = breakpoint["source"]["path"].as_str().map(str::to_owned)
         && let Some(map) = cells.map(&path)
         && let Some(line) = to_cell(map, breakpoint["line"].as_u64().unwrap_or(0) as usize)
