@@ -295,3 +295,46 @@ n"""
     debugger.ok("setBreakpoints", {"source": {"path": path}, "breakpoints": []})
     debugger.ok("continue", {"threadId": thread})
     assert debugger.reply(msg_id)["status"] == "ok"
+
+
+TRAIN = """fn train(n: i64) -> i64 {
+    let mut s = 0;
+    for i in 0..n {
+        s += i;
+    }
+    s
+}"""
+
+
+def test_a_breakpoint_in_a_function_an_earlier_cell_defined_stops_there(debugger):
+    # The function's cell ran before the debugger was switched on (no debug information of its
+    # own); evcxr builds `train` again into the calling cell, whose copy is traced back to it.
+    assert debugger.run(TRAIN)["status"] == "ok"
+    debugger.switch_on()
+    train_path, placed = debugger.breakpoint(TRAIN, [4])
+    assert placed[0]["verified"] is False, placed
+    call = "let r = train(5);\nr"
+    call_path = debugger.ok("dumpCell", {"code": call})["sourcePath"]
+    msg_id = debugger.start(call)
+
+    thread = debugger.event("stopped")["body"]["threadId"]
+    frames = debugger.ok("stackTrace", {"threadId": thread})["stackFrames"]
+    top, caller = frames[0], frames[1]
+    assert (top["source"]["path"], top["line"]) == (train_path, 4), frames
+    assert "train" in top["name"], top
+    assert (caller["source"]["path"], caller["line"], caller["name"]) == (call_path, 1, "cell"), frames
+    local = debugger.locals(top["id"])
+    assert (local["i"], local["s"], local["n"]) == ("0", "0", "5"), local
+
+    # Round the loop: stopped there again, one step on.
+    debugger.ok("continue", {"threadId": thread})
+    debugger.event("stopped")
+    top = debugger.top_frame(thread)
+    assert (top["source"]["path"], top["line"]) == (train_path, 4), top
+    assert debugger.locals(top["id"])["i"] == "1"
+
+    debugger.ok("setBreakpoints", {"source": {"path": train_path}, "breakpoints": []})
+    debugger.ok("continue", {"threadId": thread})
+    assert debugger.reply(msg_id)["status"] == "ok"
+    result = debugger.kc.execute_interactive("r", timeout=CELL_TIMEOUT_S)
+    assert result["content"]["status"] == "ok"

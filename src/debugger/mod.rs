@@ -8,8 +8,9 @@
 //! - before a cell is built, the engine asks for the cell's file ([`Session::cell_source`]):
 //!   the build then carries debug information naming that file;
 //! - once it is built, before its library loads, the engine hands over where the cell's lines
-//!   went ([`Session::cell_built`]), and the cell's breakpoints go to gdb, which places them as
-//!   the library loads;
+//!   went, and the earlier cells' items the crate holds again ([`Session::cell_built`]); the
+//!   breakpoints on those lines go to gdb, which places them as the library loads
+//!   (`breakpoints`);
 //! - gdb's events reach the handler dispatch installed; requests are passed on with lines and
 //!   frames translated between the cell and the built crate (`cells`).
 //!
@@ -18,6 +19,7 @@
 //! running; breakpoints say why they do not stop).
 
 mod adapter;
+mod breakpoints;
 mod cells;
 mod gdb;
 mod requests;
@@ -205,40 +207,17 @@ impl Session {
         session: &Arc<Session>,
         code: &str,
         build_dir: &std::path::Path,
-    ) -> impl Fn(&[Option<usize>]) + use<> {
+    ) -> impl Fn(&[Option<usize>], &[(usize, &str)]) + use<> {
         let source = session.cell_source(code);
         tracing::debug!("debugger: the cell builds for {source:?}");
         if let Err(error) = set_debug_source(build_dir, source.as_deref()) {
             tracing::warn!("debugger: {error}");
         }
         let session = Arc::clone(session);
-        move |lines: &[Option<usize>]| {
+        move |lines: &[Option<usize>], earlier: &[(usize, &str)]| {
             if let Some(source) = &source {
-                session.cell_built(source, lines);
+                session.cell_built(source, lines, earlier);
             }
-        }
-    }
-
-    /// A cell built for the debugger is about to load: its breakpoints go to gdb, which places
-    /// them as its library loads.
-    pub fn cell_built(&self, source: &std::path::Path, lines: &[Option<usize>]) {
-        let path = source.to_string_lossy().into_owned();
-        let (adapter, arguments) = {
-            let mut state = self.state.lock().unwrap();
-            state.cells.built(&path, lines.to_vec());
-            let breakpoints = state
-                .cells
-                .breakpoints()
-                .find(|(p, _)| **p == path)
-                .map(|(_, b)| b.clone());
-            let arguments = breakpoints.and_then(|b| state.cells.for_adapter(&path, &b));
-            (state.adapter.clone(), arguments)
-        };
-        tracing::debug!("debugger: {path} built; breakpoints {arguments:?}");
-        if let (Some(adapter), Some((arguments, _))) = (adapter, arguments)
-            && let Err(error) = adapter.request("setBreakpoints", arguments, PATIENCE)
-        {
-            tracing::warn!("debugger: breakpoints of {path}: {error}");
         }
     }
 

@@ -31,67 +31,6 @@ const MOST_STEPS: usize = 8;
 const STEP_PATIENCE: Duration = Duration::from_secs(5);
 
 impl Session {
-    /// `setBreakpoints`: kept for the cell's file; passed on once the cell was built for the
-    /// debugger. The reply lists each breakpoint at its cell line, verified by gdb or saying
-    /// why it does not stop yet.
-    pub fn set_breakpoints(&self, arguments: &Value) -> Value {
-        let path = arguments["source"]["path"].as_str().unwrap_or_default();
-        let wanted: Vec<Value> = arguments["breakpoints"]
-            .as_array()
-            .cloned()
-            .unwrap_or_default();
-        let (adapter, translated, missing, built) = {
-            let mut state = self.state.lock().unwrap();
-            state.cells.set_breakpoints(path, wanted.clone());
-            let translated = state.cells.for_adapter(path, &wanted);
-            let built = state.cells.map(path).is_some();
-            (
-                state.adapter.clone(),
-                translated,
-                state.missing.clone(),
-                built,
-            )
-        };
-        // Each with its source: JupyterLab's breakpoint list names a breakpoint by its source's
-        // path, and one without a source stops the whole list from rendering.
-        let pending = |line: &Value, message: &str| json!({"verified": false, "line": line, "message": message, "source": {"path": path}});
-        let waiting = match (&adapter, &missing) {
-            (None, Some(missing)) => missing.clone(),
-            (None, None) => "the debugger is not attached to the evaluation process; switch it on".into(),
-            _ if !built => "this cell has not run since the debugger was switched on (or was edited since): it stops here when it runs".into(),
-            _ => String::new(),
-        };
-        let (Some(adapter), Some((arguments, placed))) = (adapter, translated) else {
-            let listed: Vec<Value> = wanted
-                .iter()
-                .map(|b| pending(&b["line"], &waiting))
-                .collect();
-            return json!({"breakpoints": listed});
-        };
-        let answered = adapter.request("setBreakpoints", arguments, PATIENCE);
-        let mut from_gdb = match &answered {
-            Ok(body) => body["breakpoints"].as_array().cloned().unwrap_or_default(),
-            Err(_) => Vec::new(),
-        }
-        .into_iter();
-        let listed: Vec<Value> = wanted
-            .iter()
-            .zip(placed)
-            .map(|(wanted, placed)| match (placed, &answered) {
-                (Err(why), _) => pending(&wanted["line"], &why),
-                (Ok(_), Err(error)) => pending(&wanted["line"], error),
-                (Ok(_), Ok(_)) => {
-                    let mut breakpoint = from_gdb.next().unwrap_or_else(|| json!({}));
-                    // At the line the user set (gdb's is the crate's).
-                    breakpoint["line"] = wanted["line"].clone();
-                    breakpoint["source"] = json!({"path": path});
-                    breakpoint
-                }
-            })
-            .collect();
-        json!({"breakpoints": listed})
-    }
-
     /// `stackTrace` from gdb, with each frame in a cell at the cell's line, named by its cell;
     /// the frames below the outermost cell frame (the evaluation process's loop, `main`, the
     /// C library) left out.
@@ -288,11 +227,11 @@ fn in_cell(cells: &Cells, frame: &Value) -> bool {
         .is_some_and(|map| to_cell(map, line).is_some())
 }
 
-/// A frame in a built cell: at the cell's line, its source the cell's file (which JupyterLab
-/// matches to the cell by name), named `cell` where it is the cell's own code. A frame gdb
-/// has no source for (a library built without debug information) is given a source named by
-/// its library: JupyterLab's call stack reads every frame's `source`, and one without stops
-/// the whole list from rendering.
+/// A frame in a built crate: at its cell's line, its source that cell's file (which JupyterLab
+/// matches to the cell by name; an item an earlier cell defined is in that cell), named `cell`
+/// where it is the cell's own code. A frame gdb has no source for (a library built without
+/// debug information) is given a source named by its library: JupyterLab's call stack reads
+/// every frame's `source`, and one without stops the whole list from rendering.
 fn translate_frame(cells: &Cells, frame: &mut Value) {
     let Some(path) = frame["source"]["path"].as_str().map(str::to_owned) else {
         let library = frame["moduleId"]
@@ -307,10 +246,10 @@ fn translate_frame(cells: &Cells, frame: &mut Value) {
         return;
     };
     let built = frame["line"].as_u64().unwrap_or(0) as usize;
-    if let Some(line) = to_cell(map, built) {
+    if let Some((cell, line)) = to_cell(map, built) {
         frame["line"] = json!(line);
+        frame["source"] = json!({"path": &*cell, "name": cell.rsplit('/').next()});
     }
-    frame["source"] = json!({"path": path, "name": path.rsplit('/').next()});
     if frame["name"]
         .as_str()
         .is_some_and(|name| name.contains("run_user_code_"))
@@ -326,9 +265,10 @@ pub fn translate_event(cells: &Cells, mut event: Value) -> Value {
     };
     if let Some(path) = breakpoint["source"]["path"].as_str().map(str::to_owned)
         && let Some(map) = cells.map(&path)
-        && let Some(line) = to_cell(map, breakpoint["line"].as_u64().unwrap_or(0) as usize)
+        && let Some((cell, line)) = to_cell(map, breakpoint["line"].as_u64().unwrap_or(0) as usize)
     {
         breakpoint["line"] = json!(line);
+        breakpoint["source"] = json!({"path": &*cell});
     }
     event
 }
