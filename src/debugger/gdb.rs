@@ -58,6 +58,14 @@ pub(crate) fn command(gdb: &Path) -> Command {
             .arg("-iex")
             .arg(format!("source {}", printers.display()));
     }
+    match own_printers() {
+        Ok(printers) => {
+            command
+                .arg("-iex")
+                .arg(format!("source {}", printers.display()));
+        }
+        Err(error) => tracing::warn!("debugger: tchbook's gdb printers not written: {error}"),
+    }
     // Its own process group: a SIGINT meant for the kernel's group must not reach gdb.
     std::os::unix::process::CommandExt::process_group(&mut command, 0);
     command
@@ -73,4 +81,14 @@ fn rust_printers() -> Option<PathBuf> {
     let sysroot = String::from_utf8(output.stdout).ok()?;
     let file = Path::new(sysroot.trim()).join("lib/rustlib/etc/gdb_load_rust_pretty_printers.py");
     file.is_file().then_some(file)
+}
+
+/// tchbook's own printers (`printers.py`: a tensor and a var store as the Variables panel
+/// shows them), written beside the cells' files for gdb to read.
+fn own_printers() -> std::io::Result<PathBuf> {
+    let folder = PathBuf::from(super::cells::prefix());
+    std::fs::create_dir_all(&folder)?;
+    let file = folder.join("tchbook_printers.py");
+    std::fs::write(&file, include_str!("printers.py"))?;
+    Ok(file)
 }
