@@ -79,6 +79,14 @@ class Debugger:
         """Sends an execute_request without waiting for its reply."""
         return self.kc.execute(code)
 
+    def wait_until_running(self):
+        """Until the cell started is running (its library loaded): JupyterLab's Variables panel
+        says so."""
+        deadline = time.monotonic() + CELL_TIMEOUT_S
+        while not any(v["name"] == "(cell running)" for v in self.ok("inspectVariables")["variables"]):
+            assert time.monotonic() < deadline, "the cell never ran"
+            time.sleep(0.2)
+
     def event(self, name: str, timeout: float = CELL_TIMEOUT_S) -> dict:
         """The next `debug_event` called `name` on iopub (others are kept in `events`)."""
         deadline = time.monotonic() + timeout
@@ -282,11 +290,7 @@ n"""
     debugger.switch_on()
     path = debugger.ok("dumpCell", {"code": code})["sourcePath"]
     msg_id = debugger.start(code)
-    # Once the cell is running (its library loaded): JupyterLab's Variables panel says so.
-    deadline = time.monotonic() + CELL_TIMEOUT_S
-    while not any(v["name"] == "(cell running)" for v in debugger.ok("inspectVariables")["variables"]):
-        assert time.monotonic() < deadline, "the cell never ran"
-        time.sleep(0.2)
+    debugger.wait_until_running()
     placed = debugger.ok("setBreakpoints", {"source": {"path": path}, "breakpoints": [{"line": 3}]})
     assert placed["breakpoints"][0]["verified"] is True, placed
     thread = debugger.event("stopped")["body"]["threadId"]
@@ -374,5 +378,116 @@ n"""
     assert debugger.ok("debugInfo")["stoppedThreads"] == [thread]
     assert debugger.locals(frame["id"])["xs"] == local["xs"], "the frame is still the stop's"
 
+    debugger.ok("continue", {"threadId": thread})
+    assert debugger.reply(msg_id)["status"] == "ok"
+
+
+DOUBLE = """fn double(x: i64) -> i64 {
+    let y = x * 2;
+    y
+}"""
+
+
+def test_step_in_enters_a_function_and_step_out_returns_to_the_cell(debugger):
+    assert debugger.run(DOUBLE)["status"] == "ok"
+    debugger.switch_on()
+    double_path = debugger.ok("dumpCell", {"code": DOUBLE})["sourcePath"]
+    call = "let a = double(3);\nlet b = a + 1;\nb"
+    call_path, _ = debugger.breakpoint(call, [1])
+    msg_id = debugger.start(call)
+    thread = debugger.event("stopped")["body"]["threadId"]
+    assert debugger.top_frame(thread)["line"] == 1
+
+    # Step In: into `double`, shown in the cell that defined it.
+    debugger.ok("stepIn", {"threadId": thread})
+    assert debugger.event("stopped")["body"]["reason"] == "step"
+    frame = debugger.top_frame(thread)
+    assert frame["source"]["path"] == double_path and frame["line"] in (1, 2), frame
+    assert "double" in frame["name"], frame
+    assert debugger.locals(frame["id"])["x"] == "3"
+
+    # Step Out: back in the calling cell, on its first line, `double` done.
+    debugger.ok("stepOut", {"threadId": thread})
+    assert debugger.event("stopped")["body"]["reason"] == "step"
+    frame = debugger.top_frame(thread)
+    assert (frame["source"]["path"], frame["line"]) == (call_path, 1), frame
+
+    debugger.ok("setBreakpoints", {"source": {"path": call_path}, "breakpoints": []})
+    debugger.ok("continue", {"threadId": thread})
+    assert debugger.reply(msg_id)["status"] == "ok"
+
+
+def test_pause_stops_a_running_loop_and_continue_runs_it_on(debugger):
+    assert debugger.run("let kept = 41;")["status"] == "ok"
+    spin = """let mut k = 0u64;
+loop {
+    k = std::hint::black_box(k.wrapping_add(1));
+    if k == 0 { break; }
+}
+k"""
+    debugger.switch_on()
+    path = debugger.ok("dumpCell", {"code": spin})["sourcePath"]
+    msg_id = debugger.start(spin)
+    debugger.wait_until_running()
+
+    # JupyterLab pauses thread 1 (its default thread while none is stopped).
+    debugger.ok("pause", {"threadId": 1})
+    stopped = debugger.event("stopped", timeout=60)
+    assert stopped["body"]["reason"] == "pause", stopped
+    frames = debugger.ok("stackTrace", {"threadId": stopped["body"]["threadId"]})["stackFrames"]
+    assert any(f["source"].get("path") == path for f in frames), frames
+    assert debugger.ok("debugInfo")["stoppedThreads"] == [stopped["body"]["threadId"]]
+
+    # Continue: it loops on (no reply), until the stop button ends it with variables kept.
+    debugger.ok("continue", {"threadId": stopped["body"]["threadId"]})
+    with pytest.raises(queue.Empty):
+        debugger.kc.get_shell_msg(timeout=2)
+    assert debugger.ok("debugInfo")["stoppedThreads"] == []
+    debugger.km.interrupt_kernel()
+    reply = debugger.reply(msg_id)
+    assert reply["status"] == "error" and "KeyboardInterrupt" in reply["ename"] + reply["evalue"], reply
+    assert debugger.run("kept")["status"] == "ok"
+
+
+SQUARES = """let mut total = 0i64;
+for i in 0..10i64 {
+    let sq = i * i;
+    total += sq;
+}
+total"""
+
+
+def test_a_conditional_breakpoint_stops_only_when_its_condition_holds(debugger):
+    debugger.switch_on()
+    path = debugger.ok("dumpCell", {"code": SQUARES})["sourcePath"]
+    debugger.ok("setBreakpoints", {"source": {"path": path},
+                                   "breakpoints": [{"line": 3, "condition": "i == 3"}]})
+    msg_id = debugger.start(SQUARES)
+    thread = debugger.event("stopped")["body"]["threadId"]
+    frame = debugger.top_frame(thread)
+    assert frame["line"] == 3
+    assert (debugger.locals(frame["id"])["i"], debugger.locals(frame["id"])["total"]) == ("3", "5")
+    debugger.ok("continue", {"threadId": thread})
+    reply = debugger.reply(msg_id)
+    assert reply["status"] == "ok", "the condition held once: the cell ran on to its end"
+
+
+def test_a_hit_count_stops_on_that_hit(debugger):
+    debugger.switch_on()
+    path = debugger.ok("dumpCell", {"code": SQUARES})["sourcePath"]
+    # gdb counts hits as a number only: another form is refused, saying so.
+    refused = debugger.ok("setBreakpoints", {"source": {"path": path},
+                                             "breakpoints": [{"line": 3, "hitCondition": "% 2"}]})
+    assert refused["breakpoints"][0]["verified"] is False, refused
+    assert "hit count `% 2`" in refused["breakpoints"][0]["message"], refused
+    placed = debugger.ok("setBreakpoints", {"source": {"path": path},
+                                            "breakpoints": [{"line": 3, "hitCondition": "4"}]})
+    assert placed["breakpoints"][0]["line"] == 3, placed
+    msg_id = debugger.start(SQUARES)
+    thread = debugger.event("stopped")["body"]["threadId"]
+    frame = debugger.top_frame(thread)
+    # The fourth time round: i = 3.
+    assert (frame["line"], debugger.locals(frame["id"])["i"]) == (3, "3"), frame
+    debugger.ok("setBreakpoints", {"source": {"path": path}, "breakpoints": []})
     debugger.ok("continue", {"threadId": thread})
     assert debugger.reply(msg_id)["status"] == "ok"

@@ -77,6 +77,7 @@ impl Session {
                     breakpoint
                 }
                 Some(Err(error)) => pending(&wanted["line"], &error),
+                None if let Err(why) = cells::for_gdb(wanted, 0) => pending(&wanted["line"], &why),
                 None if built => pending(&wanted["line"], &format!(
                     "line {} of this cell has no code at or after it; set the breakpoint on a line with a statement",
                     wanted["line"])),

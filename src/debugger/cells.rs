@@ -217,8 +217,9 @@ impl Cells {
                 else {
                     continue;
                 };
-                let mut breakpoint = breakpoint.clone();
-                breakpoint["line"] = json!(built);
+                let Ok(breakpoint) = for_gdb(breakpoint, built) else {
+                    continue;
+                };
                 sent.push(breakpoint);
                 placed.push(Placed {
                     cell: cell.clone(),
@@ -229,6 +230,28 @@ impl Cells {
         let arguments = json!({"source": {"path": crate_file}, "breakpoints": sent});
         Some((arguments, placed))
     }
+}
+
+/// A breakpoint as gdb takes it, at crate line `built`; why not, for a hit count gdb cannot
+/// count. JupyterLab's protocol (debugpy's reading of it) takes a hit count `N` as "stop at the
+/// N-th hit"; gdb's adapter takes the number as an ignore count (hits passed over before the
+/// first stop), so `N` goes to gdb as `N - 1`. gdb has no other forms (`>= 4`, `% 2`).
+pub(crate) fn for_gdb(breakpoint: &Value, built: usize) -> Result<Value, String> {
+    let mut breakpoint = breakpoint.clone();
+    breakpoint["line"] = json!(built);
+    if let Some(hits) = breakpoint.get("hitCondition").and_then(Value::as_str) {
+        let hits = hits.trim();
+        match hits.parse::<u64>() {
+            Ok(n) if n >= 1 => breakpoint["hitCondition"] = json!((n - 1).to_string()),
+            _ => {
+                return Err(format!(
+                    "hit count `{hits}`: gdb counts hits only as a number N (stop at the N-th hit, \
+                     then at every hit); write one, or use a condition"
+                ));
+            }
+        }
+    }
+    Ok(breakpoint)
 }
 
 /// The crate line of a cell's line.
@@ -329,6 +352,17 @@ mod tests {
         let (arguments, placed) = cells.for_adapter("/b.rs").unwrap();
         assert_eq!(arguments["breakpoints"], json!([{"line": 3}]));
         assert_eq!((placed[0].cell.as_str(), placed[0].index), ("/a.rs", 0));
+    }
+
+    #[test]
+    fn a_hit_count_is_the_hit_that_stops() {
+        let at = |hits: &str| for_gdb(&json!({"line": 2, "hitCondition": hits}), 7);
+        assert_eq!(at("4").unwrap(), json!({"line": 7, "hitCondition": "3"}));
+        assert_eq!(at(" 1 ").unwrap()["hitCondition"], "0");
+        for refused in ["0", ">= 4", "% 2", "x"] {
+            assert!(at(refused).unwrap_err().contains("hit count"), "{refused}");
+        }
+        assert_eq!(for_gdb(&json!({"line": 1}), 3).unwrap(), json!({"line": 3}));
     }
 
     #[test]

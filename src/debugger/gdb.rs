@@ -44,7 +44,8 @@ pub(crate) fn find() -> Option<PathBuf> {
 }
 
 /// gdb as a debug adapter. SIGINT (the stop button: the prelude's interrupt) and SIGPIPE go
-/// to the evaluation process without stopping it, as they would without the debugger.
+/// to the evaluation process without stopping it, as they would without the debugger; a
+/// SIGSTOP (the kernel's pause) stops it in gdb and goes no further.
 pub(crate) fn command(gdb: &Path) -> Command {
     let mut command = Command::new(gdb);
     command.args(["-q", "-nx", "-i=dap"]);
@@ -53,6 +54,9 @@ pub(crate) fn command(gdb: &Path) -> Command {
             .arg("-iex")
             .arg(format!("handle {signal} nostop noprint pass"));
     }
+    // The kernel's `pause` is a SIGSTOP (`requests::pause`): it stops the cell in gdb and must
+    // not reach the process when the cell continues (it would stop it again, for good).
+    command.arg("-iex").arg("handle SIGSTOP stop print nopass");
     if let Some(printers) = rust_printers() {
         command
             .arg("-iex")

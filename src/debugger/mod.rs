@@ -73,6 +73,8 @@ struct State {
     /// The files the frames of `stackTrace` named: those `source` may read.
     sources: std::collections::HashSet<String>,
     sink: Option<EventSink>,
+    /// Whether a `pause` was sent and its stop has not come yet (`requests::pause`).
+    pausing: bool,
     /// While a step waits for its own stop (`requests::step`): where stops go instead.
     held: Option<std::sync::mpsc::Sender<Value>>,
 }
@@ -241,6 +243,7 @@ impl Session {
                 }
                 return;
             };
+            let mut event = event;
             let mut state = state.lock().unwrap();
             match event["event"].as_str().unwrap_or_default() {
                 "stopped" if event["body"]["reason"] == "attach" => {
@@ -251,6 +254,9 @@ impl Session {
                     return;
                 }
                 "stopped" => {
+                    if std::mem::take(&mut state.pausing) && event["body"]["reason"] == "signal" {
+                        event["body"]["reason"] = json!("pause");
+                    }
                     state.stopped = event["body"]["threadId"].as_i64();
                     state.stops += 1;
                     if let Some(held) = &state.held {

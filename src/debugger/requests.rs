@@ -152,6 +152,9 @@ impl Session {
 
     /// A request gdb answers itself; an error while no gdb is attached.
     pub fn pass_on(&self, command: &str, arguments: &Value) -> Result<Value, String> {
+        if command == "pause" {
+            return self.pause(arguments);
+        }
         let arguments = &self.with_gdb_frame(command, arguments)?;
         let (adapter, missing) = {
             let state = self.state.lock().unwrap();
@@ -195,6 +198,42 @@ impl Session {
         let content = std::fs::read_to_string(path)
             .map_err(|error| format!("`source`: {path} could not be read: {error}"))?;
         Ok(json!({"content": content, "mimeType": "text/x-rustsrc"}))
+    }
+
+    /// `pause` of a running cell. gdb's own pause (`interrupt`) sends SIGINT to the evaluation
+    /// process's group, which gdb here passes on without stopping, since SIGINT is the stop
+    /// button's (`gdb::command`): the cell would end with `KeyboardInterrupt` instead of
+    /// pausing. The kernel sends the main thread, which runs the cells, a SIGSTOP instead:
+    /// gdb stops the process on it (and keeps it from the process), and its `stopped` event
+    /// (reason `signal`) goes to JupyterLab as the pause's.
+    fn pause(&self, arguments: &Value) -> Result<Value, String> {
+        self.known_thread("pause", arguments)?;
+        let pid = {
+            let mut state = self.state.lock().unwrap();
+            match (&state.adapter, state.attached) {
+                (Some(_), Some(pid)) if state.stopped.is_none() => {
+                    state.pausing = true;
+                    pid
+                }
+                (Some(_), Some(_)) => return Err("`pause`: the cell is stopped already".into()),
+                _ => {
+                    return Err(
+                        "`pause` needs the debugger attached: switch it on and run a cell".into(),
+                    );
+                }
+            }
+        };
+        let pid = libc::pid_t::try_from(pid).map_err(|_| format!("`pause`: no process {pid}"))?;
+        // SAFETY: tgkill takes plain integers; the main thread's id is the process's.
+        let sent = unsafe { libc::syscall(libc::SYS_tgkill, pid, pid, libc::SIGSTOP) };
+        if sent != 0 {
+            self.state.lock().unwrap().pausing = false;
+            return Err(format!(
+                "`pause`: the evaluation process {pid} could not be signalled: {}",
+                std::io::Error::last_os_error()
+            ));
+        }
+        Ok(json!({}))
     }
 
     /// Lets a stopped cell run on, for the stop button: gdb detaches (taking its breakpoints
