@@ -491,3 +491,46 @@ def test_a_hit_count_stops_on_that_hit(debugger):
     debugger.ok("setBreakpoints", {"source": {"path": path}, "breakpoints": []})
     debugger.ok("continue", {"threadId": thread})
     assert debugger.reply(msg_id)["status"] == "ok"
+
+
+def test_gdb_dying_while_a_cell_runs_takes_its_breakpoints_out(debugger):
+    import psutil
+
+    assert debugger.run("let kept = 41;")["status"] == "ok"
+    code = """let mut n = 0u64;
+for i in 0..200u64 {
+    if i == 150 {
+        n += 1000;
+    }
+    n += i;
+    std::thread::sleep(std::time::Duration::from_millis(20));
+}
+n"""
+    debugger.switch_on()
+    debugger.breakpoint(code, [4])
+    msg_id = debugger.start(code)
+    # Placed once the cell's library loaded: gdb's int3 is in the running cell's code, at the
+    # address gdb reports.
+    placed = debugger.event("breakpoint")["body"]["breakpoint"]
+    assert placed["verified"] is True, placed
+    evaluation = psutil.Process(debugger.km.provisioner.process.pid).children()
+    evaluation = [p for p in evaluation if "-i=dap" not in p.cmdline()]
+    address = int(placed["instructionReference"], 16)
+    debugger.wait_until_running()
+    with open(f"/proc/{evaluation[0].pid}/mem", "rb") as mem:
+        mem.seek(address)
+        assert mem.read(1) == b"\xcc", "gdb's breakpoint is in the code"
+
+    kernel = psutil.Process(debugger.km.provisioner.process.pid)
+    [gdb] = [p for p in kernel.children() if "-i=dap" in p.cmdline()]
+    gdb.send_signal(signal.SIGKILL)
+    output = debugger.event("output")
+    assert "taken out" in output["body"]["output"], output
+
+    # The loop passes the line (i = 150, three seconds in) and the cell ends with its value.
+    reply = debugger.reply(msg_id)
+    assert reply["status"] == "ok", reply
+    # Its value (1000 added at the line) and the earlier variable, kept.
+    kept = debugger.run("assert_eq!(n, 19900 + 1000); assert_eq!(kept, 41);")
+    assert kept["status"] == "ok", kept
+    assert debugger.ok("debugInfo")["stoppedThreads"] == []

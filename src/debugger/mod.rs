@@ -23,6 +23,7 @@ mod breakpoints;
 mod cells;
 mod gdb;
 mod requests;
+mod traps;
 
 pub(crate) use cells::{HASH_SEED, dump, prefix};
 pub(crate) use requests::{PASSED_ON, STEPS};
@@ -232,14 +233,23 @@ impl Session {
                 // gdb ended: the session is as if it had never attached.
                 let mut state = state.lock().unwrap();
                 state.adapter = None;
-                state.attached = None;
+                let attached = state.attached.take();
                 state.stopped = None;
                 let sink = state.sink.clone();
                 drop(state);
+                let taken_out = attached.map(traps::take_out);
+                let said = match taken_out {
+                    Some(Ok(n)) if n > 0 => format!(
+                        "gdb ended; the {n} breakpoint(s) it had placed in the running cell were taken out, and the cell runs on. Breakpoints stop nothing until the debugger is switched on again."
+                    ),
+                    Some(Err(error)) => format!(
+                        "gdb ended, and its breakpoints could not be taken out of the evaluation process ({error}): reaching one ends it. Restart the kernel, or switch the debugger on again."
+                    ),
+                    _ => "gdb ended; breakpoints stop nothing until the debugger is switched on again.".into(),
+                };
+                tracing::warn!("debugger: {said}");
                 if let Some(sink) = sink {
-                    sink(output_event(
-                        "gdb ended; breakpoints stop nothing until the debugger is switched on again.",
-                    ));
+                    sink(output_event(&said));
                 }
                 return;
             };
