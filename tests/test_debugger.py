@@ -79,6 +79,14 @@ class Debugger:
         """Sends an execute_request without waiting for its reply."""
         return self.kc.execute(code)
 
+    def wait_until_running(self):
+        """Until the cell started is running (its library loaded): JupyterLab's Variables panel
+        says so."""
+        deadline = time.monotonic() + CELL_TIMEOUT_S
+        while not any(v["name"] == "(cell running)" for v in self.ok("inspectVariables")["variables"]):
+            assert time.monotonic() < deadline, "the cell never ran"
+            time.sleep(0.2)
+
     def event(self, name: str, timeout: float = CELL_TIMEOUT_S) -> dict:
         """The next `debug_event` called `name` on iopub (others are kept in `events`)."""
         deadline = time.monotonic() + timeout
@@ -137,6 +145,9 @@ def test_a_breakpoint_in_a_loop_stops_shows_the_cell_line_and_locals_and_steps(d
     path, placed = debugger.breakpoint(LOOP, [4])
     assert placed[0]["line"] == 4
     assert placed[0]["verified"] is False and "has not run" in placed[0]["message"]
+    # JupyterLab's breakpoint list names each breakpoint by its source (and draws nothing for
+    # any of them if one has none).
+    assert placed[0]["source"]["path"] == path, placed
     msg_id = debugger.start(LOOP)
 
     stopped = debugger.event("stopped")
@@ -146,6 +157,16 @@ def test_a_breakpoint_in_a_loop_stops_shows_the_cell_line_and_locals_and_steps(d
     assert (frame["source"]["path"], frame["line"], frame["name"]) == (path, 4, "cell"), frame
     local = debugger.locals(frame["id"])
     assert (local["step"], local["doubled"], local["total"]) == ("1", "2", "0"), local
+    # Every frame has a source (JupyterLab's call stack draws nothing if one has none); the
+    # stack ends at the cell's outermost line, above the evaluation process's own frames. A
+    # frame's file reads back through `source`; no other file does.
+    frames = debugger.ok("stackTrace", {"threadId": thread})["stackFrames"]
+    assert all("source" in f for f in frames), frames
+    assert frames[-1]["source"]["path"] == path and frames[-1]["line"] <= LOOP.count("\n") + 1, frames
+    assert not any(f["name"] in ("main", "load_and_run") for f in frames), frames
+    assert debugger.ok("source", {"source": {"path": path}})["content"] == LOOP
+    refused = debugger.request("source", {"source": {"path": "/etc/passwd"}})
+    assert refused["success"] is False and "source" in refused["message"], refused
     info = debugger.ok("debugInfo")
     assert info["stoppedThreads"] == [thread]
     assert info["breakpoints"] == [{"source": path, "breakpoints": [{"line": 4}]}]
@@ -269,11 +290,7 @@ n"""
     debugger.switch_on()
     path = debugger.ok("dumpCell", {"code": code})["sourcePath"]
     msg_id = debugger.start(code)
-    # Once the cell is running (its library loaded): JupyterLab's Variables panel says so.
-    deadline = time.monotonic() + CELL_TIMEOUT_S
-    while not any(v["name"] == "(cell running)" for v in debugger.ok("inspectVariables")["variables"]):
-        assert time.monotonic() < deadline, "the cell never ran"
-        time.sleep(0.2)
+    debugger.wait_until_running()
     placed = debugger.ok("setBreakpoints", {"source": {"path": path}, "breakpoints": [{"line": 3}]})
     assert placed["breakpoints"][0]["verified"] is True, placed
     thread = debugger.event("stopped")["body"]["threadId"]
@@ -282,3 +299,238 @@ n"""
     debugger.ok("setBreakpoints", {"source": {"path": path}, "breakpoints": []})
     debugger.ok("continue", {"threadId": thread})
     assert debugger.reply(msg_id)["status"] == "ok"
+
+
+TRAIN = """fn train(n: i64) -> i64 {
+    let mut s = 0;
+    for i in 0..n {
+        s += i;
+    }
+    s
+}"""
+
+
+def test_a_breakpoint_in_a_function_an_earlier_cell_defined_stops_there(debugger):
+    # The function's cell ran before the debugger was switched on (no debug information of its
+    # own); evcxr builds `train` again into the calling cell, whose copy is traced back to it.
+    assert debugger.run(TRAIN)["status"] == "ok"
+    debugger.switch_on()
+    train_path, placed = debugger.breakpoint(TRAIN, [4])
+    assert placed[0]["verified"] is False, placed
+    call = "let r = train(5);\nr"
+    call_path = debugger.ok("dumpCell", {"code": call})["sourcePath"]
+    msg_id = debugger.start(call)
+
+    thread = debugger.event("stopped")["body"]["threadId"]
+    frames = debugger.ok("stackTrace", {"threadId": thread})["stackFrames"]
+    top, caller = frames[0], frames[1]
+    assert (top["source"]["path"], top["line"]) == (train_path, 4), frames
+    assert "train" in top["name"], top
+    assert (caller["source"]["path"], caller["line"], caller["name"]) == (call_path, 1, "cell"), frames
+    local = debugger.locals(top["id"])
+    assert (local["i"], local["s"], local["n"]) == ("0", "0", "5"), local
+
+    # Round the loop: stopped there again, one step on.
+    debugger.ok("continue", {"threadId": thread})
+    debugger.event("stopped")
+    top = debugger.top_frame(thread)
+    assert (top["source"]["path"], top["line"]) == (train_path, 4), top
+    assert debugger.locals(top["id"])["i"] == "1"
+
+    debugger.ok("setBreakpoints", {"source": {"path": train_path}, "breakpoints": []})
+    debugger.ok("continue", {"threadId": thread})
+    assert debugger.reply(msg_id)["status"] == "ok"
+    result = debugger.kc.execute_interactive("r", timeout=CELL_TIMEOUT_S)
+    assert result["content"]["status"] == "ok"
+
+
+def test_a_stopped_cells_tensors_read_as_the_variables_panel_shows_them(debugger):
+    code = """let xs = Tensor::randn([64, 10], (Kind::Float, Device::Cpu)).set_requires_grad(true);
+let vs = nn::VarStore::new(Device::Cpu);
+let model = nn::linear(vs.root(), 10, 1, Default::default());
+let batch = vec![Tensor::zeros([2, 3], (Kind::Int64, Device::Cpu))];
+let n = xs.size()[0];
+n"""
+    debugger.switch_on()
+    debugger.breakpoint(code, [5])
+    msg_id = debugger.start(code)
+    thread = debugger.event("stopped")["body"]["threadId"]
+    seen = len(debugger.events)
+    frame = debugger.top_frame(thread)
+    local = debugger.locals(frame["id"])
+    # The prelude's own lines (the Variables panel's between cells), not tch's structs.
+    assert local["xs"] == "Tensor[64, 10] f32 cpu 2.5 KiB requires_grad", local
+    assert local["vs"] == "VarStore 11 parameters 44 B cpu", local
+    assert local["batch"] == "Vec(size=1)", local
+    scopes = debugger.ok("scopes", {"frameId": frame["id"]})["scopes"]
+    listed = debugger.ok("variables", {"variablesReference": scopes[0]["variablesReference"]})["variables"]
+    batch = next(v for v in listed if v["name"] == "batch")
+    items = debugger.ok("variables", {"variablesReference": batch["variablesReference"]})["variables"]
+    assert [i["value"] for i in items] == ["Tensor[2, 3] i64 cpu 48 B"], items
+    watched = debugger.ok("evaluate", {"expression": "xs", "frameId": frame["id"], "context": "watch"})
+    assert watched["result"] == local["xs"], watched
+    # Describing runs code in the stopped process: gdb's adapter must not announce it as a
+    # resume and a stop (JupyterLab would drop the stop's frames and print them again, forever).
+    with pytest.raises(AssertionError, match="no `stopped` event"):
+        debugger.event("stopped", timeout=2)
+    resumed = [e for e in debugger.events[seen:] if e.get("event") in ("stopped", "continued")]
+    assert not resumed, resumed
+    assert debugger.ok("debugInfo")["stoppedThreads"] == [thread]
+    assert debugger.locals(frame["id"])["xs"] == local["xs"], "the frame is still the stop's"
+
+    debugger.ok("continue", {"threadId": thread})
+    assert debugger.reply(msg_id)["status"] == "ok"
+
+
+DOUBLE = """fn double(x: i64) -> i64 {
+    let y = x * 2;
+    y
+}"""
+
+
+def test_step_in_enters_a_function_and_step_out_returns_to_the_cell(debugger):
+    assert debugger.run(DOUBLE)["status"] == "ok"
+    debugger.switch_on()
+    double_path = debugger.ok("dumpCell", {"code": DOUBLE})["sourcePath"]
+    call = "let a = double(3);\nlet b = a + 1;\nb"
+    call_path, _ = debugger.breakpoint(call, [1])
+    msg_id = debugger.start(call)
+    thread = debugger.event("stopped")["body"]["threadId"]
+    assert debugger.top_frame(thread)["line"] == 1
+
+    # Step In: into `double`, shown in the cell that defined it.
+    debugger.ok("stepIn", {"threadId": thread})
+    assert debugger.event("stopped")["body"]["reason"] == "step"
+    frame = debugger.top_frame(thread)
+    assert frame["source"]["path"] == double_path and frame["line"] in (1, 2), frame
+    assert "double" in frame["name"], frame
+    assert debugger.locals(frame["id"])["x"] == "3"
+
+    # Step Out: back in the calling cell, on its first line, `double` done.
+    debugger.ok("stepOut", {"threadId": thread})
+    assert debugger.event("stopped")["body"]["reason"] == "step"
+    frame = debugger.top_frame(thread)
+    assert (frame["source"]["path"], frame["line"]) == (call_path, 1), frame
+
+    debugger.ok("setBreakpoints", {"source": {"path": call_path}, "breakpoints": []})
+    debugger.ok("continue", {"threadId": thread})
+    assert debugger.reply(msg_id)["status"] == "ok"
+
+
+def test_pause_stops_a_running_loop_and_continue_runs_it_on(debugger):
+    assert debugger.run("let kept = 41;")["status"] == "ok"
+    spin = """let mut k = 0u64;
+loop {
+    k = std::hint::black_box(k.wrapping_add(1));
+    if k == 0 { break; }
+}
+k"""
+    debugger.switch_on()
+    path = debugger.ok("dumpCell", {"code": spin})["sourcePath"]
+    msg_id = debugger.start(spin)
+    debugger.wait_until_running()
+
+    # JupyterLab pauses thread 1 (its default thread while none is stopped).
+    debugger.ok("pause", {"threadId": 1})
+    stopped = debugger.event("stopped", timeout=60)
+    assert stopped["body"]["reason"] == "pause", stopped
+    frames = debugger.ok("stackTrace", {"threadId": stopped["body"]["threadId"]})["stackFrames"]
+    assert any(f["source"].get("path") == path for f in frames), frames
+    assert debugger.ok("debugInfo")["stoppedThreads"] == [stopped["body"]["threadId"]]
+
+    # Continue: it loops on (no reply), until the stop button ends it with variables kept.
+    debugger.ok("continue", {"threadId": stopped["body"]["threadId"]})
+    with pytest.raises(queue.Empty):
+        debugger.kc.get_shell_msg(timeout=2)
+    assert debugger.ok("debugInfo")["stoppedThreads"] == []
+    debugger.km.interrupt_kernel()
+    reply = debugger.reply(msg_id)
+    assert reply["status"] == "error" and "KeyboardInterrupt" in reply["ename"] + reply["evalue"], reply
+    assert debugger.run("kept")["status"] == "ok"
+
+
+SQUARES = """let mut total = 0i64;
+for i in 0..10i64 {
+    let sq = i * i;
+    total += sq;
+}
+total"""
+
+
+def test_a_conditional_breakpoint_stops_only_when_its_condition_holds(debugger):
+    debugger.switch_on()
+    path = debugger.ok("dumpCell", {"code": SQUARES})["sourcePath"]
+    debugger.ok("setBreakpoints", {"source": {"path": path},
+                                   "breakpoints": [{"line": 3, "condition": "i == 3"}]})
+    msg_id = debugger.start(SQUARES)
+    thread = debugger.event("stopped")["body"]["threadId"]
+    frame = debugger.top_frame(thread)
+    assert frame["line"] == 3
+    assert (debugger.locals(frame["id"])["i"], debugger.locals(frame["id"])["total"]) == ("3", "5")
+    debugger.ok("continue", {"threadId": thread})
+    reply = debugger.reply(msg_id)
+    assert reply["status"] == "ok", "the condition held once: the cell ran on to its end"
+
+
+def test_a_hit_count_stops_on_that_hit(debugger):
+    debugger.switch_on()
+    path = debugger.ok("dumpCell", {"code": SQUARES})["sourcePath"]
+    # gdb counts hits as a number only: another form is refused, saying so.
+    refused = debugger.ok("setBreakpoints", {"source": {"path": path},
+                                             "breakpoints": [{"line": 3, "hitCondition": "% 2"}]})
+    assert refused["breakpoints"][0]["verified"] is False, refused
+    assert "hit count `% 2`" in refused["breakpoints"][0]["message"], refused
+    placed = debugger.ok("setBreakpoints", {"source": {"path": path},
+                                            "breakpoints": [{"line": 3, "hitCondition": "4"}]})
+    assert placed["breakpoints"][0]["line"] == 3, placed
+    msg_id = debugger.start(SQUARES)
+    thread = debugger.event("stopped")["body"]["threadId"]
+    frame = debugger.top_frame(thread)
+    # The fourth time round: i = 3.
+    assert (frame["line"], debugger.locals(frame["id"])["i"]) == (3, "3"), frame
+    debugger.ok("setBreakpoints", {"source": {"path": path}, "breakpoints": []})
+    debugger.ok("continue", {"threadId": thread})
+    assert debugger.reply(msg_id)["status"] == "ok"
+
+
+def test_gdb_dying_while_a_cell_runs_takes_its_breakpoints_out(debugger):
+    import psutil
+
+    assert debugger.run("let kept = 41;")["status"] == "ok"
+    code = """let mut n = 0u64;
+for i in 0..200u64 {
+    if i == 150 {
+        n += 1000;
+    }
+    n += i;
+    std::thread::sleep(std::time::Duration::from_millis(20));
+}
+n"""
+    debugger.switch_on()
+    debugger.breakpoint(code, [4])
+    msg_id = debugger.start(code)
+    # Placed once the cell's library loaded: gdb's int3 is in the running cell's code, at the
+    # address gdb reports.
+    placed = debugger.event("breakpoint")["body"]["breakpoint"]
+    assert placed["verified"] is True, placed
+    evaluation = psutil.Process(debugger.km.provisioner.process.pid).children()
+    evaluation = [p for p in evaluation if "-i=dap" not in p.cmdline()]
+    address = int(placed["instructionReference"], 16)
+    debugger.wait_until_running()
+    with open(f"/proc/{evaluation[0].pid}/mem", "rb") as mem:
+        mem.seek(address)
+        assert mem.read(1) == b"\xcc", "gdb's breakpoint is in the code"
+
+    kernel = psutil.Process(debugger.km.provisioner.process.pid)
+    [gdb] = [p for p in kernel.children() if "-i=dap" in p.cmdline()]
+    gdb.send_signal(signal.SIGKILL)
+    output = debugger.event("output")
+    assert "taken out" in output["body"]["output"], output
+
+    # The loop passes the line (i = 150, three seconds in) and the cell ends with its value.
+    reply = debugger.reply(msg_id)
+    assert reply["status"] == "ok", reply
+    # Its value (1000 added at the line) and the earlier variable, kept.
+    kept = debugger.run("assert_eq!(n, 19900 + 1000); assert_eq!(kept, 41);")
+    assert kept["status"] == "ok", kept
+    assert debugger.ok("debugInfo")["stoppedThreads"] == []

@@ -10,14 +10,20 @@
 use serde_json::{Value, json};
 use std::collections::HashMap;
 use std::path::PathBuf;
+use std::sync::Arc;
+use tchbook_wire::INTERRUPT_POINT;
 
 /// JupyterLab's `hashSeed` (ipykernel's value): any seed works, as long as both sides use it.
 pub(crate) const HASH_SEED: u32 = 3339675911;
 
-/// The folder every cell's file goes in, one per kernel process.
+/// The folder every cell's file goes in, one per kernel process. Its name holds `ipykernel_`:
+/// JupyterLab (4.4 and later) names a frame or a breakpoint by its cell ("Cell [3]:7" in the
+/// call stack and breakpoint lists) only where the file's path contains ipykernel's folder
+/// name (`canHandle` of the notebook's display provider in @jupyterlab/debugger-extension);
+/// any other kernel's cells are listed by their temporary file's full path.
 pub(crate) fn prefix() -> String {
     format!(
-        "{}/tchbook-cells-{}/",
+        "{}/ipykernel_tchbook_{}/",
         std::env::temp_dir().display(),
         std::process::id()
     )
@@ -67,8 +73,58 @@ pub(crate) fn murmur2(data: &[u8], seed: u32) -> u32 {
     h ^ (h >> 15)
 }
 
-/// For each line of a built crate's source (index 0 is line 1), the cell line it came from.
-pub(crate) type LineMap = Vec<Option<usize>>;
+/// Where a line of a built crate's source came from.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) enum Origin {
+    /// evcxr's or the prelude's code: it stands for the user's line above it.
+    Generated,
+    /// A line of a cell, by the cell's file.
+    Cell(Arc<str>, usize),
+    /// An item an earlier cell defined, whose cell is not known here (it ran before the
+    /// debugger was switched on and was never dumped).
+    Unknown,
+}
+
+/// For each line of a built crate's source (index 0 is line 1), where it came from.
+pub(crate) type LineMap = Vec<Origin>;
+
+/// The line map of a crate built for the cell in `own`: its own lines from evcxr's
+/// `user_lines`; the items earlier cells defined (evcxr emits every item again into each
+/// crate, from the code it was given) traced by their text to the cell that holds it, among
+/// `cells` (file, code; the first that holds it wins).
+pub(crate) fn line_map(
+    own: &Arc<str>,
+    user_lines: &[Option<usize>],
+    earlier: &[(usize, &str)],
+    cells: &[(Arc<str>, String)],
+) -> LineMap {
+    let mut map: LineMap = user_lines
+        .iter()
+        .map(|line| match line {
+            Some(line) => Origin::Cell(Arc::clone(own), *line),
+            None => Origin::Generated,
+        })
+        .collect();
+    for (first, code) in earlier {
+        // As the user wrote it: the kernel put interrupt checks into the cell's code, each on
+        // the line of the `{` or `;` it follows (`interrupt_points`).
+        let code = code.replace(INTERRUPT_POINT, "");
+        let code = code.strip_suffix('\n').unwrap_or(&code);
+        let found = cells.iter().find_map(|(file, text)| {
+            let at = text.find(code)?;
+            Some((file, text[..at].matches('\n').count() + 1))
+        });
+        for offset in 0..=code.matches('\n').count() {
+            if let Some(slot) = map.get_mut(first - 1 + offset) {
+                *slot = match found {
+                    Some((file, line)) => Origin::Cell(Arc::clone(file), line + offset),
+                    None => Origin::Unknown,
+                };
+            }
+        }
+    }
+    map
+}
 
 /// The breakpoints and line maps of every cell file.
 #[derive(Default)]
@@ -76,8 +132,17 @@ pub(crate) struct Cells {
     /// Per cell file, the breakpoints JupyterLab set, as it sent them (DAP `SourceBreakpoint`s,
     /// on cell lines).
     breakpoints: HashMap<String, Vec<Value>>,
-    /// Per cell file built while the debugger was on.
-    maps: HashMap<String, LineMap>,
+    /// Per cell file built while the debugger was on, the map of its crate (whose debug
+    /// information names that file), and when it was built.
+    maps: HashMap<String, (u64, LineMap)>,
+    builds: u64,
+}
+
+/// A breakpoint as gdb is given it: which cell's, and which of that cell's breakpoints.
+#[derive(Debug)]
+pub(crate) struct Placed {
+    pub(crate) cell: String,
+    pub(crate) index: usize,
 }
 
 impl Cells {
@@ -94,54 +159,120 @@ impl Cells {
     }
 
     pub(crate) fn built(&mut self, path: &str, map: LineMap) {
-        self.maps.insert(path.to_owned(), map);
+        self.builds += 1;
+        self.maps.insert(path.to_owned(), (self.builds, map));
     }
 
     pub(crate) fn map(&self, path: &str) -> Option<&LineMap> {
-        self.maps.get(path)
+        self.maps.get(path).map(|(_, map)| map)
     }
 
-    /// gdb's `setBreakpoints` arguments for a built cell's breakpoints, and for each breakpoint
-    /// (in JupyterLab's order) the crate line it went to, or why it went nowhere.
-    pub(crate) fn for_adapter(
-        &self,
-        path: &str,
-        breakpoints: &[Value],
-    ) -> Option<(Value, Vec<Result<usize, String>>)> {
-        let map = self.maps.get(path)?;
-        let mut sent = Vec::new();
-        let placed: Vec<Result<usize, String>> = breakpoints
+    /// The files of the cells built for the debugger, the latest first.
+    pub(crate) fn built_files(&self) -> Vec<String> {
+        let mut files: Vec<(&u64, &String)> = self.maps.iter().map(|(f, (n, _))| (n, f)).collect();
+        files.sort_by(|a, b| b.0.cmp(a.0));
+        files.into_iter().map(|(_, file)| file.clone()).collect()
+    }
+
+    /// The crate files holding lines of the cell `path` (its own, and those of later cells
+    /// that hold its items).
+    pub(crate) fn crates_with(&self, path: &str) -> Vec<String> {
+        self.maps
             .iter()
-            .map(|breakpoint| {
-                let line = breakpoint["line"].as_u64().unwrap_or(0) as usize;
-                let built = to_built(map, line).ok_or_else(|| {
-                    format!("line {line} of this cell has no code at or after it; set the breakpoint on a line with a statement")
-                })?;
-                let mut breakpoint = breakpoint.clone();
-                breakpoint["line"] = json!(built);
-                sent.push(breakpoint);
-                Ok(built)
+            .filter(|(_, (_, map))| {
+                map.iter()
+                    .any(|o| matches!(o, Origin::Cell(file, _) if &**file == path))
             })
-            .collect();
-        Some((
-            json!({"source": {"path": path}, "breakpoints": sent}),
-            placed,
-        ))
+            .map(|(file, _)| file.clone())
+            .collect()
+    }
+
+    /// The cell line a breakpoint on `line` of cell `path` stops at: the first line of code at
+    /// or after it in the cell's own build, as debugpy moves a breakpoint on a blank line to
+    /// the next statement; the line itself for a cell not built for the debugger.
+    fn target(&self, path: &str, line: usize) -> Option<usize> {
+        let Some(own) = self.map(path) else {
+            return Some(line);
+        };
+        own.iter()
+            .filter_map(|o| match o {
+                Origin::Cell(file, l) if &**file == path && *l >= line => Some(*l),
+                _ => None,
+            })
+            .min()
+    }
+
+    /// gdb's `setBreakpoints` arguments for the crate built for `crate_file`: every cell's
+    /// breakpoints on lines that crate holds, and where each went.
+    pub(crate) fn for_adapter(&self, crate_file: &str) -> Option<(Value, Vec<Placed>)> {
+        let map = self.map(crate_file)?;
+        let mut sent = Vec::new();
+        let mut placed = Vec::new();
+        for (cell, breakpoints) in &self.breakpoints {
+            for (index, breakpoint) in breakpoints.iter().enumerate() {
+                let line = breakpoint["line"].as_u64().unwrap_or(0) as usize;
+                let Some(built) = self
+                    .target(cell, line)
+                    .and_then(|target| to_built(map, cell, target))
+                else {
+                    continue;
+                };
+                let Ok(breakpoint) = for_gdb(breakpoint, built) else {
+                    continue;
+                };
+                sent.push(breakpoint);
+                placed.push(Placed {
+                    cell: cell.clone(),
+                    index,
+                });
+            }
+        }
+        let arguments = json!({"source": {"path": crate_file}, "breakpoints": sent});
+        Some((arguments, placed))
     }
 }
 
-/// The crate line of a cell line: the first line of code at or after it, as debugpy moves a
-/// breakpoint on a blank line to the next statement.
-pub(crate) fn to_built(map: &LineMap, cell_line: usize) -> Option<usize> {
-    let target = map.iter().flatten().filter(|&&l| l >= cell_line).min()?;
-    map.iter().position(|l| *l == Some(*target)).map(|i| i + 1)
+/// A breakpoint as gdb takes it, at crate line `built`; why not, for a hit count gdb cannot
+/// count. JupyterLab's protocol (debugpy's reading of it) takes a hit count `N` as "stop at the
+/// N-th hit"; gdb's adapter takes the number as an ignore count (hits passed over before the
+/// first stop), so `N` goes to gdb as `N - 1`. gdb has no other forms (`>= 4`, `% 2`).
+pub(crate) fn for_gdb(breakpoint: &Value, built: usize) -> Result<Value, String> {
+    let mut breakpoint = breakpoint.clone();
+    breakpoint["line"] = json!(built);
+    if let Some(hits) = breakpoint.get("hitCondition").and_then(Value::as_str) {
+        let hits = hits.trim();
+        match hits.parse::<u64>() {
+            Ok(n) if n >= 1 => breakpoint["hitCondition"] = json!((n - 1).to_string()),
+            _ => {
+                return Err(format!(
+                    "hit count `{hits}`: gdb counts hits only as a number N (stop at the N-th hit, \
+                     then at every hit); write one, or use a condition"
+                ));
+            }
+        }
+    }
+    Ok(breakpoint)
 }
 
-/// The cell line of a crate line: its own, or that of the nearest user line above it (a
+/// The crate line of a cell's line.
+pub(crate) fn to_built(map: &LineMap, cell: &str, line: usize) -> Option<usize> {
+    map.iter()
+        .position(|o| matches!(o, Origin::Cell(file, l) if &**file == cell && *l == line))
+        .map(|i| i + 1)
+}
+
+/// The cell and line of a crate line: its own, or that of the nearest user line above it (a
 /// generated line stands for the statement it follows).
-pub(crate) fn to_cell(map: &LineMap, built_line: usize) -> Option<usize> {
+pub(crate) fn to_cell(map: &LineMap, built_line: usize) -> Option<(Arc<str>, usize)> {
     let upto = built_line.min(map.len());
-    map[..upto].iter().rev().flatten().next().copied()
+    map[..upto]
+        .iter()
+        .rev()
+        .find(|o| **o != Origin::Generated)
+        .and_then(|o| match o {
+            Origin::Cell(file, line) => Some((Arc::clone(file), *line)),
+            _ => None,
+        })
 }
 
 #[cfg(test)]
@@ -165,38 +296,84 @@ mod tests {
         }
     }
 
+    fn own(lines: &[Option<usize>]) -> LineMap {
+        line_map(&Arc::from("/c.rs"), lines, &[], &[])
+    }
+
     #[test]
     fn lines_go_to_the_next_code_and_back() {
         // Crate lines 1-3 generated, 4-5 the cell's lines 1-2, 6 generated, 7 the cell's line 4.
-        let map: LineMap = vec![None, None, None, Some(1), Some(2), None, Some(4)];
-        assert_eq!(to_built(&map, 1), Some(4));
-        assert_eq!(
-            to_built(&map, 3),
-            Some(7),
-            "a blank line moves to the next code"
+        let mut cells = Cells::default();
+        cells.built(
+            "/c.rs",
+            own(&[None, None, None, Some(1), Some(2), None, Some(4)]),
         );
-        assert_eq!(to_built(&map, 5), None, "past the end");
-        assert_eq!(to_cell(&map, 5), Some(2));
-        assert_eq!(
-            to_cell(&map, 6),
-            Some(2),
-            "generated code stands for the line above"
+        let map = cells.map("/c.rs").unwrap();
+        let at = |line| {
+            cells
+                .target("/c.rs", line)
+                .and_then(|t| to_built(map, "/c.rs", t))
+        };
+        assert_eq!(at(1), Some(4));
+        assert_eq!(at(3), Some(7), "a blank line moves to the next code");
+        assert_eq!(at(5), None, "past the end");
+        let line = |built| to_cell(map, built).map(|(_, line)| line);
+        assert_eq!(line(5), Some(2));
+        assert_eq!(line(6), Some(2), "generated code stands for the line above");
+        assert_eq!(line(2), None);
+        assert_eq!(line(99), Some(4));
+    }
+
+    #[test]
+    fn an_earlier_cells_item_is_traced_to_its_cell() {
+        let a: Arc<str> = Arc::from("/a.rs");
+        let b: Arc<str> = Arc::from("/b.rs");
+        let code_a = "let x = 1;\nfn train(n: i64) -> i64 {\n    n * 2\n}\n";
+        let item = format!("fn train(n: i64) -> i64 {{{INTERRUPT_POINT}\n    n * 2\n}}\n");
+        // Cell b's crate: line 1 generated, 2-4 the item of cell a, 5 generated, 6 b's line 1;
+        // an item whose cell is not known (7) stops the fallback of the generated line after it.
+        let map = line_map(
+            &b,
+            &[None, None, None, None, None, Some(1), None, None],
+            &[(2, item.as_str()), (7, "fn gone() {}\n")],
+            &[(Arc::clone(&a), code_a.to_owned())],
         );
-        assert_eq!(to_cell(&map, 2), None);
-        assert_eq!(to_cell(&map, 99), Some(4));
+        assert_eq!(to_cell(&map, 3), Some((Arc::clone(&a), 3)));
+        assert_eq!(to_cell(&map, 5), Some((Arc::clone(&a), 4)));
+        assert_eq!(to_cell(&map, 6), Some((Arc::clone(&b), 1)));
+        assert_eq!(to_cell(&map, 8), None);
+
+        let mut cells = Cells::default();
+        cells.set_breakpoints("/a.rs", vec![json!({"line": 3}), json!({"line": 1})]);
+        cells.built("/b.rs", map);
+        assert_eq!(cells.crates_with("/a.rs"), vec!["/b.rs".to_owned()]);
+        // Cell a was not built for the debugger: its lines go where b holds them, and line 1
+        // (a statement of a, not in b) nowhere.
+        let (arguments, placed) = cells.for_adapter("/b.rs").unwrap();
+        assert_eq!(arguments["breakpoints"], json!([{"line": 3}]));
+        assert_eq!((placed[0].cell.as_str(), placed[0].index), ("/a.rs", 0));
+    }
+
+    #[test]
+    fn a_hit_count_is_the_hit_that_stops() {
+        let at = |hits: &str| for_gdb(&json!({"line": 2, "hitCondition": hits}), 7);
+        assert_eq!(at("4").unwrap(), json!({"line": 7, "hitCondition": "3"}));
+        assert_eq!(at(" 1 ").unwrap()["hitCondition"], "0");
+        for refused in ["0", ">= 4", "% 2", "x"] {
+            assert!(at(refused).unwrap_err().contains("hit count"), "{refused}");
+        }
+        assert_eq!(for_gdb(&json!({"line": 1}), 3).unwrap(), json!({"line": 3}));
     }
 
     #[test]
     fn breakpoints_of_an_unbuilt_cell_wait() {
         let mut cells = Cells::default();
-        cells.set_breakpoints("/c.rs", vec![json!({"line": 2})]);
-        assert!(cells.for_adapter("/c.rs", &[json!({"line": 2})]).is_none());
-        cells.built("/c.rs", vec![None, Some(1), Some(2)]);
-        let (arguments, placed) = cells
-            .for_adapter("/c.rs", &[json!({"line": 2}), json!({"line": 9})])
-            .unwrap();
+        cells.set_breakpoints("/c.rs", vec![json!({"line": 2}), json!({"line": 9})]);
+        assert!(cells.for_adapter("/c.rs").is_none());
+        cells.built("/c.rs", own(&[None, Some(1), Some(2)]));
+        let (arguments, placed) = cells.for_adapter("/c.rs").unwrap();
         assert_eq!(arguments["breakpoints"], json!([{"line": 3}]));
-        assert_eq!(placed[0], Ok(3));
-        assert!(placed[1].as_ref().unwrap_err().contains("line 9"));
+        assert_eq!(placed[0].index, 0);
+        assert_eq!(placed.len(), 1, "line 9 is past the end");
     }
 }

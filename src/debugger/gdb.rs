@@ -44,7 +44,8 @@ pub(crate) fn find() -> Option<PathBuf> {
 }
 
 /// gdb as a debug adapter. SIGINT (the stop button: the prelude's interrupt) and SIGPIPE go
-/// to the evaluation process without stopping it, as they would without the debugger.
+/// to the evaluation process without stopping it, as they would without the debugger; a
+/// SIGSTOP (the kernel's pause) stops it in gdb and goes no further.
 pub(crate) fn command(gdb: &Path) -> Command {
     let mut command = Command::new(gdb);
     command.args(["-q", "-nx", "-i=dap"]);
@@ -53,10 +54,21 @@ pub(crate) fn command(gdb: &Path) -> Command {
             .arg("-iex")
             .arg(format!("handle {signal} nostop noprint pass"));
     }
+    // The kernel's `pause` is a SIGSTOP (`requests::pause`): it stops the cell in gdb and must
+    // not reach the process when the cell continues (it would stop it again, for good).
+    command.arg("-iex").arg("handle SIGSTOP stop print nopass");
     if let Some(printers) = rust_printers() {
         command
             .arg("-iex")
             .arg(format!("source {}", printers.display()));
+    }
+    match own_printers() {
+        Ok(printers) => {
+            command
+                .arg("-iex")
+                .arg(format!("source {}", printers.display()));
+        }
+        Err(error) => tracing::warn!("debugger: tchbook's gdb printers not written: {error}"),
     }
     // Its own process group: a SIGINT meant for the kernel's group must not reach gdb.
     std::os::unix::process::CommandExt::process_group(&mut command, 0);
@@ -73,4 +85,14 @@ fn rust_printers() -> Option<PathBuf> {
     let sysroot = String::from_utf8(output.stdout).ok()?;
     let file = Path::new(sysroot.trim()).join("lib/rustlib/etc/gdb_load_rust_pretty_printers.py");
     file.is_file().then_some(file)
+}
+
+/// tchbook's own printers (`printers.py`: a tensor and a var store as the Variables panel
+/// shows them), written beside the cells' files for gdb to read.
+fn own_printers() -> std::io::Result<PathBuf> {
+    let folder = PathBuf::from(super::cells::prefix());
+    std::fs::create_dir_all(&folder)?;
+    let file = folder.join("tchbook_printers.py");
+    std::fs::write(&file, include_str!("printers.py"))?;
+    Ok(file)
 }

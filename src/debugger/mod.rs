@@ -8,8 +8,9 @@
 //! - before a cell is built, the engine asks for the cell's file ([`Session::cell_source`]):
 //!   the build then carries debug information naming that file;
 //! - once it is built, before its library loads, the engine hands over where the cell's lines
-//!   went ([`Session::cell_built`]), and the cell's breakpoints go to gdb, which places them as
-//!   the library loads;
+//!   went, and the earlier cells' items the crate holds again ([`Session::cell_built`]); the
+//!   breakpoints on those lines go to gdb, which places them as the library loads
+//!   (`breakpoints`);
 //! - gdb's events reach the handler dispatch installed; requests are passed on with lines and
 //!   frames translated between the cell and the built crate (`cells`).
 //!
@@ -18,9 +19,11 @@
 //! running; breakpoints say why they do not stop).
 
 mod adapter;
+mod breakpoints;
 mod cells;
 mod gdb;
 mod requests;
+mod traps;
 
 pub(crate) use cells::{HASH_SEED, dump, prefix};
 pub(crate) use requests::{PASSED_ON, STEPS};
@@ -68,7 +71,11 @@ struct State {
     /// (`requests::FRAME_STRIDE`).
     stops: u64,
     cells: Cells,
+    /// The files the frames of `stackTrace` named: those `source` may read.
+    sources: std::collections::HashSet<String>,
     sink: Option<EventSink>,
+    /// Whether a `pause` was sent and its stop has not come yet (`requests::pause`).
+    pausing: bool,
     /// While a step waits for its own stop (`requests::step`): where stops go instead.
     held: Option<std::sync::mpsc::Sender<Value>>,
 }
@@ -203,40 +210,17 @@ impl Session {
         session: &Arc<Session>,
         code: &str,
         build_dir: &std::path::Path,
-    ) -> impl Fn(&[Option<usize>]) + use<> {
+    ) -> impl Fn(&[Option<usize>], &[(usize, &str)]) + use<> {
         let source = session.cell_source(code);
         tracing::debug!("debugger: the cell builds for {source:?}");
         if let Err(error) = set_debug_source(build_dir, source.as_deref()) {
             tracing::warn!("debugger: {error}");
         }
         let session = Arc::clone(session);
-        move |lines: &[Option<usize>]| {
+        move |lines: &[Option<usize>], earlier: &[(usize, &str)]| {
             if let Some(source) = &source {
-                session.cell_built(source, lines);
+                session.cell_built(source, lines, earlier);
             }
-        }
-    }
-
-    /// A cell built for the debugger is about to load: its breakpoints go to gdb, which places
-    /// them as its library loads.
-    pub fn cell_built(&self, source: &std::path::Path, lines: &[Option<usize>]) {
-        let path = source.to_string_lossy().into_owned();
-        let (adapter, arguments) = {
-            let mut state = self.state.lock().unwrap();
-            state.cells.built(&path, lines.to_vec());
-            let breakpoints = state
-                .cells
-                .breakpoints()
-                .find(|(p, _)| **p == path)
-                .map(|(_, b)| b.clone());
-            let arguments = breakpoints.and_then(|b| state.cells.for_adapter(&path, &b));
-            (state.adapter.clone(), arguments)
-        };
-        tracing::debug!("debugger: {path} built; breakpoints {arguments:?}");
-        if let (Some(adapter), Some((arguments, _))) = (adapter, arguments)
-            && let Err(error) = adapter.request("setBreakpoints", arguments, PATIENCE)
-        {
-            tracing::warn!("debugger: breakpoints of {path}: {error}");
         }
     }
 
@@ -249,17 +233,27 @@ impl Session {
                 // gdb ended: the session is as if it had never attached.
                 let mut state = state.lock().unwrap();
                 state.adapter = None;
-                state.attached = None;
+                let attached = state.attached.take();
                 state.stopped = None;
                 let sink = state.sink.clone();
                 drop(state);
+                let taken_out = attached.map(traps::take_out);
+                let said = match taken_out {
+                    Some(Ok(n)) if n > 0 => format!(
+                        "gdb ended; the {n} breakpoint(s) it had placed in the running cell were taken out, and the cell runs on. Breakpoints stop nothing until the debugger is switched on again."
+                    ),
+                    Some(Err(error)) => format!(
+                        "gdb ended, and its breakpoints could not be taken out of the evaluation process ({error}): reaching one ends it. Restart the kernel, or switch the debugger on again."
+                    ),
+                    _ => "gdb ended; breakpoints stop nothing until the debugger is switched on again.".into(),
+                };
+                tracing::warn!("debugger: {said}");
                 if let Some(sink) = sink {
-                    sink(output_event(
-                        "gdb ended; breakpoints stop nothing until the debugger is switched on again.",
-                    ));
+                    sink(output_event(&said));
                 }
                 return;
             };
+            let mut event = event;
             let mut state = state.lock().unwrap();
             match event["event"].as_str().unwrap_or_default() {
                 "stopped" if event["body"]["reason"] == "attach" => {
@@ -270,6 +264,9 @@ impl Session {
                     return;
                 }
                 "stopped" => {
+                    if std::mem::take(&mut state.pausing) && event["body"]["reason"] == "signal" {
+                        event["body"]["reason"] = json!("pause");
+                    }
                     state.stopped = event["body"]["threadId"].as_i64();
                     state.stops += 1;
                     if let Some(held) = &state.held {

@@ -31,72 +31,26 @@ const MOST_STEPS: usize = 8;
 const STEP_PATIENCE: Duration = Duration::from_secs(5);
 
 impl Session {
-    /// `setBreakpoints`: kept for the cell's file; passed on once the cell was built for the
-    /// debugger. The reply lists each breakpoint at its cell line, verified by gdb or saying
-    /// why it does not stop yet.
-    pub fn set_breakpoints(&self, arguments: &Value) -> Value {
-        let path = arguments["source"]["path"].as_str().unwrap_or_default();
-        let wanted: Vec<Value> = arguments["breakpoints"]
-            .as_array()
-            .cloned()
-            .unwrap_or_default();
-        let (adapter, translated, missing, built) = {
-            let mut state = self.state.lock().unwrap();
-            state.cells.set_breakpoints(path, wanted.clone());
-            let translated = state.cells.for_adapter(path, &wanted);
-            let built = state.cells.map(path).is_some();
-            (
-                state.adapter.clone(),
-                translated,
-                state.missing.clone(),
-                built,
-            )
-        };
-        let pending = |line: &Value, message: &str| json!({"verified": false, "line": line, "message": message});
-        let waiting = match (&adapter, &missing) {
-            (None, Some(missing)) => missing.clone(),
-            (None, None) => "the debugger is not attached to the evaluation process; switch it on".into(),
-            _ if !built => "this cell has not run since the debugger was switched on (or was edited since): it stops here when it runs".into(),
-            _ => String::new(),
-        };
-        let (Some(adapter), Some((arguments, placed))) = (adapter, translated) else {
-            let listed: Vec<Value> = wanted
-                .iter()
-                .map(|b| pending(&b["line"], &waiting))
-                .collect();
-            return json!({"breakpoints": listed});
-        };
-        let answered = adapter.request("setBreakpoints", arguments, PATIENCE);
-        let mut from_gdb = match &answered {
-            Ok(body) => body["breakpoints"].as_array().cloned().unwrap_or_default(),
-            Err(_) => Vec::new(),
-        }
-        .into_iter();
-        let listed: Vec<Value> = wanted
-            .iter()
-            .zip(placed)
-            .map(|(wanted, placed)| match (placed, &answered) {
-                (Err(why), _) => pending(&wanted["line"], &why),
-                (Ok(_), Err(error)) => pending(&wanted["line"], error),
-                (Ok(_), Ok(_)) => {
-                    let mut breakpoint = from_gdb.next().unwrap_or_else(|| json!({}));
-                    // At the line the user set (gdb's is the crate's).
-                    breakpoint["line"] = wanted["line"].clone();
-                    breakpoint["source"] = json!({"path": path});
-                    breakpoint
-                }
-            })
-            .collect();
-        json!({"breakpoints": listed})
-    }
-
-    /// `stackTrace` from gdb, with each frame in a cell at the cell's line, named by its cell.
+    /// `stackTrace` from gdb, with each frame in a cell at the cell's line, named by its cell;
+    /// the frames below the outermost cell frame (the evaluation process's loop, `main`, the
+    /// C library) left out.
     pub fn stack_trace(&self, arguments: &Value) -> Result<Value, String> {
         let mut body = self.pass_on("stackTrace", arguments)?;
-        let state = self.state.lock().unwrap();
+        let mut state = self.state.lock().unwrap();
         if let Some(frames) = body["stackFrames"].as_array_mut() {
+            let outermost = frames
+                .iter()
+                .rposition(|frame| in_cell(&state.cells, frame));
+            if let Some(outermost) = outermost {
+                frames.truncate(outermost + 1);
+                body["totalFrames"] = json!(outermost + 1);
+            }
+            let frames = body["stackFrames"].as_array_mut().expect("an array");
             for frame in frames {
                 translate_frame(&state.cells, frame);
+                if let Some(path) = frame["source"]["path"].as_str() {
+                    state.sources.insert(path.to_owned());
+                }
                 // gdb numbers the frames of every stop from 0; JupyterLab keeps its selected
                 // frame (and the line it shows) while a frame with the same file and id comes
                 // back, so the ids it is given are new at each stop.
@@ -198,6 +152,9 @@ impl Session {
 
     /// A request gdb answers itself; an error while no gdb is attached.
     pub fn pass_on(&self, command: &str, arguments: &Value) -> Result<Value, String> {
+        if command == "pause" {
+            return self.pause(arguments);
+        }
         let arguments = &self.with_gdb_frame(command, arguments)?;
         let (adapter, missing) = {
             let state = self.state.lock().unwrap();
@@ -226,6 +183,59 @@ impl Session {
         answer
     }
 
+    /// `source`: the text of a file a frame of this session named (a cell's, the prelude's,
+    /// the standard library's), which JupyterLab shows for a frame outside the notebook.
+    pub fn source(&self, arguments: &Value) -> Result<Value, String> {
+        let path = arguments["source"]["path"]
+            .as_str()
+            .or_else(|| arguments["path"].as_str())
+            .unwrap_or_default();
+        if !self.state.lock().unwrap().sources.contains(path) {
+            return Err(format!(
+                "`source`: no frame of this debugger names the file {path:?}; only a frame's source can be shown"
+            ));
+        }
+        let content = std::fs::read_to_string(path)
+            .map_err(|error| format!("`source`: {path} could not be read: {error}"))?;
+        Ok(json!({"content": content, "mimeType": "text/x-rustsrc"}))
+    }
+
+    /// `pause` of a running cell. gdb's own pause (`interrupt`) sends SIGINT to the evaluation
+    /// process's group, which gdb here passes on without stopping, since SIGINT is the stop
+    /// button's (`gdb::command`): the cell would end with `KeyboardInterrupt` instead of
+    /// pausing. The kernel sends the main thread, which runs the cells, a SIGSTOP instead:
+    /// gdb stops the process on it (and keeps it from the process), and its `stopped` event
+    /// (reason `signal`) goes to JupyterLab as the pause's.
+    fn pause(&self, arguments: &Value) -> Result<Value, String> {
+        self.known_thread("pause", arguments)?;
+        let pid = {
+            let mut state = self.state.lock().unwrap();
+            match (&state.adapter, state.attached) {
+                (Some(_), Some(pid)) if state.stopped.is_none() => {
+                    state.pausing = true;
+                    pid
+                }
+                (Some(_), Some(_)) => return Err("`pause`: the cell is stopped already".into()),
+                _ => {
+                    return Err(
+                        "`pause` needs the debugger attached: switch it on and run a cell".into(),
+                    );
+                }
+            }
+        };
+        let pid = libc::pid_t::try_from(pid).map_err(|_| format!("`pause`: no process {pid}"))?;
+        // SAFETY: tgkill takes plain integers; the main thread's id is the process's.
+        let sent = unsafe { libc::syscall(libc::SYS_tgkill, pid, pid, libc::SIGSTOP) };
+        if sent != 0 {
+            self.state.lock().unwrap().pausing = false;
+            return Err(format!(
+                "`pause`: the evaluation process {pid} could not be signalled: {}",
+                std::io::Error::last_os_error()
+            ));
+        }
+        Ok(json!({}))
+    }
+
     /// Lets a stopped cell run on, for the stop button: gdb detaches (taking its breakpoints
     /// out of the process, so none stops the cell again before its interrupt check) and ends;
     /// the next cell attaches a new one while the debugger is on. Returns whether a cell was
@@ -246,20 +256,39 @@ impl Session {
     }
 }
 
-/// A frame in a built cell: at the cell's line, its source the cell's file (which JupyterLab
-/// matches to the cell by name), named `cell` where it is the cell's own code.
+/// Whether a frame is in a line of a cell built for the debugger (not in the function evcxr
+/// wraps the cell in, whose lines above the cell's first are its own).
+fn in_cell(cells: &Cells, frame: &Value) -> bool {
+    let line = frame["line"].as_u64().unwrap_or(0) as usize;
+    frame["source"]["path"]
+        .as_str()
+        .and_then(|path| cells.map(path))
+        .is_some_and(|map| to_cell(map, line).is_some())
+}
+
+/// A frame in a built crate: at its cell's line, its source that cell's file (which JupyterLab
+/// matches to the cell by name; an item an earlier cell defined is in that cell), named `cell`
+/// where it is the cell's own code. A frame gdb has no source for (a library built without
+/// debug information) is given a source named by its library: JupyterLab's call stack reads
+/// every frame's `source`, and one without stops the whole list from rendering.
 fn translate_frame(cells: &Cells, frame: &mut Value) {
     let Some(path) = frame["source"]["path"].as_str().map(str::to_owned) else {
+        let library = frame["moduleId"]
+            .as_str()
+            .and_then(|module| module.rsplit('/').next())
+            .unwrap_or("no source")
+            .to_owned();
+        frame["source"] = json!({"name": library, "presentationHint": "deemphasize"});
         return;
     };
     let Some(map) = cells.map(&path) else {
         return;
     };
     let built = frame["line"].as_u64().unwrap_or(0) as usize;
-    if let Some(line) = to_cell(map, built) {
+    if let Some((cell, line)) = to_cell(map, built) {
         frame["line"] = json!(line);
+        frame["source"] = json!({"path": &*cell, "name": cell.rsplit('/').next()});
     }
-    frame["source"] = json!({"path": path, "name": path.rsplit('/').next()});
     if frame["name"]
         .as_str()
         .is_some_and(|name| name.contains("run_user_code_"))
@@ -270,12 +299,15 @@ fn translate_frame(cells: &Cells, frame: &mut Value) {
 
 /// gdb's event made JupyterLab's: a breakpoint event at its cell line.
 pub fn translate_event(cells: &Cells, mut event: Value) -> Value {
-    let breakpoint = &mut event["body"]["breakpoint"];
+    let Some(breakpoint) = event["body"].get_mut("breakpoint") else {
+        return event;
+    };
     if let Some(path) = breakpoint["source"]["path"].as_str().map(str::to_owned)
         && let Some(map) = cells.map(&path)
-        && let Some(line) = to_cell(map, breakpoint["line"].as_u64().unwrap_or(0) as usize)
+        && let Some((cell, line)) = to_cell(map, breakpoint["line"].as_u64().unwrap_or(0) as usize)
     {
         breakpoint["line"] = json!(line);
+        breakpoint["source"] = json!({"path": &*cell});
     }
     event
 }

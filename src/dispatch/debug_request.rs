@@ -6,8 +6,9 @@
 //! starts gdb and attaches it to the evaluation process (`crate::debugger`), `dumpCell` writes
 //! the cell's file, `setBreakpoints` places breakpoints on the cell's lines, and while a cell
 //! is stopped `stackTrace`, `scopes`, `variables`, `next`, `stepIn`, `stepOut`, `continue`,
-//! `pause` and `evaluate` go to gdb. gdb's events go out on iopub as `debug_event`. Anything
-//! gdb or the kernel cannot do gets an error response naming the command and why.
+//! `pause` and `evaluate` go to gdb, and `source` reads a file a frame named. gdb's events go
+//! out on iopub as `debug_event`. Anything gdb or the kernel cannot do gets an error response
+//! naming the command and why.
 //!
 //! With the debugger on, JupyterLab sends `inspectVariables` after every iopub message of a
 //! running cell. The evaluation process answers only between cells (while a cell runs its
@@ -107,7 +108,6 @@ async fn panel_request(
                 None => (false, json!({"data": {}, "metadata": {}})),
             }
         }
-        "source" => (false, json!({"error": "source unavailable"})),
         "stackTrace" if !stopped => (true, json!({"stackFrames": [], "totalFrames": 0})),
         "modules" => (true, json!({"modules": [], "totalModules": 0})),
         _ => return None,
@@ -143,6 +143,7 @@ async fn session_request(
             .map_err(|error| format!("the cell's file could not be written: {error}")),
         "setBreakpoints" => Ok(blocking(move || session.set_breakpoints(&arguments)).await),
         "stackTrace" if stopped => blocking(move || session.stack_trace(&arguments)).await,
+        "source" => session.source(&arguments),
         step if debugger::STEPS.contains(&step) => {
             blocking(move || session.step(&command, &arguments)).await
         }

@@ -1,7 +1,8 @@
 """Breakpoints in JupyterLab's debugger, as a person uses them: the bug icon switches the debugger
 on, a click in the gutter of a training loop's cell sets a breakpoint, running the cell stops on
 that line with the loss among the Variables panel's locals, "Next" steps one line, "Continue"
-goes on, and the cell finishes once the breakpoint is cleared.
+goes on, and the cell finishes once the breakpoint is cleared. The call stack and breakpoint
+panels list the cell's frame and breakpoint by cell and line.
 
 Needs gdb with its Debug Adapter Protocol where the kernel finds it (scripts/requirements.txt pins
 gdb-for-pwndbg into the venv). Screenshot: `debugger-stopped.png` ($TCHBOOK_SCREENSHOTS), which
@@ -54,6 +55,21 @@ def stopped_line(nb: Notebook, index: int) -> str:
     return line.text_content()
 
 
+def callstack(page) -> list[tuple[str, str]]:
+    """The call stack panel's frames as they read: (function, where)."""
+    frames = page.locator(".jp-DebuggerCallstackFrame")
+    return [(frame.locator(".jp-DebuggerCallstackFrame-name").text_content(),
+             frame.locator(".jp-DebuggerCallstackFrame-location").text_content())
+            for frame in frames.all()]
+
+
+def breakpoint_list(page) -> list[tuple[str, str]]:
+    """The breakpoint panel's entries as they read: (where, line)."""
+    return [(entry.locator(".jp-DebuggerBreakpoint-source").text_content(),
+             entry.locator(".jp-DebuggerBreakpoint-line").text_content())
+            for entry in page.locator(".jp-DebuggerBreakpoint").all()]
+
+
 def test_a_breakpoint_in_a_training_loop_stops_steps_and_continues(notebook, screenshots):
     nb: Notebook = notebook("let ready = true;", TRAINING)
     # The bug button, once the kernel has started (before, JupyterLab may ignore the click).
@@ -65,12 +81,28 @@ def test_a_breakpoint_in_a_training_loop_stops_steps_and_continues(notebook, scr
     # The gutter's first element is a hidden spacer holding an icon too.
     nb.cell(1).locator(".cm-breakpoint-gutter .cm-breakpoint-icon >> visible=true").first.wait_for(timeout=30_000)
 
+    # Listed before the cell runs, by cell (JupyterLab's name for a cell not run yet) and line.
+    page.locator(".jp-DebuggerBreakpoint").first.wait_for(timeout=30_000)
+    assert breakpoint_list(page) == [("Cell [ ]", str(BODY_LINE))]
+
     nb.start_cell(1)
     assert "let loss" in stopped_line(nb, 1)
+    # The call stack: the cell's frame on top, named by its cell (running: "[*]") and line;
+    # the prelude's frames below it, none of the evaluation process's machinery.
+    page.locator(".jp-DebuggerCallstackFrame").first.wait_for(timeout=60_000)
+    frames = callstack(page)
+    assert frames[0] == ("cell", f"Cell [*]:{BODY_LINE}"), frames
+    assert frames[-1][1].startswith("Cell [*]:"), frames
+    assert not any("load_and_run" in name or name == "main" for name, _ in frames), frames
+    # (JupyterLab names the cell when the list is drawn, not again when the cell starts.)
+    [(cell, line)] = breakpoint_list(page)
+    assert re.fullmatch(r"Cell \[[ *]\]", cell) and line == str(BODY_LINE), (cell, line)
     epoch = variable_row(page, "epoch")
     epoch.wait_for(timeout=60_000)
     assert epoch.locator(".jp-DebuggerVariables-detail").first.text_content().strip() == "0"
-    assert variable_row(page, "xs").count() == 1
+    # A tensor reads as the Variables panel shows it between cells (the prelude's line).
+    xs = variable_row(page, "xs").locator(".jp-DebuggerVariables-detail").first
+    assert xs.text_content().strip() == "Tensor[64, 10] f32 cpu 2.5 KiB", xs.text_content()
 
     # Next: the loss is computed (a local now), and the highlight moves to the following line.
     page.get_by_title(re.compile(r"^Next")).first.click()
@@ -79,6 +111,9 @@ def test_a_breakpoint_in_a_training_loop_stops_steps_and_continues(notebook, scr
         timeout=60_000)
     loss = variable_row(page, "loss")
     loss.wait_for(timeout=60_000)
+    page.wait_for_function(
+        """() => document.querySelector('.jp-DebuggerCallstackFrame-location')?.textContent
+               === 'Cell [*]:%d'""" % (BODY_LINE + 1), timeout=60_000)
     page.screenshot(path=str(screenshots / "debugger-stopped.png"))
 
     # Continue: round the loop, stopped on the same line in the next epoch.

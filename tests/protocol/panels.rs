@@ -226,9 +226,12 @@ async fn breakpoints_without_a_debugger_attached_are_unverified_saying_why() {
         SOON,
     )
     .await;
-    assert_eq!(
-        (source["success"].clone(), source["message"].clone()),
-        (json!(false), json!("source unavailable"))
+    // Only a file a stopped frame named is read back; with no frame, none is.
+    assert_eq!(source["success"], false);
+    let message = source["message"].as_str().unwrap();
+    assert!(
+        message.contains("`source`") && message.contains("frame"),
+        "{message}"
     );
 }
 

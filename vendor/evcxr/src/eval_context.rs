@@ -359,9 +359,11 @@ pub struct EvalCallbacks<'a> {
     pub input_reader: &'a dyn Fn(InputRequest) -> String,
     /// tchbook patch: called once a cell's library is built, before it is loaded, with the
     /// line of the user's code each line of the built crate's `src/lib.rs` came from (index 0
-    /// is line 1; `None` for generated code): what a debugger needs to set a breakpoint on a
-    /// line of the cell before the cell runs.
-    pub before_load: &'a dyn Fn(&[Option<usize>]),
+    /// is line 1; `None` for generated code and for earlier code), and the earlier user code
+    /// the crate holds again, as the line each piece starts on and its code: what a debugger
+    /// needs to set a breakpoint on a line of the cell, or of an item an earlier cell defined,
+    /// before the cell runs.
+    pub before_load: &'a dyn Fn(&[Option<usize>], &[(usize, &str)]),
 }
 
 fn default_input_reader(_: InputRequest) -> String {
@@ -373,7 +375,7 @@ impl Default for EvalCallbacks<'_> {
         EvalCallbacks {
             input_reader: &default_input_reader,
             // tchbook patch: no debugger to tell.
-            before_load: &|_| {},
+            before_load: &|_, _| {},
         }
     }
 }
@@ -885,7 +887,7 @@ impl EvalContext {
         }
         phases.phase_complete("Final compile");
         // tchbook patch: the built code's user lines, before its library loads.
-        (callbacks.before_load)(&code.user_lines());
+        (callbacks.before_load)(&code.user_lines(), &code.earlier_user_code());
 
         let output = self.run_and_capture_output(state, &so_file, callbacks)?;
         Ok(ExecutionArtifacts { output })
