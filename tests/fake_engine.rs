@@ -274,6 +274,12 @@ impl Interrupts for FakeInterrupter {
         self.flags.running.load(Ordering::SeqCst) && self.flags.interrupted.load(Ordering::SeqCst)
     }
 
+    fn interrupt_again(&self) {
+        if self.was_interrupted() {
+            self.flags.interrupts.fetch_add(1, Ordering::SeqCst);
+        }
+    }
+
     fn kill(&self) {
         self.flags.kills.fetch_add(1, Ordering::SeqCst);
     }

@@ -380,7 +380,8 @@ fn the_variable_store_keeps_values_and_their_type_names_and_refuses_another_type
     // its caller); the right type reads it back.
     assert!(!held.check_variable::<u32>("steps"));
     assert!(held.check_variable::<usize>("steps"));
-    assert!(held.check_variable::<i8>("never stored"));
+    // One the store does not hold (a stopped cell kept it) is lost too, never a panic later.
+    assert!(!held.check_variable::<i8>("never stored"));
 
     extern "C" fn visit(
         seen: *mut std::ffi::c_void,

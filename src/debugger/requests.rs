@@ -203,7 +203,7 @@ impl Session {
     /// `pause` of a running cell. gdb's own pause (`interrupt`) sends SIGINT to the evaluation
     /// process's group, which gdb here passes on without stopping, since SIGINT is the stop
     /// button's (`gdb::command`): the cell would end with `KeyboardInterrupt` instead of
-    /// pausing. The kernel sends the main thread, which runs the cells, a SIGSTOP instead:
+    /// pausing. The kernel sends the thread that runs the cells a SIGSTOP instead:
     /// gdb stops the process on it (and keeps it from the process), and its `stopped` event
     /// (reason `signal`) goes to JupyterLab as the pause's.
     fn pause(&self, arguments: &Value) -> Result<Value, String> {
@@ -224,8 +224,9 @@ impl Session {
             }
         };
         let pid = libc::pid_t::try_from(pid).map_err(|_| format!("`pause`: no process {pid}"))?;
-        // SAFETY: tgkill takes plain integers; the main thread's id is the process's.
-        let sent = unsafe { libc::syscall(libc::SYS_tgkill, pid, pid, libc::SIGSTOP) };
+        let thread = cells_thread(pid);
+        // SAFETY: tgkill takes plain integers: the process and one of its threads.
+        let sent = unsafe { libc::syscall(libc::SYS_tgkill, pid, thread, libc::SIGSTOP) };
         if sent != 0 {
             self.state.lock().unwrap().pausing = false;
             return Err(format!(
@@ -310,4 +311,21 @@ pub fn translate_event(cells: &Cells, mut event: Value) -> Value {
         breakpoint["source"] = json!({"path": &*cell});
     }
     event
+}
+
+/// The evaluation process's thread that runs cells: the newest named `tchbook-cells`
+/// (`src/evaluation/cells.rs`; one left in a stopped wait is renamed), else the main thread.
+fn cells_thread(pid: libc::pid_t) -> libc::pid_t {
+    let tasks = std::fs::read_dir(format!("/proc/{pid}/task"))
+        .into_iter()
+        .flatten();
+    tasks
+        .flatten()
+        .filter_map(|task| task.file_name().to_str()?.parse::<libc::pid_t>().ok())
+        .filter(|tid| {
+            std::fs::read_to_string(format!("/proc/{pid}/task/{tid}/comm"))
+                .is_ok_and(|name| name.trim() == crate::evaluation::CELLS_THREAD_NAME)
+        })
+        .max()
+        .unwrap_or(pid)
 }

@@ -14,9 +14,14 @@ pub(super) fn interrupt_request(shared: &Shared, interrupter: &impl Interrupts) 
     // the process runs again) first, then gdb lets the process go (off the control loop: it
     // may take a moment); the SIGINT waits in the kernel meanwhile, and the cell ends at its
     // next check, as any running cell. Sent after the release, the signal could come after
-    // a short cell had ended by itself.
+    // a short cell had ended by itself. gdb, detaching, may drop the signal it holds: once it
+    // has let go, the cell that still runs is sent it again.
     interrupt(interrupter);
-    tokio::task::spawn_blocking(move || session.release());
+    let again = interrupter.clone();
+    tokio::task::spawn_blocking(move || {
+        session.release();
+        again.interrupt_again();
+    });
 }
 
 fn interrupt(interrupter: &impl Interrupts) {

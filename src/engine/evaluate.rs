@@ -122,8 +122,8 @@ impl State {
         // With the debugger on: the build's debug information, the cell's breakpoints.
         let prepared = Session::prepare_build(&self.debugger, code, &self.build_dir);
         let loading = self.interrupter.clone();
-        let before_load = move |lines: &[Option<usize>]| {
-            prepared(lines);
+        let before_load = move |lines: &[Option<usize>], earlier: &[(usize, &str)]| {
+            prepared(lines, earlier);
             loading.loading();
         };
         // evcxr does not export its `InputRequest` type; the closure's parameter type comes

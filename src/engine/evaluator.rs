@@ -65,6 +65,10 @@ pub trait Interrupts: Clone + Send + Sync + 'static {
     /// Whether the running cell has been interrupted (a cell waiting for input stops waiting).
     fn was_interrupted(&self) -> bool;
 
+    /// Sends the interrupt again to the cell it was sent for, if that cell still runs: a
+    /// debugger that detached from a stopped cell may have dropped the signal.
+    fn interrupt_again(&self);
+
     /// Ends the evaluation process and every process a cell started (kernel shutdown).
     fn kill(&self);
 }

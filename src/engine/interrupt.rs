@@ -209,6 +209,13 @@ impl Interrupts for Interrupter {
         Interrupter::interrupt(self)
     }
 
+    fn interrupt_again(&self) {
+        let loaded = self.inner.stage.lock().is_ok_and(|stage| stage.loaded);
+        if self.was_interrupted() && loaded {
+            self.signal_unreaped(libc::SIGINT, Target::Process);
+        }
+    }
+
     fn was_interrupted(&self) -> bool {
         Interrupter::was_interrupted(self)
     }

@@ -15,6 +15,12 @@ use std::cell::RefCell;
 use std::ffi::c_void;
 use std::sync::mpsc::{Receiver, Sender, channel};
 
+/// The name of the thread that runs cells (the debugger's pause stops it); one left in a stopped
+/// wait is renamed [`HELD_THREAD_NAME`].
+pub(crate) const CELLS_THREAD_NAME: &str = "tchbook-cells";
+/// The name of a cells' thread left in a stopped wait.
+const HELD_THREAD_NAME: &std::ffi::CStr = c"tchbook-held";
+
 /// The cell function evcxr generates: the variable store in, the store out.
 pub(super) type CellFunction = extern "C" fn(*mut c_void) -> *mut c_void;
 
@@ -55,7 +61,7 @@ impl CellsThread {
         let (jobs, job_queue) = channel::<Job>();
         let (reply, replies) = channel::<Reply>();
         std::thread::Builder::new()
-            .name("tchbook-cells".to_owned())
+            .name(CELLS_THREAD_NAME.to_owned())
             .stack_size(stack_size())
             .spawn(move || {
                 HELD.with(|held| *held.borrow_mut() = Some(reply.clone()));
@@ -109,9 +115,10 @@ fn stack_size() -> usize {
 /// tells the loop, and returns whether it was told (on any other thread, nothing happens and
 /// the wait goes on). The caller then never returns to the cell.
 pub(super) fn say_held() -> bool {
-    HELD.with(|held| {
-        held.borrow_mut()
-            .take()
-            .is_some_and(|reply| reply.send(Reply(Outcome::Held)).is_ok())
-    })
+    let Some(reply) = HELD.with(|held| held.borrow_mut().take()) else {
+        return false;
+    };
+    // SAFETY: PR_SET_NAME with a NUL-terminated name of at most 16 bytes names this thread.
+    unsafe { libc::prctl(libc::PR_SET_NAME, HELD_THREAD_NAME.as_ptr()) };
+    reply.send(Reply(Outcome::Held)).is_ok()
 }

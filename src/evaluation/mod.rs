@@ -25,6 +25,7 @@
 //! - `cells`: the thread cells run on, and a new one after a cell was left in such a wait.
 
 mod cells;
+pub(crate) use cells::CELLS_THREAD_NAME;
 mod commands;
 mod futex;
 mod guards;

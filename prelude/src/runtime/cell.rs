@@ -17,7 +17,7 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 /// assert!(run_cell(Box::new(|| panic!("a failing cell"))));
 /// ```
 pub fn run_cell(cell: Box<dyn FnOnce() + '_>) -> bool {
-    super::adopt_this_thread();
+    super::signals::adopt_this_thread();
     // Unwind safety is the cell's variables' business: evcxr puts back or reports what a panic
     // left behind, as it does around its own `catch_unwind`.
     let panicked = catch_unwind(AssertUnwindSafe(cell)).is_err();

@@ -69,7 +69,7 @@ pub fn attach() {
     state
         .cell_thread
         .store(unsafe { libc::gettid() }, Ordering::SeqCst);
-    tchbook_wire::install_panic_hook_for(emit, on_cells_thread);
+    tchbook_wire::install_panic_hook_for(emit, signals::on_cells_thread);
     signals::install_sigint_handler();
     signals::install_sigterm_handler();
     signals::make_waits_interruptible();
@@ -78,28 +78,5 @@ pub fn attach() {
     crate::backend::load_cuda();
     if std::env::var_os(env::NO_PUMP).is_none() {
         pump::start_pump();
-    }
-}
-
-/// Whether this is the thread cells run on (any thread before [`attach`]).
-fn on_cells_thread() -> bool {
-    let cells = shared().cell_thread.load(Ordering::SeqCst);
-    // SAFETY: gettid(2) cannot fail.
-    cells == 0 || cells == unsafe { libc::gettid() }
-}
-
-/// Makes the calling thread the one cells run on, when it is not yet: the kernel's evaluation
-/// process moves to a new thread when the user interrupted a cell in a wait that cannot be cut
-/// short (a channel's `recv`, a lock), leaving the old thread in it. The interrupt checks, the
-/// panic report and the waits the interrupt ends follow. Nothing before [`attach`].
-pub(crate) fn adopt_this_thread() {
-    let state = shared();
-    if !state.attached.load(Ordering::SeqCst) {
-        return;
-    }
-    // SAFETY: gettid(2) cannot fail.
-    let this = unsafe { libc::gettid() };
-    if state.cell_thread.swap(this, Ordering::SeqCst) != this {
-        signals::make_waits_interruptible();
     }
 }

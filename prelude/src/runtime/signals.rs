@@ -113,3 +113,26 @@ pub(super) fn make_waits_interruptible() {
     CELL_THREAD.store(slot, Ordering::SeqCst);
     WAKE.store(register(pending), Ordering::SeqCst);
 }
+
+/// Whether this is the thread cells run on (any thread before [`super::attach`]).
+pub(super) fn on_cells_thread() -> bool {
+    let cells = shared().cell_thread.load(Ordering::SeqCst);
+    // SAFETY: gettid(2) cannot fail.
+    cells == 0 || cells == unsafe { libc::gettid() }
+}
+
+/// Makes the calling thread the one cells run on, when it is not yet: the kernel's evaluation
+/// process moves to a new thread when the user interrupted a cell in a wait that cannot be cut
+/// short (a channel's `recv`, a lock), leaving the old thread in it. The interrupt checks, the
+/// panic report and the waits the interrupt ends follow. Nothing before [`super::attach`].
+pub(super) fn adopt_this_thread() {
+    let state = shared();
+    if !state.attached.load(Ordering::SeqCst) {
+        return;
+    }
+    // SAFETY: gettid(2) cannot fail.
+    let this = unsafe { libc::gettid() };
+    if state.cell_thread.swap(this, Ordering::SeqCst) != this {
+        make_waits_interruptible();
+    }
+}
