@@ -625,3 +625,40 @@ async fn a_stopped_cell_is_not_killed_while_the_kernel_is_still_busy_after_it() 
     assert!(said.contains("rx"), "{said}");
     assert!(!said.contains("EvaluationProcessDied"), "{said}");
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_stop_button_during_a_build_longer_than_the_grace_period_keeps_the_variables() {
+    // A crate of the notebook's own whose build script takes 4 s: the cell that adds it builds
+    // for longer than the 1 s grace period, with nothing running in the evaluation process.
+    let dir = tempfile::tempdir().unwrap();
+    let slow = dir.path().join("slow");
+    std::fs::create_dir_all(slow.join("src")).unwrap();
+    std::fs::write(
+        slow.join("Cargo.toml"),
+        "[package]\nname = \"slow\"\nversion = \"0.1.0\"\nedition = \"2021\"\n",
+    )
+    .unwrap();
+    std::fs::write(
+        slow.join("build.rs"),
+        "fn main() { std::thread::sleep(std::time::Duration::from_secs(4)); }\n",
+    )
+    .unwrap();
+    std::fs::write(slow.join("src/lib.rs"), "pub fn seven() -> u8 { 7 }\n").unwrap();
+    let mut kernel = Kernel::start_with_env(&[(tchbook_wire::env::INTERRUPT_GRACE, "1")]).await;
+    kernel.run_ok("let kept = 5;").await;
+    let code = format!(
+        ":dep slow = {{ path = {:?} }}\nlet first = slow::seven();\nprintln!(\"ran on\");",
+        slow.display().to_string()
+    );
+    let sent = kernel.send_shell(ExecuteRequest::new(code)).await;
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    let (error, _, printed) = interrupt_and_read(&mut kernel, &sent).await;
+    // The interrupt reached the cell when it was built, at its first check; nothing was killed.
+    assert_eq!(error.ename, "KeyboardInterrupt", "{error:?}");
+    assert!(!printed.contains("ran on"), "{printed}");
+    assert_eq!(kernel.run_ok("kept").await.result().as_deref(), Some("5"));
+    assert_eq!(
+        kernel.run_ok("slow::seven()").await.result().as_deref(),
+        Some("7")
+    );
+}
