@@ -38,6 +38,10 @@ type Syscall =
     unsafe extern "C" fn(c_long, c_long, c_long, c_long, c_long, c_long, c_long) -> c_long;
 type PthreadJoin = unsafe extern "C" fn(libc::pthread_t, *mut *mut c_void) -> c_int;
 
+/// glibc's `syscall`, once looked up ([`next`]); [`keep`] looks it up at the process's start, so
+/// that a call from a signal handler (the prelude's `tgkill`) never runs `dlsym`.
+static GLIBC_SYSCALL: AtomicUsize = AtomicUsize::new(0);
+
 /// glibc's definition of `name`, the one after this binary's. No lock (a `OnceLock` would wait
 /// on a futex, through `syscall`, while it is looked up): looking up twice finds the same.
 fn next<T: Copy>(cache: &AtomicUsize, name: &std::ffi::CStr) -> T {
@@ -72,8 +76,7 @@ pub unsafe extern "C" fn syscall(
     a5: c_long,
     a6: c_long,
 ) -> c_long {
-    static GLIBC: AtomicUsize = AtomicUsize::new(0);
-    let glibc: Syscall = next(&GLIBC, c"syscall");
+    let glibc: Syscall = next(&GLIBC_SYSCALL, c"syscall");
     let wait = number == libc::SYS_futex && is_wait(a2 as c_int) && on_cells_thread();
     if !wait {
         // SAFETY: the caller's arguments, as it gave them.
@@ -237,8 +240,10 @@ pub unsafe extern "C" fn pthread_join(thread: libc::pthread_t, result: *mut *mut
     }
 }
 
-/// Keeps the definitions above in the kernel's binary (as `waits::keep`).
+/// Keeps the definitions above in the kernel's binary (as `waits::keep`), and looks up glibc's
+/// `syscall` now.
 pub(super) fn keep() {
+    let _: Syscall = next(&GLIBC_SYSCALL, c"syscall");
     std::hint::black_box([
         syscall as *const () as usize,
         pthread_join as *const () as usize,
