@@ -12,7 +12,6 @@ import argparse
 import json
 import statistics
 import sys
-import tempfile
 import time
 from pathlib import Path
 
@@ -78,10 +77,7 @@ def main():
     p.add_argument("--timeout", type=float, default=120)
     args = p.parse_args()
     results = {"reps": args.reps, "started": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "cells": {}}
-    with tempfile.TemporaryDirectory(prefix="tchbook-bench-") as tmpname:
-        tmp = Path(tmpname)
-        runtime = tmp / "runtime"
-        runtime.mkdir()
+    with kb.bench_dirs() as (tmp, runtime):
         spec = kb.tchbook_kernel("tchbook", args.tchbook, {"TCHBOOK_INTERRUPT_GRACE": "60"}, tmp)
         ksm = kb.write_specs(tmp / "kernels", {"tchbook": spec})
         session = kb.Session(ksm, spec, runtime)

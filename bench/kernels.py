@@ -35,6 +35,7 @@ from `tchbook install --prefix <tmp>`.
 """
 
 import argparse
+import contextlib
 import json
 import os
 import re
@@ -188,6 +189,16 @@ def kernel_specs(args, tmp):
             complete=("z = torch.zer", len("z = torch.zer")),
             cifar=IPYKERNEL_CIFAR.format(bench=str(HERE)), language="python")
     return kernels, write_specs(tmp / "kernels", kernels)
+
+
+@contextlib.contextmanager
+def bench_dirs(prefix="tchbook-bench-"):
+    """A temporary folder for a benchmark's kernel specs, and its `runtime` folder for their
+    connection files: (folder, runtime)."""
+    with tempfile.TemporaryDirectory(prefix=prefix) as name:
+        tmp = Path(name)
+        (tmp / "runtime").mkdir()
+        yield tmp, tmp / "runtime"
 
 
 def write_specs(kdir, kernels):

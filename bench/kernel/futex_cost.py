@@ -13,7 +13,6 @@ import argparse
 import json
 import statistics
 import sys
-import tempfile
 import time
 from pathlib import Path
 
@@ -57,10 +56,7 @@ def main():
     p.add_argument("--out", type=Path)
     args = p.parse_args()
     results = {"reps": args.reps, "started": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "cells": {}}
-    with tempfile.TemporaryDirectory(prefix="tchbook-bench-") as tmpname:
-        tmp = Path(tmpname)
-        runtime = tmp / "runtime"
-        runtime.mkdir()
+    with kb.bench_dirs() as (tmp, runtime):
         base_env = {"TCHBOOK_CACHE_DIR": str(args.baseline_cache)} if args.baseline_cache else {}
         specs = {
             "baseline": kb.tchbook_kernel("baseline", args.baseline, base_env, tmp),
