@@ -28,6 +28,11 @@ for step in 1..5i64 {
 total"""
 
 
+# LOOP with a wait after it: a cell that is still running when the stop button lets it go on
+# (LOOP alone may finish before the interrupt's flag is set on resuming).
+SLOW_TAIL = LOOP.replace("\ntotal", "\nstd::thread::sleep(std::time::Duration::from_secs(20));\ntotal")
+
+
 def gdb_dir() -> str:
     """The folder of the gdb the kernel will find: the venv's (the kernel looks beside the
     environment's Python) or PATH's."""
@@ -197,8 +202,8 @@ def test_a_breakpoint_in_a_loop_stops_shows_the_cell_line_and_locals_and_steps(d
 def test_bad_requests_get_dap_errors_and_the_kernel_keeps_its_variables(debugger):
     assert debugger.run("let kept = 41;")["status"] == "ok"
     debugger.switch_on()
-    path, _ = debugger.breakpoint(LOOP, [4])
-    msg_id = debugger.start(LOOP)
+    path, _ = debugger.breakpoint(SLOW_TAIL, [4])
+    msg_id = debugger.start(SLOW_TAIL)
     thread = debugger.event("stopped")["body"]["threadId"]
     frame = debugger.top_frame(thread)
 
@@ -220,7 +225,7 @@ def test_bad_requests_get_dap_errors_and_the_kernel_keeps_its_variables(debugger
     assert past["breakpoints"][0]["verified"] is True, past
     assert past["breakpoints"][1]["verified"] is False and "line 40" in past["breakpoints"][1]["message"]
     # A cell edited since it ran has another file: its breakpoint waits for it to run.
-    _, edited = debugger.breakpoint(LOOP + "\n", [4])
+    _, edited = debugger.breakpoint(SLOW_TAIL + "\n", [4])
     assert edited[0]["verified"] is False and "edited" in edited[0]["message"], edited
 
     # The stop button ends the stopped cell: it runs on to its interrupt check.
