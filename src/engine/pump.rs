@@ -1,5 +1,6 @@
 //! The output pump: one thread that passes the evaluation process's output lines on in order,
-//! and every engine event only after the lines printed before it.
+//! and every engine event only after the lines printed before it. Its stderr's keyed lines are
+//! messages the prelude sent between cells, read as stdout's.
 
 use super::Event;
 use crossbeam_channel::{Receiver, never, select};
@@ -24,7 +25,7 @@ pub(super) fn pump(from_engine: Receiver<PumpMessage>, to_kernel: mpsc::Unbounde
                 Err(_) => stdout = never(),
             },
             recv(stderr) -> line => match line {
-                Ok(line) => { let _ = to_kernel.send(Event::Stderr(line)); }
+                Ok(line) => { let _ = to_kernel.send(stderr_event(line)); }
                 Err(_) => stderr = never(),
             },
             recv(from_engine) -> message => match message {
@@ -41,16 +42,26 @@ pub(super) fn pump(from_engine: Receiver<PumpMessage>, to_kernel: mpsc::Unbounde
                         // Child stderr arrives through a thread of evcxr's own, unsynchronised
                         // with stdout; give a last line (a crash report) a moment to arrive.
                         while let Ok(line) = stderr.recv_timeout(Duration::from_millis(5)) {
-                            let _ = to_kernel.send(Event::Stderr(line));
+                            let _ = to_kernel.send(stderr_event(line));
                         }
                     }
                     while let Ok(line) = stderr.try_recv() {
-                        let _ = to_kernel.send(Event::Stderr(line));
+                        let _ = to_kernel.send(stderr_event(line));
                     }
                     let _ = to_kernel.send(event);
                 }
                 Err(_) => return,
             },
         }
+    }
+}
+
+/// A line of the process's stderr. Between cells the prelude's pump sends its messages there
+/// (evcxr reads stdout only while a cell runs): a keyed line is read as if it came on stdout.
+fn stderr_event(line: String) -> Event {
+    if tchbook_wire::carries_key(&line) {
+        Event::Stdout(line)
+    } else {
+        Event::Stderr(line)
     }
 }

@@ -18,6 +18,7 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 /// ```
 pub fn run_cell(cell: Box<dyn FnOnce() + '_>) -> bool {
     super::signals::adopt_this_thread();
+    super::pump::cell_begins();
     // Unwind safety is the cell's variables' business: evcxr puts back or reports what a panic
     // left behind, as it does around its own `catch_unwind`.
     let panicked = catch_unwind(AssertUnwindSafe(cell)).is_err();

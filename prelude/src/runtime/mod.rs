@@ -10,7 +10,8 @@
 //! - fd 1 and fd 2 go through pipes read by one pump thread, which forwards stdout's complete
 //!   lines unchanged and stderr's as `stream` messages on stdout (so the two stay in order on
 //!   their way through evcxr), and flushes a partial line (a `print!` progress bar) as a
-//!   `stream` message after ~50 ms without new bytes;
+//!   `stream` message after ~50 ms without new bytes; between cells it sends everything on
+//!   stderr as messages, which evcxr reads all the time (stdout only while a cell runs);
 //! - SIGINT sets the flag that [`crate::interrupt::check`] reports.
 //!
 //! Outside a kernel (tests, benchmarks, `cargo run`) nothing is attached and every display call

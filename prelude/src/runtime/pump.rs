@@ -8,12 +8,20 @@
 //! as `stream` messages named stderr, behind everything written to stdout before them. Of two
 //! pipes that are both readable at once, stdout is read first: nothing tells which was written
 //! first, and print-then-report is the common order.
+//!
+//! Between cells the way out is the kernel's stderr pipe instead. evcxr reads the process's
+//! stdout only while a cell runs, but stderr all the time; what a thread of the process writes
+//! after its cell ended (a widget's callback answering a slider moved then, a training thread's
+//! progress) must reach the kernel at once, not with the next cell. So from the end-of-cell line
+//! (which the pump sees go by) to the start of the next cell ([`cell_begins`], called by
+//! `run_cell`), every line goes to stderr as a keyed message (text as a `stream` message named
+//! for its stream), which the kernel reads as it reads them on stdout.
 
 use super::splitter::{Chunk, LineSplitter};
 use super::state::shared;
 use std::io::Write;
-use std::sync::Mutex;
 use std::sync::atomic::{AtomicI32, Ordering};
+use std::sync::{Mutex, OnceLock};
 use std::time::{Duration, Instant};
 use tchbook_wire::{Message, StreamName};
 
@@ -29,6 +37,16 @@ const PARTIAL_LINE_MAX_BYTES: usize = 1 << 20;
 /// Serialises writes to the kernel's stdout pipe: both pump threads write message lines there,
 /// and a line longer than PIPE_BUF written by two threads at once could interleave.
 static ORIGINAL_OUT: Mutex<libc::c_int> = Mutex::new(-1);
+/// The kernel's stderr pipe, the way out between cells.
+static ORIGINAL_ERR: AtomicI32 = AtomicI32::new(-1);
+/// The end-of-cell line as the evaluation process writes it (keyed), which starts the time
+/// between cells.
+static END_OF_CELL: OnceLock<Vec<u8>> = OnceLock::new();
+
+/// A cell starts: the pump's lines go to stdout again, where evcxr reads the cell's output.
+pub(super) fn cell_begins() {
+    shared().between_cells.store(false, Ordering::SeqCst);
+}
 
 fn write_fd(fd: libc::c_int, mut bytes: &[u8]) {
     while !bytes.is_empty() {
@@ -72,6 +90,9 @@ pub(super) fn start_pump() {
             );
         }
         *ORIGINAL_OUT.lock().unwrap_or_else(|e| e.into_inner()) = out;
+        ORIGINAL_ERR.store(err, Ordering::SeqCst);
+        let end_of_cell = tchbook_wire::keyed(tchbook_wire::commands::EXECUTION_COMPLETE);
+        let _ = END_OF_CELL.set(format!("{end_of_cell}\n").into_bytes());
         libc::dup2(out_pipe[1], 1);
         libc::dup2(err_pipe[1], 2);
         libc::close(out_pipe[1]);
@@ -278,17 +299,43 @@ fn read_once(source: &mut Source, chunk: &mut [u8]) -> Vec<Chunk> {
 
 fn deliver(name: StreamName, chunk: Chunk, own_fd: libc::c_int) {
     let out = ORIGINAL_OUT.lock().unwrap_or_else(|e| e.into_inner());
+    let state = shared();
+    if let Chunk::Kernel(bytes) = &chunk
+        && name == StreamName::Stdout
+        && END_OF_CELL.get() == Some(bytes)
+    {
+        // Set before the line goes: the next cell (whose start sets it back) can only begin
+        // once evcxr has read it.
+        state.between_cells.store(true, Ordering::SeqCst);
+        write_fd(*out, bytes);
+        return;
+    }
+    let between = state.between_cells.load(Ordering::SeqCst);
+    let messages = if between {
+        ORIGINAL_ERR.load(Ordering::SeqCst)
+    } else {
+        *out
+    };
     match chunk {
-        Chunk::Line(bytes) if name == StreamName::Stderr => {
+        Chunk::Line(bytes) if name == StreamName::Stderr || between => {
             let message = Message::Stream {
                 name,
                 text: String::from_utf8_lossy(&bytes).into_owned(),
             };
-            write_fd(*out, message.to_line().as_bytes());
+            write_fd(messages, message.to_line().as_bytes());
         }
+        // The prelude's messages; evcxr's own lines go to evcxr whenever they come.
+        Chunk::Kernel(bytes) if between && is_message(&bytes) => write_fd(messages, &bytes),
         // A protocol line (an export runner's sync line on stderr, say) goes where it was
         // written.
         Chunk::Line(bytes) | Chunk::Kernel(bytes) => write_fd(own_fd, &bytes),
-        Chunk::Stream(bytes) => write_fd(*out, &bytes),
+        Chunk::Stream(bytes) => write_fd(messages, &bytes),
     }
+}
+
+/// Whether a protocol line is one of the prelude's messages (`TCHBOOK_DISPLAY ...`).
+fn is_message(line: &[u8]) -> bool {
+    let line = String::from_utf8_lossy(line);
+    tchbook_wire::unkeyed(line.trim_end())
+        .is_some_and(|line| line.starts_with(tchbook_wire::PREFIX))
 }

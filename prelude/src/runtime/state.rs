@@ -7,7 +7,7 @@ use tchbook_wire::env;
 
 // Names the layout of `Shared`: a process whose cells were built against a prelude with another
 // layout (its sources changed under a running kernel) must not read this one.
-const MAGIC: u64 = 0x7463_6862_6f6f_6b34; // "tchbook4"
+const MAGIC: u64 = 0x7463_6862_6f6f_6b35; // "tchbook5"
 
 /// The message a cell ends with when the user interrupts it (`interrupt::MESSAGE`; the
 /// runtime's `input()`, below the `interrupt` layer, stops with it too).
@@ -29,6 +29,9 @@ pub(crate) struct Shared {
     pub(crate) cell_thread: AtomicI32,
     pub(super) attached: AtomicBool,
     pub(super) pumping: AtomicBool,
+    /// Whether the evaluation process is between cells (`pump`): from the end of a cell (the
+    /// pump sees its line go by) to the start of the next ([`super::run_cell`]).
+    pub(super) between_cells: AtomicBool,
     pub(super) display_ids: AtomicU64,
     /// evcxr's `:fmt {:#?}` for std values ([`crate::display::set_plain_format`]).
     pub(crate) plain_pretty: AtomicBool,
@@ -52,6 +55,7 @@ pub(crate) fn shared() -> &'static Shared {
             cell_thread: AtomicI32::new(0),
             attached: AtomicBool::new(false),
             pumping: AtomicBool::new(false),
+            between_cells: AtomicBool::new(false),
             display_ids: AtomicU64::new(0),
             plain_pretty: AtomicBool::new(false),
             plain_types: AtomicBool::new(false),

@@ -18,10 +18,7 @@ pub(crate) struct ChildProcess {
     /// Whether cleanup of `process_handle` is the responsibility of another
     /// instance.
     process_disowned: bool,
-    // tchbook patch: the child's stdout lines come from a thread of their own (change 12), which
-    // passes them on to `between_cells` while no cell runs.
-    stdout: crossbeam_channel::Receiver<String>,
-    between_cells: BetweenCells,
+    stdout: std::io::Lines<BufReader<std::process::ChildStdout>>,
     // Only none while in drop.
     stdin: Option<std::process::ChildStdin>,
     command: Arc<Mutex<process::Command>>,
@@ -71,31 +68,7 @@ impl ChildProcess {
         // Handle stderr by patching it through to a channel in our output struct.
         let mut child_stderr =
             std::io::BufRead::lines(BufReader::new(process.stderr.take().unwrap()));
-        // tchbook patch: stdout is read all the time (change 12). While a cell runs, its lines
-        // wait here for `recv_line`, as before; between cells they go straight to the sink set
-        // by `set_between_cells` (the kernel's stdout channel), so what a thread of the
-        // evaluation process prints then (a widget's callback) reaches the kernel at once
-        // instead of with the next cell. The decision and the send happen under one lock, which
-        // `set_between_cells` takes too, so no line overtakes another.
-        let between_cells = BetweenCells::default();
-        let stdout = {
-            let mut lines = std::io::BufRead::lines(BufReader::new(process.stdout.take().unwrap()));
-            let (sender, receiver) = crossbeam_channel::unbounded();
-            let between_cells = between_cells.clone();
-            std::thread::spawn(move || {
-                while let Some(Ok(line)) = lines.next() {
-                    let sink = between_cells.0.lock().unwrap();
-                    let sent = match &*sink {
-                        Some(sink) => sink.send(line).is_ok(),
-                        None => sender.send(line).is_ok(),
-                    };
-                    if !sent {
-                        break;
-                    }
-                }
-            });
-            receiver
-        };
+        let stdout = std::io::BufRead::lines(BufReader::new(process.stdout.take().unwrap()));
 
         // If we already have an Arc<Mutex<>> wrapping an old process, then
         // reuse it, putting our new process into it. If we don't, then create a
@@ -126,7 +99,6 @@ impl ChildProcess {
             process_handle,
             process_disowned: false,
             stdout,
-            between_cells,
             stdin,
             command,
             stderr_sender,
@@ -170,21 +142,10 @@ impl ChildProcess {
     }
 
     pub(crate) fn recv_line(&mut self) -> Result<String, Error> {
-        // tchbook patch: from the reader thread (change 12); it ends when stdout does.
-        self.stdout.recv().map_err(|_| self.get_termination_error())
-    }
-
-    // tchbook patch: where the child's stdout lines go while no cell runs (change 12): `Some`
-    // after a cell's end, with whatever the cell's end left queued sent there first, in order;
-    // `None` before a cell starts, so its lines wait for `recv_line`.
-    pub(crate) fn set_between_cells(&self, sink: Option<crossbeam_channel::Sender<String>>) {
-        let mut current = self.between_cells.0.lock().unwrap();
-        if let Some(sink) = &sink {
-            for line in self.stdout.try_iter() {
-                let _ = sink.send(line);
-            }
-        }
-        *current = sink;
+        Ok(self
+            .stdout
+            .next()
+            .ok_or_else(|| self.get_termination_error())??)
     }
 
     fn get_termination_error(&mut self) -> Error {
@@ -193,8 +154,7 @@ impl ChildProcess {
         // just wait until we can aquire it, then drop it straight away.
         std::mem::drop(self.stderr_sender.lock().unwrap());
         let mut content = String::new();
-        // tchbook patch: the reader thread's lines (change 12).
-        for line in self.stdout.try_iter() {
+        while let Some(Ok(line)) = self.stdout.next() {
             content.push_str(&line);
             content.push('\n');
         }
@@ -219,10 +179,6 @@ impl ChildProcess {
         })
     }
 }
-
-// tchbook patch: change 12 (see `ChildProcess::set_between_cells`).
-#[derive(Clone, Default)]
-struct BetweenCells(Arc<Mutex<Option<crossbeam_channel::Sender<String>>>>);
 
 impl Drop for ChildProcess {
     fn drop(&mut self) {

@@ -961,8 +961,6 @@ impl EvalContext {
         // things won't work if the path isn't UTF-8 - apparently that's a thing
         // on some platforms.
         let fn_name = state.current_user_fn_name();
-        // tchbook patch: the cell's lines wait for this loop (change 12).
-        self.child_process.set_between_cells(None);
         self.child_process.send(&format!(
             "LOAD_AND_RUN {} {}",
             so_file.path.to_string_lossy(),
@@ -996,10 +994,6 @@ impl EvalContext {
                 }
             };
             if command == runtime::EVCXR_EXECUTION_COMPLETE {
-                // tchbook patch: what the process prints until the next cell goes to the
-                // kernel as it comes (change 12).
-                self.child_process
-                    .set_between_cells(Some(self.stdout_sender.clone()));
                 break;
             }
             if command == PANIC_NOTIFICATION {
