@@ -239,7 +239,7 @@ async fn a_subscriber_that_stops_reading_holds_up_no_other_clients_output() {
 /// idle, as every shell message does; before, it was dropped and the front end saw nothing.
 #[tokio::test(flavor = "multi_thread")]
 async fn an_unreadable_comm_msg_gets_busy_and_idle_and_the_kernel_goes_on() {
-    use jupyter_protocol::{JupyterMessageContent, UnknownMessage};
+    use jupyter_protocol::UnknownMessage;
     let mut kernel = Kernel::start().await;
     kernel.run_ok("let kept = 41;").await;
     let mut deep = serde_json::json!(1);
@@ -257,14 +257,7 @@ async fn an_unreadable_comm_msg_gets_busy_and_idle_and_the_kernel_goes_on() {
             })
             .await;
         let iopub = kernel.iopub_until_idle(&sent.header.msg_id, REPLY).await;
-        let states: Vec<String> = iopub
-            .iter()
-            .filter_map(|m| match &m.content {
-                JupyterMessageContent::Status(s) => Some(format!("{:?}", s.execution_state)),
-                _ => None,
-            })
-            .collect();
-        assert_eq!(states, ["Busy", "Idle"]);
+        assert_eq!(crate::support::states(&iopub), ["Busy", "Idle"]);
     }
     let next = kernel.run_ok("kept + 1").await;
     assert_eq!(next.result().as_deref(), Some("42"));

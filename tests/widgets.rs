@@ -43,6 +43,20 @@ fn update(comm_id: &str, state: Value) -> CommMsg {
     }
 }
 
+/// Each comm message's method and the `value` in its state, among `iopub`.
+fn methods_and_values(iopub: &[JupyterMessage]) -> Vec<(String, Value)> {
+    iopub
+        .iter()
+        .filter_map(|m| match &m.content {
+            JupyterMessageContent::CommMsg(msg) => Some((
+                msg.data["method"].as_str().unwrap_or_default().to_owned(),
+                msg.data["state"]["value"].clone(),
+            )),
+            _ => None,
+        })
+        .collect()
+}
+
 /// The comm id of the model named `model` (`IntSliderModel`) among `opens`.
 fn id_of(opens: &[(String, Map<String, Value>, Value)], model: &str) -> String {
     opens
@@ -324,16 +338,7 @@ async fn a_slider_keeps_its_range_and_type_whatever_the_front_end_sends() {
             .send_shell(update(&slider, json!({"value": sent})))
             .await;
         let iopub = kernel.iopub_until_idle(&moved.header.msg_id, REPLY).await;
-        let back: Vec<(String, Value)> = iopub
-            .iter()
-            .filter_map(|m| match &m.content {
-                JupyterMessageContent::CommMsg(msg) => Some((
-                    msg.data["method"].as_str().unwrap_or_default().to_owned(),
-                    msg.data["state"]["value"].clone(),
-                )),
-                _ => None,
-            })
-            .collect();
+        let back = methods_and_values(&iopub);
         assert_eq!(back, [(told.to_owned(), json!(kept))], "{sent}");
         let stderr = crate::support::streamed(&iopub);
         if sent.is_string() {
@@ -345,4 +350,52 @@ async fn a_slider_keeps_its_range_and_type_whatever_the_front_end_sends() {
         let read = kernel.run_ok("lr.value()").await;
         assert_eq!(read.result(), Some(kept.to_string()), "after {sent}");
     }
+}
+
+/// The kernel's peak resident memory so far, in bytes (`VmHWM`).
+fn peak_memory(pid: i32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    let line = status.lines().find(|l| l.starts_with("VmHWM:")).unwrap();
+    let kib: u64 = line.split_whitespace().nth(1).unwrap().parse().unwrap();
+    kib * 1024
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_widget_message_over_the_limit_is_refused_unread_and_the_slider_keeps_its_state() {
+    let mut kernel = Kernel::start().await;
+    let cell = kernel
+        .run_ok("let lr = IntSlider::new().min(0).max(100).with_value(5);\nlr")
+        .await;
+    let slider = id_of(&opened(&cell.iopub), "IntSliderModel");
+    let before = peak_memory(kernel.pid());
+    // 100 MB of JSON in the content: a front end's widget state is never this (binary data
+    // travels in buffers), and reading it whole once cost the kernel 478 MiB.
+    let huge = "9".repeat(100_000_000);
+    let started = std::time::Instant::now();
+    let moved = kernel
+        .send_shell(update(&slider, json!({ "value": huge })))
+        .await;
+    drop(huge);
+    let iopub = kernel.iopub_until_idle(&moved.header.msg_id, REPLY).await;
+    let grown = peak_memory(kernel.pid()).saturating_sub(before);
+    assert_eq!(crate::support::states(&iopub), ["Busy", "Idle"]);
+    let stderr = crate::support::streamed(&iopub);
+    assert!(
+        stderr.contains("comm_msg of 95.4 MiB") && stderr.contains("refused unread"),
+        "{stderr}"
+    );
+    // The front end is given the model's whole state back, its value among it.
+    assert_eq!(
+        methods_and_values(&iopub),
+        [("update".to_owned(), json!(5))]
+    );
+    // The socket holds the message's frames while they arrive; the JSON is never read.
+    assert!(grown < 250 << 20, "the kernel grew by {} MiB", grown >> 20);
+    eprintln!(
+        "peak memory grew by {} MiB; refused in {:?}",
+        grown >> 20,
+        started.elapsed()
+    );
+    let read = kernel.run_ok("lr.value()").await;
+    assert_eq!(read.result().as_deref(), Some("5"));
 }

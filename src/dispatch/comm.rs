@@ -13,7 +13,7 @@
 
 use super::Shared;
 use crate::display::Comm;
-use crate::transport::IoPub;
+use crate::transport::{COMM_CONTENT_LIMIT, IoPub, RefusedComm};
 use jupyter_protocol::{
     CommClose, CommId, CommInfo, CommInfoReply, CommInfoRequest, CommMsg, CommOpen, JupyterMessage,
     JupyterMessageContent, ReplyStatus,
@@ -97,14 +97,16 @@ pub(super) fn comm_info_request(shared: &Shared, request: &CommInfoRequest) -> C
     }
 }
 
-/// Whether `message` is one of the comm messages [`front_end_comm`] handles.
+/// Whether `message` is one of the comm messages [`front_end_comm`] handles (one refused
+/// unread by the transport included).
 pub(super) fn is_comm(message: &JupyterMessage) -> bool {
-    matches!(
-        message.content,
+    match &message.content {
         JupyterMessageContent::CommOpen(_)
-            | JupyterMessageContent::CommMsg(_)
-            | JupyterMessageContent::CommClose(_)
-    )
+        | JupyterMessageContent::CommMsg(_)
+        | JupyterMessageContent::CommClose(_) => true,
+        JupyterMessageContent::UnknownMessage(unknown) => RefusedComm::of(unknown).is_some(),
+        _ => false,
+    }
 }
 
 /// A front end's `comm_open`, `comm_msg` or `comm_close`: passed to the evaluation process,
@@ -114,7 +116,59 @@ pub(super) async fn front_end_comm(shared: &Shared, message: &JupyterMessage) {
         JupyterMessageContent::CommOpen(open) => comm_open(shared, message, open).await,
         JupyterMessageContent::CommMsg(msg) => comm_msg(shared, message, msg).await,
         JupyterMessageContent::CommClose(close) => comm_close(shared, close).await,
+        JupyterMessageContent::UnknownMessage(unknown) => {
+            if let Some(refused) = RefusedComm::of(unknown) {
+                comm_refused(shared, message, &unknown.msg_type, refused).await;
+            }
+        }
         _ => {}
+    }
+}
+
+/// A comm message the transport refused unread, its content over [`COMM_CONTENT_LIMIT`]:
+/// said on stderr, as a widget says what it refused, and the widget's whole state sent back
+/// (the prelude's answer to `request_state`), so the front end shows what the model holds
+/// rather than what it sent; a refused `comm_open` is closed.
+async fn comm_refused(shared: &Shared, message: &JupyterMessage, kind: &str, refused: RefusedComm) {
+    let mib = |bytes: usize| bytes as f64 / f64::from(1 << 20);
+    let text = format!(
+        "A widget's {kind} of {:.1} MiB from the front end was refused unread: a comm message \
+         may carry at most {:.0} MiB of JSON (binary data travels in its buffers). The widget \
+         keeps the state it had.\n",
+        mib(refused.bytes),
+        mib(COMM_CONTENT_LIMIT),
+    );
+    let stream = jupyter_protocol::StreamContent {
+        name: jupyter_protocol::Stdio::Stderr,
+        text,
+    };
+    shared
+        .iopub
+        .publish(JupyterMessage::new(stream, Some(message)));
+    let Some(comm_id) = refused.comm_id else {
+        return;
+    };
+    if kind == "comm_open" {
+        let close = CommClose {
+            comm_id: CommId(comm_id),
+            data: serde_json::Map::new(),
+        };
+        shared.iopub.publish(close.as_child_of(message));
+        return;
+    }
+    if shared.comms.target_of(&comm_id).is_none() {
+        return;
+    }
+    let mut data = serde_json::Map::new();
+    data.insert("method".into(), "request_state".into());
+    let request = Request::Comm {
+        msg_type: CommType::Msg,
+        comm_id,
+        target_name: None,
+        data,
+    };
+    if let Some(messages) = ask(shared, &request).await {
+        publish_all(shared, messages, message);
     }
 }
 

@@ -116,6 +116,17 @@ impl Execution {
         }
     }
 }
+/// The kernel states (`Busy`, `Idle`) among `iopub`, in order.
+pub fn states(iopub: &[JupyterMessage]) -> Vec<String> {
+    iopub
+        .iter()
+        .filter_map(|m| match &m.content {
+            JupyterMessageContent::Status(s) => Some(format!("{:?}", s.execution_state)),
+            _ => None,
+        })
+        .collect()
+}
+
 /// The text of every `stream` message among `iopub`, in order.
 pub fn streamed(iopub: &[JupyterMessage]) -> String {
     iopub
