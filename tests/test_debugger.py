@@ -480,24 +480,36 @@ def test_a_conditional_breakpoint_stops_only_when_its_condition_holds(debugger):
     assert reply["status"] == "ok", "the condition held once: the cell ran on to its end"
 
 
-def test_a_hit_count_stops_on_that_hit(debugger):
+def test_a_hit_count_stops_on_that_hit_only_and_every_nth_as_debugpy_reads_it(debugger):
     debugger.switch_on()
     path = debugger.ok("dumpCell", {"code": SQUARES})["sourcePath"]
-    # gdb counts hits as a number only: another form is refused, saying so.
+    # A form debugpy does not read is refused, saying which it reads.
     refused = debugger.ok("setBreakpoints", {"source": {"path": path},
-                                             "breakpoints": [{"line": 3, "hitCondition": "% 2"}]})
+                                             "breakpoints": [{"line": 3, "hitCondition": "=> 2"}]})
     assert refused["breakpoints"][0]["verified"] is False, refused
-    assert "hit count `% 2`" in refused["breakpoints"][0]["message"], refused
+    assert "hit count `=> 2`" in refused["breakpoints"][0]["message"], refused
     placed = debugger.ok("setBreakpoints", {"source": {"path": path},
                                             "breakpoints": [{"line": 3, "hitCondition": "4"}]})
     assert placed["breakpoints"][0]["line"] == 3, placed
     msg_id = debugger.start(SQUARES)
     thread = debugger.event("stopped")["body"]["threadId"]
     frame = debugger.top_frame(thread)
-    # The fourth time round: i = 3.
+    # The fourth time round: i = 3; and never again (gdb's own count would stop at every hit
+    # after it).
     assert (frame["line"], debugger.locals(frame["id"])["i"]) == (3, "3"), frame
-    debugger.ok("setBreakpoints", {"source": {"path": path}, "breakpoints": []})
     debugger.ok("continue", {"threadId": thread})
+    assert debugger.reply(msg_id)["status"] == "ok"
+
+    # Every third hit, set again: counting starts anew (i = 2, 5, 8).
+    debugger.ok("setBreakpoints", {"source": {"path": path},
+                                   "breakpoints": [{"line": 3, "hitCondition": "% 3"}]})
+    msg_id = debugger.start(SQUARES)
+    seen = []
+    for _ in range(3):
+        thread = debugger.event("stopped")["body"]["threadId"]
+        seen.append(debugger.locals(debugger.top_frame(thread)["id"])["i"])
+        debugger.ok("continue", {"threadId": thread})
+    assert seen == ["2", "5", "8"], seen
     assert debugger.reply(msg_id)["status"] == "ok"
 
 

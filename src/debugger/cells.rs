@@ -136,7 +136,13 @@ pub(crate) struct Cells {
     /// information names that file), and when it was built.
     maps: HashMap<String, (u64, LineMap)>,
     builds: u64,
+    /// The last key given to a breakpoint with a hit count (`HIT_KEY`).
+    hit_keys: i64,
 }
+
+/// Where a stored breakpoint keeps the key of its hit counter in gdb (`hits.py`): a new one each
+/// time JupyterLab sets the cell's breakpoints, so counting starts again then, as in debugpy.
+const HIT_KEY: &str = "tchbookHitKey";
 
 /// A breakpoint as gdb is given it: which cell's, and which of that cell's breakpoints.
 #[derive(Debug)]
@@ -146,7 +152,13 @@ pub(crate) struct Placed {
 }
 
 impl Cells {
-    pub(crate) fn set_breakpoints(&mut self, path: &str, breakpoints: Vec<Value>) {
+    pub(crate) fn set_breakpoints(&mut self, path: &str, mut breakpoints: Vec<Value>) {
+        for breakpoint in &mut breakpoints {
+            if breakpoint.get("hitCondition").is_some() {
+                self.hit_keys += 1;
+                breakpoint[HIT_KEY] = json!(self.hit_keys);
+            }
+        }
         if breakpoints.is_empty() {
             self.breakpoints.remove(path);
         } else {
@@ -232,26 +244,58 @@ impl Cells {
     }
 }
 
-/// A breakpoint as gdb takes it, at crate line `built`; why not, for a hit count gdb cannot
-/// count. JupyterLab's protocol (debugpy's reading of it) takes a hit count `N` as "stop at the
-/// N-th hit"; gdb's adapter takes the number as an ignore count (hits passed over before the
-/// first stop), so `N` goes to gdb as `N - 1`. gdb has no other forms (`>= 4`, `% 2`).
+/// A breakpoint as gdb takes it, at crate line `built`; why not, for a hit count that is none of
+/// debugpy's forms. JupyterLab's protocol (debugpy's reading of it) takes a hit count `N` as
+/// "stop at the N-th hit" only, and `> N`, `>= N`, `< N`, `<= N`, `== N` and `% N` (every N-th)
+/// as they read. gdb's own hit count is an ignore count (stop at the N-th hit, then at every
+/// hit), so the count is kept by a function of `hits.py` instead, called in the breakpoint's
+/// condition after the user's own: hits where the user's condition does not hold are not
+/// counted.
 pub(crate) fn for_gdb(breakpoint: &Value, built: usize) -> Result<Value, String> {
     let mut breakpoint = breakpoint.clone();
     breakpoint["line"] = json!(built);
-    if let Some(hits) = breakpoint.get("hitCondition").and_then(Value::as_str) {
-        let hits = hits.trim();
-        match hits.parse::<u64>() {
-            Ok(n) if n >= 1 => breakpoint["hitCondition"] = json!((n - 1).to_string()),
-            _ => {
-                return Err(format!(
-                    "hit count `{hits}`: gdb counts hits only as a number N (stop at the N-th hit, \
-                     then at every hit); write one, or use a condition"
-                ));
-            }
-        }
-    }
+    let key = breakpoint
+        .as_object_mut()
+        .and_then(|fields| fields.remove(HIT_KEY))
+        .and_then(|key| key.as_i64())
+        .unwrap_or(0);
+    let Some(hits) = breakpoint
+        .as_object_mut()
+        .and_then(|b| b.remove("hitCondition"))
+    else {
+        return Ok(breakpoint);
+    };
+    let hits = hits.as_str().unwrap_or_default().trim().to_owned();
+    let (op, n) = hit_condition(&hits).ok_or_else(|| {
+        format!(
+            "hit count `{hits}`: write a number N (stop at the N-th hit), or one of `> N`, \
+             `>= N`, `< N`, `<= N`, `== N`, `% N` (every N-th hit)"
+        )
+    })?;
+    let counted = format!("$_tchbook_hit({key}, {op}, {n})");
+    breakpoint["condition"] = json!(match breakpoint["condition"].as_str().map(str::trim) {
+        Some(condition) if !condition.is_empty() => format!("({condition}) && {counted}"),
+        _ => counted,
+    });
     Ok(breakpoint)
+}
+
+/// A hit count as `hits.py`'s operator number and operand: `N` and `== N` 0, `> N` 1, `>= N` 2,
+/// `< N` 3, `<= N` 4, `% N` 5 (N at least 1 for `N`, `== N` and `% N`).
+fn hit_condition(hits: &str) -> Option<(u8, u64)> {
+    let (op, rest) = [
+        (">=", 2),
+        ("<=", 4),
+        ("==", 0),
+        (">", 1),
+        ("<", 3),
+        ("%", 5),
+    ]
+    .iter()
+    .find_map(|(word, op)| Some((*op, hits.strip_prefix(word)?)))
+    .unwrap_or((0, hits));
+    let n: u64 = rest.trim().parse().ok()?;
+    (n >= 1 || matches!(op, 1 | 2 | 4)).then_some((op, n))
 }
 
 /// The crate line of a cell's line.
@@ -355,12 +399,30 @@ mod tests {
     }
 
     #[test]
-    fn a_hit_count_is_the_hit_that_stops() {
-        let at = |hits: &str| for_gdb(&json!({"line": 2, "hitCondition": hits}), 7);
-        assert_eq!(at("4").unwrap(), json!({"line": 7, "hitCondition": "3"}));
-        assert_eq!(at(" 1 ").unwrap()["hitCondition"], "0");
-        for refused in ["0", ">= 4", "% 2", "x"] {
-            assert!(at(refused).unwrap_err().contains("hit count"), "{refused}");
+    fn a_hit_count_is_counted_by_the_condition_after_the_users_own() {
+        let mut cells = Cells::default();
+        let hits = |hits: &str| json!({"line": 2, "hitCondition": hits});
+        cells.set_breakpoints("/h.rs", vec![hits("4"), json!({"line": 3})]);
+        cells.set_breakpoints("/h.rs", vec![hits("% 2"), hits(">= 3")]);
+        let stored = &cells.breakpoints["/h.rs"];
+        let at = |breakpoint: &Value| for_gdb(breakpoint, 7).unwrap();
+        // Each setting of the cell's breakpoints counts anew: new keys.
+        assert_eq!(
+            at(&stored[0]),
+            json!({"line": 7, "condition": "$_tchbook_hit(2, 5, 2)"})
+        );
+        assert_eq!(at(&stored[1])["condition"], "$_tchbook_hit(3, 2, 3)");
+        let both = json!({"line": 2, "condition": " i == 3 ", "hitCondition": " 1 ", HIT_KEY: 9});
+        assert_eq!(at(&both)["condition"], "(i == 3) && $_tchbook_hit(9, 0, 1)");
+        for (form, op) in [("== 4", 0), ("> 4", 1), ("< 4", 3), ("<= 4", 4), ("4", 0)] {
+            assert_eq!(hit_condition(form), Some((op, 4)), "{form}");
+        }
+        for refused in ["0", "% 0", "x", "=> 2", ""] {
+            let error = for_gdb(&hits(refused), 7).unwrap_err();
+            assert!(
+                error.contains("hit count") && error.contains("% N"),
+                "{refused}"
+            );
         }
         assert_eq!(for_gdb(&json!({"line": 1}), 3).unwrap(), json!({"line": 3}));
     }

@@ -62,13 +62,15 @@ pub(crate) fn command(gdb: &Path) -> Command {
             .arg("-iex")
             .arg(format!("source {}", printers.display()));
     }
-    match own_printers() {
-        Ok(printers) => {
-            command
-                .arg("-iex")
-                .arg(format!("source {}", printers.display()));
+    for (name, code) in OWN_SCRIPTS {
+        match own_script(name, code) {
+            Ok(script) => {
+                command
+                    .arg("-iex")
+                    .arg(format!("source {}", script.display()));
+            }
+            Err(error) => tracing::warn!("debugger: tchbook's {name} not written: {error}"),
         }
-        Err(error) => tracing::warn!("debugger: tchbook's gdb printers not written: {error}"),
     }
     // Its own process group: a SIGINT meant for the kernel's group must not reach gdb.
     std::os::unix::process::CommandExt::process_group(&mut command, 0);
@@ -87,12 +89,18 @@ fn rust_printers() -> Option<PathBuf> {
     file.is_file().then_some(file)
 }
 
-/// tchbook's own printers (`printers.py`: a tensor and a var store as the Variables panel
-/// shows them), written beside the cells' files for gdb to read.
-fn own_printers() -> std::io::Result<PathBuf> {
+/// tchbook's own gdb scripts: `printers.py` (a tensor and a var store as the Variables panel
+/// shows them) and `hits.py` (hit counts as debugpy counts them).
+const OWN_SCRIPTS: [(&str, &str); 2] = [
+    ("tchbook_printers.py", include_str!("printers.py")),
+    ("tchbook_hits.py", include_str!("hits.py")),
+];
+
+/// One of [`OWN_SCRIPTS`], written beside the cells' files for gdb to read.
+fn own_script(name: &str, code: &str) -> std::io::Result<PathBuf> {
     let folder = PathBuf::from(super::cells::prefix());
     std::fs::create_dir_all(&folder)?;
-    let file = folder.join("tchbook_printers.py");
-    std::fs::write(&file, include_str!("printers.py"))?;
+    let file = folder.join(name);
+    std::fs::write(&file, code)?;
     Ok(file)
 }
