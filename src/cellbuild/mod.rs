@@ -22,7 +22,7 @@ pub mod cache;
 pub(crate) mod cargo_front;
 pub(crate) mod digest;
 pub mod env;
-pub mod libtorch;
+pub(crate) mod libtorch;
 pub(crate) mod link;
 pub(crate) mod placeholder;
 pub(crate) mod process;

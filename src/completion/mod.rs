@@ -32,22 +32,22 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime};
 
-pub use building::build_index;
+pub(crate) use building::build_index;
 pub use messages::Source;
 
 /// How long a completion waits for a warm rust-analyzer: JupyterLab's 1 s, less the round trip
 /// and the engine's share.
-pub const DEADLINE: Duration = Duration::from_millis(700);
+pub(crate) const DEADLINE: Duration = Duration::from_millis(700);
 /// How long a completion or a documentation request waits for the engine to shape the cell. An
 /// idle engine does it in milliseconds, but the engine thread starts evcxr and the evaluation
 /// process first (about a second: a fresh kernel's first Tab came after JupyterLab's timeout)
 /// and runs cells in turn; meanwhile the index answers from the cell's own text and the
 /// variables the engine listed last.
-pub const ENGINE_PATIENCE: Duration = Duration::from_millis(200);
+pub(crate) const ENGINE_PATIENCE: Duration = Duration::from_millis(200);
 /// How much longer a completion waits for the engine when the index found nothing in the cell's
 /// own text: right after a cell the engine is still finishing it, and the variables it defined
 /// (`v.le` on a `v` of the last cell) are only listed once it has. Within JupyterLab's 1 s.
-pub const ENGINE_SECOND_CHANCE: Duration = Duration::from_millis(500);
+pub(crate) const ENGINE_SECOND_CHANCE: Duration = Duration::from_millis(500);
 /// How long a hover (Shift+Tab) may wait: the first one loads rust-analyzer, which takes tens of
 /// seconds on two busy cores. JupyterLab's tooltip has no timeout of its own, and the reply
 /// comes from a task of its own, so nothing else waits for it.
@@ -88,7 +88,7 @@ pub enum Prepared {
 }
 
 /// Where the fallback index of the build cache in `cache_dir` is kept.
-pub fn index_path(cache_dir: &Path) -> PathBuf {
+pub(crate) fn index_path(cache_dir: &Path) -> PathBuf {
     cache_dir.join(INDEX_FILE)
 }
 
@@ -154,7 +154,7 @@ impl Completer {
     /// without asking the engine: a fresh kernel's engine spends its first second starting
     /// evcxr, and the first Tab and the documentation JupyterLab asks for after it waited
     /// [`ENGINE_PATIENCE`] for it, to learn nothing more.
-    pub fn cell_ran(&self) {
+    pub(crate) fn cell_ran(&self) {
         self.cell_ran.store(true, Ordering::Relaxed);
     }
 
@@ -169,7 +169,7 @@ impl Completer {
 
     /// Completions at byte `position` of `code`; `prepare` is the engine's shaping of the cell
     /// ([`ENGINE_PATIENCE`]).
-    pub async fn complete(
+    pub(crate) async fn complete(
         &self,
         code: &str,
         position: usize,
@@ -263,7 +263,7 @@ impl Completer {
     /// `(plain text, html)` documentation of the name that ends at byte `position` of `code`,
     /// from the index (no rust-analyzer); `None` when the index does not hold it. `prepare` is
     /// the engine's shaping of the cell ([`ENGINE_PATIENCE`]).
-    pub async fn documentation(
+    pub(crate) async fn documentation(
         &self,
         code: &str,
         position: usize,
@@ -289,7 +289,7 @@ impl Completer {
     }
 
     /// `(plain text, html)` documentation at `source`'s offset, from rust-analyzer.
-    pub async fn inspect(&self, source: Source) -> Option<(String, String)> {
+    pub(crate) async fn inspect(&self, source: Source) -> Option<(String, String)> {
         let answer = self.analyzer.ask(Request::Hover { source });
         match tokio::time::timeout(HOVER_DEADLINE, answer).await {
             Ok(Ok(Ok(Reply::Hover {

@@ -39,7 +39,7 @@ use zeromq::{CurveKeyPair, Socket, SocketOptions, SocketRecv, SocketSend};
 
 mod connection;
 
-pub use connection::{KernelConnection, read_connection_file};
+pub(crate) use connection::{KernelConnection, read_connection_file};
 
 /// The largest message, all frames together, that any socket takes from a client, unless
 /// `TCHBOOK_MAX_MESSAGE_SIZE` gives another number of bytes. Far above anything a front end
@@ -58,7 +58,7 @@ const IOPUB_BACKLOG: usize = 64;
 
 /// Sends messages to the one task that owns the iopub socket.
 #[derive(Clone)]
-pub struct IoPub {
+pub(crate) struct IoPub {
     tx: UnboundedSender<JupyterMessage>,
     backlog: Arc<Backlog>,
     topic_prefix: String,
@@ -74,7 +74,7 @@ struct Backlog {
 impl IoPub {
     /// Publishes `message`; the topic is `kernel.<session>.<msg_type>`, as ipykernel does.
     /// Never waits: `status` from the control loop must get through while a cell floods iopub.
-    pub fn publish(&self, mut message: JupyterMessage) {
+    pub(crate) fn publish(&self, mut message: JupyterMessage) {
         let topic = format!("{}.{}", self.topic_prefix, message.header.msg_type);
         message.zmq_identities = vec![Bytes::from(topic)];
         self.backlog.queued.fetch_add(1, Ordering::AcqRel);
@@ -93,7 +93,7 @@ impl IoPub {
     /// output is dropped on the kernel's side, and only the running cell's output loop waits
     /// (control, status and replies go out as before). The socket below never waits for a
     /// client: each subscriber has a queue of its own ([`SUBSCRIBER_QUEUE`]).
-    pub async fn room_for_output(&self) {
+    pub(crate) async fn room_for_output(&self) {
         loop {
             // Created before the check, so a wake-up between the two is not lost.
             let below_limit = self.backlog.below_limit.notified();
@@ -106,16 +106,16 @@ impl IoPub {
 }
 
 /// One ROUTER socket as two channels.
-pub struct Router {
-    pub incoming: UnboundedReceiver<JupyterMessage>,
-    pub outgoing: UnboundedSender<JupyterMessage>,
+pub(crate) struct Router {
+    pub(crate) incoming: UnboundedReceiver<JupyterMessage>,
+    pub(crate) outgoing: UnboundedSender<JupyterMessage>,
 }
 
-pub struct Sockets {
-    pub iopub: IoPub,
-    pub shell: Router,
-    pub control: Router,
-    pub stdin: Router,
+pub(crate) struct Sockets {
+    pub(crate) iopub: IoPub,
+    pub(crate) shell: Router,
+    pub(crate) control: Router,
+    pub(crate) stdin: Router,
 }
 
 /// The one signature scheme this kernel implements (jupyter-zmq-client signs and verifies
@@ -253,7 +253,7 @@ async fn bind_socket<S: Socket>(
 }
 
 /// Binds all sockets of `info` and starts their tasks.
-pub async fn bind(connection: &KernelConnection, session_id: &str) -> Result<Sockets> {
+pub(crate) async fn bind(connection: &KernelConnection, session_id: &str) -> Result<Sockets> {
     let info = &connection.info;
     check_signing(info)?;
     let binding = &Binding {
