@@ -14,7 +14,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-pub(crate) const KERNEL_NAME: &str = "tchbook";
+const KERNEL_NAME: &str = "tchbook";
 const LOGO_32: &[u8] = include_bytes!("../kernelspec/logo-32x32.png");
 const LOGO_64: &[u8] = include_bytes!("../kernelspec/logo-64x64.png");
 
@@ -136,7 +136,7 @@ pub fn uninstall(location: &Location) -> Result<()> {
 /// Builds tch and the prelude into the cache's template now, with cargo's progress on stderr,
 /// so the first notebook cell does not wait ~2 minutes, and the completion index. Must run
 /// before any thread starts (it sets `EVCXR_TMPDIR`).
-pub(crate) fn prebuild_prelude(libtorch: &Libtorch) -> Result<()> {
+fn prebuild_prelude(libtorch: &Libtorch) -> Result<()> {
     cache::configured_root().map_err(|why| {
         anyhow::anyhow!(
             "no place for the build cache: {why}. Set HOME, or TCHBOOK_CACHE_DIR to a directory \

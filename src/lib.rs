@@ -83,4 +83,4 @@ mod syntax;
 mod usage;
 
 /// The kernel's version, part of the build cache key and of the banner.
-pub(crate) const VERSION: &str = env!("CARGO_PKG_VERSION");
+const VERSION: &str = env!("CARGO_PKG_VERSION");

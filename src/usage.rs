@@ -13,36 +13,36 @@ use std::time::Instant;
 /// evaluation process), under ipykernel's names.
 #[derive(Debug, Clone, Serialize)]
 pub(crate) struct ProcessUsage {
-    pub(crate) hostname: String,
+    hostname: String,
     pub(crate) pid: u32,
     /// Percent of one CPU, summed over the process tree since the previous request (psutil's
     /// `cpu_percent()`: 0 for a process seen for the first time).
-    pub(crate) kernel_cpu: f64,
+    kernel_cpu: f64,
     /// Bytes: the tree's proportional set size (PSS), each process's resident set where its
     /// `smaps_rollup` cannot be read.
-    pub(crate) kernel_memory: u64,
+    kernel_memory: u64,
     /// The host's CPU use since the previous request, in percent; left out the first time, as
     /// ipykernel leaves out psutil's meaningless first 0.0.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub(crate) host_cpu_percent: Option<f64>,
-    pub(crate) cpu_count: usize,
-    pub(crate) host_virtual_memory: VirtualMemory,
+    host_cpu_percent: Option<f64>,
+    cpu_count: usize,
+    host_virtual_memory: VirtualMemory,
 }
 
 /// psutil's `virtual_memory()`, field for field, from /proc/meminfo.
 #[derive(Debug, Clone, Default, Serialize)]
-pub(crate) struct VirtualMemory {
+struct VirtualMemory {
     pub(crate) total: u64,
-    pub(crate) available: u64,
+    available: u64,
     pub(crate) percent: f64,
     pub(crate) used: u64,
     pub(crate) free: u64,
-    pub(crate) active: u64,
-    pub(crate) inactive: u64,
+    active: u64,
+    inactive: u64,
     pub(crate) buffers: u64,
-    pub(crate) cached: u64,
+    cached: u64,
     pub(crate) shared: u64,
-    pub(crate) slab: u64,
+    slab: u64,
 }
 
 /// Keeps the previous request's CPU times, as psutil's `Process` and `cpu_percent` keep theirs.

@@ -20,11 +20,11 @@
 
 pub mod cache;
 pub(crate) mod cargo_front;
-pub(crate) mod digest;
+mod digest;
 pub mod env;
 pub(crate) mod libtorch;
 pub(crate) mod link;
-pub(crate) mod placeholder;
+mod placeholder;
 pub(crate) mod process;
 pub(crate) mod seed;
 pub mod setup;

@@ -43,11 +43,11 @@ pub(crate) const DEADLINE: Duration = Duration::from_millis(700);
 /// process first (about a second: a fresh kernel's first Tab came after JupyterLab's timeout)
 /// and runs cells in turn; meanwhile the index answers from the cell's own text and the
 /// variables the engine listed last.
-pub(crate) const ENGINE_PATIENCE: Duration = Duration::from_millis(200);
+const ENGINE_PATIENCE: Duration = Duration::from_millis(200);
 /// How much longer a completion waits for the engine when the index found nothing in the cell's
 /// own text: right after a cell the engine is still finishing it, and the variables it defined
 /// (`v.le` on a `v` of the last cell) are only listed once it has. Within JupyterLab's 1 s.
-pub(crate) const ENGINE_SECOND_CHANCE: Duration = Duration::from_millis(500);
+const ENGINE_SECOND_CHANCE: Duration = Duration::from_millis(500);
 /// How long a hover (Shift+Tab) may wait: the first one loads rust-analyzer, which takes tens of
 /// seconds on two busy cores. JupyterLab's tooltip has no timeout of its own, and the reply
 /// comes from a task of its own, so nothing else waits for it.

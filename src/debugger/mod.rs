@@ -102,7 +102,7 @@ impl Session {
     }
 
     /// Whether JupyterLab has the debugger on.
-    pub(crate) fn is_on(&self) -> bool {
+    fn is_on(&self) -> bool {
         self.state.lock().unwrap().on
     }
 
@@ -191,7 +191,7 @@ impl Session {
 
     /// The file a cell's build should name in its debug information, while the debugger is on
     /// (gdb attached again first if the evaluation process was restarted); `None` otherwise.
-    pub(crate) fn cell_source(&self, code: &str) -> Option<PathBuf> {
+    fn cell_source(&self, code: &str) -> Option<PathBuf> {
         if !self.is_on() {
             return None;
         }

@@ -63,7 +63,7 @@ impl Session {
 
     /// A request that names a frame, with the frame's id as gdb knows it; an error for a frame
     /// of an earlier stop.
-    pub(crate) fn with_gdb_frame(&self, command: &str, arguments: &Value) -> Result<Value, String> {
+    fn with_gdb_frame(&self, command: &str, arguments: &Value) -> Result<Value, String> {
         let mut arguments = arguments.clone();
         if let Some(id) = arguments["frameId"].as_u64() {
             let stops = self.state.lock().unwrap().stops;

@@ -145,7 +145,7 @@ pub(crate) fn read_line(line: &str) -> Output {
 }
 
 /// A MIME bundle as `jupyter_protocol` types it.
-pub(crate) fn media(data: MimeData) -> Media {
+fn media(data: MimeData) -> Media {
     serde_json::from_value(Value::Object(data)).unwrap_or_default()
 }
 

@@ -50,7 +50,7 @@ pub struct LaunchArgs {
     pub(crate) transport_encryption: Option<String>,
     /// Accepted for the gateways' sake and ignored (an ipykernel class name).
     #[arg(long, hide = true, value_name = "NAME")]
-    pub(crate) kernel_class_name: Option<String>,
+    kernel_class_name: Option<String>,
     /// Accepted for the gateways' sake and ignored (Spark only).
     #[arg(
         long,
@@ -58,10 +58,10 @@ pub struct LaunchArgs {
         alias = "RemoteProcessProxy.spark-context-initialization-mode",
         value_name = "MODE"
     )]
-    pub(crate) spark_context_initialization_mode: Option<String>,
+    spark_context_initialization_mode: Option<String>,
     /// Accepted for the gateways' sake and ignored (Spark or Dask only).
     #[arg(long, hide = true, value_name = "TYPE")]
-    pub(crate) cluster_type: Option<String>,
+    cluster_type: Option<String>,
 }
 
 /// What a launch needs, resolved from flags and environment and checked.

@@ -31,7 +31,7 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
 /// Seconds a gateway waits for the connection information; see the module docs.
-pub(crate) const DEFAULT_LAUNCH_TIMEOUT: u32 = 600;
+const DEFAULT_LAUNCH_TIMEOUT: u32 = 600;
 
 /// Where the gateway starts the kernel.
 #[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
@@ -58,10 +58,10 @@ pub struct RemoteArgs {
     pub(crate) gpus: u32,
     /// Seconds the gateway waits for a kernel to start.
     #[arg(long, default_value_t = DEFAULT_LAUNCH_TIMEOUT, value_name = "SECONDS", requires = "remote")]
-    pub(crate) launch_timeout: u32,
+    launch_timeout: u32,
     /// Hosts for --remote distributed, comma-separated (default: the gateway's own list).
     #[arg(long, value_name = "HOST,..", requires = "remote")]
-    pub(crate) remote_hosts: Option<String>,
+    remote_hosts: Option<String>,
 }
 
 impl Remote {
@@ -127,7 +127,7 @@ const LAUNCH_ARGS: [&str; 10] = [
 
 /// The kernel.json for `remote`; `spec_dir` is where it will live (container specs run a
 /// script from there), `executable` the tchbook binary a distributed host runs.
-pub(crate) fn remote_kernelspec(
+fn remote_kernelspec(
     args: &RemoteArgs,
     remote: Remote,
     spec_dir: &Path,

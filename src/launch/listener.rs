@@ -35,18 +35,18 @@ use tokio::sync::{Notify, Semaphore};
 /// itself), SIGINT to interrupt, SIGTERM and then SIGKILL to end the kernel. The Python
 /// launcher hands any number to `os.kill`; here another (SIGSTOP would freeze the kernel for
 /// good, SIGSEGV fake a crash) is refused and logged.
-pub(crate) const GATEWAY_SIGNALS: [i32; 4] = [0, libc::SIGINT, libc::SIGKILL, libc::SIGTERM];
+const GATEWAY_SIGNALS: [i32; 4] = [0, libc::SIGINT, libc::SIGKILL, libc::SIGTERM];
 /// The longest request read; a gateway's is about 20 bytes (`{"signum": 15}`).
-pub(crate) const MAX_REQUEST: usize = 4096;
+const MAX_REQUEST: usize = 4096;
 /// How long a connection has to send its request and close its side.
 pub(crate) const DEADLINE: Duration = Duration::from_secs(5);
 /// Connections read at once.
-pub(crate) const MAX_CONNECTIONS: usize = 16;
+const MAX_CONNECTIONS: usize = 16;
 
 /// A request on the communication port; both fields may come together.
 #[derive(Debug, Default, Deserialize, PartialEq)]
 pub(crate) struct Request {
-    pub(crate) signum: Option<i32>,
+    signum: Option<i32>,
     pub(crate) shutdown: Option<serde_json::Value>,
 }
 

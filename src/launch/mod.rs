@@ -25,11 +25,11 @@
 //! [`kernelspec`] writes the kernelspecs that make a gateway start this
 //! (`tchbook install --remote kubernetes|docker|distributed`).
 
-pub(crate) mod args;
+mod args;
 pub mod kernelspec;
-pub(crate) mod listener;
-pub(crate) mod ports;
-pub(crate) mod response;
+mod listener;
+mod ports;
+mod response;
 
 pub use args::LaunchArgs;
 

@@ -21,7 +21,7 @@ pub(crate) struct PortRange {
 }
 
 impl PortRange {
-    pub(crate) const ANY: PortRange = PortRange { lower: 0, upper: 0 };
+    const ANY: PortRange = PortRange { lower: 0, upper: 0 };
 
     /// Parses the gateway's `--port-range`, refusing ranges the launchers refuse.
     pub(crate) fn parse(text: Option<&str>) -> Result<PortRange> {

@@ -121,7 +121,7 @@ pub(crate) struct Sockets {
 /// The one signature scheme this kernel implements (jupyter-zmq-client signs and verifies
 /// with HMAC-SHA256 only). jupyter_client accepts any `hmac-<hashlib name>`, but writes this one
 /// unless told otherwise.
-pub(crate) const SIGNATURE_SCHEME: &str = "hmac-sha256";
+const SIGNATURE_SCHEME: &str = "hmac-sha256";
 
 /// Set to `1` to serve a connection file with an empty key on an address other machines can
 /// reach (see [`check_signing`]).
@@ -176,14 +176,14 @@ fn signing_problem(info: &ConnectionInfo, allow_unsigned: bool) -> Option<String
 /// replayed. The messages carry their date and a fresh `msg_id`, so no client sends one
 /// signature twice in good faith.
 #[derive(Default)]
-pub(crate) struct DigestHistory {
+struct DigestHistory {
     seen: HashSet<Arc<[u8]>>,
     order: VecDeque<Arc<[u8]>>,
 }
 
 impl DigestHistory {
     /// How many signatures are remembered.
-    pub(crate) const CAPACITY: usize = 1 << 16;
+    const CAPACITY: usize = 1 << 16;
 
     /// Records `signature`; `false` if it was recorded before (a replay).
     pub(crate) fn insert(&mut self, signature: &[u8]) -> bool {

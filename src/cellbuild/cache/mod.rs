@@ -272,7 +272,7 @@ impl BuildCache {
     }
 
     /// Takes the first free slot, holding its lock until the returned value is dropped.
-    pub(crate) fn acquire_slot(&self) -> Result<Slot> {
+    fn acquire_slot(&self) -> Result<Slot> {
         self.create()?;
         let slots = self.dir.join("slots");
         std::fs::create_dir_all(&slots).with_context(|| format!("creating {}", slots.display()))?;
@@ -346,7 +346,7 @@ impl BuildCache {
 
 /// A build directory this kernel owns exclusively.
 #[derive(Debug)]
-pub(crate) struct Slot {
+struct Slot {
     pub(crate) dir: PathBuf,
     _lock: File,
 }
