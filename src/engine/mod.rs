@@ -20,6 +20,7 @@
 //! - `pump`: the thread that orders output lines before each cell's end;
 //! - `startup`: the build directory, the evaluation process and the start-up cell;
 //! - `evaluate`: one cell through evcxr, and what its outcome means;
+//! - `prepare`: evcxr's shaping of a cell for completion and hover;
 //! - `commands`: tchbook's own `:` commands (`:timeit`, `:help` and `:vars` as tables, `:fmt`);
 //! - `diagnostics`: evcxr's compile errors as plain [`Diagnostic`] values.
 
@@ -28,6 +29,7 @@ mod diagnostics;
 mod evaluate;
 mod evaluator;
 mod interrupt;
+mod prepare;
 mod pump;
 mod startup;
 
