@@ -175,26 +175,10 @@ impl Completer {
         position: usize,
         prepare: impl Future<Output = Prepared>,
     ) -> Completions {
-        let mut prepare = std::pin::pin!(prepare);
-        let mut prepared = self.shaped(prepare.as_mut()).await;
-        if prepared.is_none() {
-            // The engine is busy or was not asked: the index alone answers, from the cell's own
-            // text; if it finds nothing there, the engine gets a second chance.
-            let alone = self.indexed_for_cell_alone(code, position);
-            if !alone.matches.is_empty() {
-                return alone;
-            }
-            prepared = self.prepared(ENGINE_SECOND_CHANCE, prepare.as_mut()).await;
-            if prepared.is_none() {
-                return alone;
-            }
-        }
-        let (source, variables) = match prepared {
-            Some(Prepared::Answered(found)) => return found,
-            Some(Prepared::Rust { source, variables }) => (source, variables),
-            Some(Prepared::Unavailable) | None => return Completions::empty_at(position),
+        let (source, variables) = match self.shaped_or_alone(code, position, prepare).await {
+            Ok(shaped) => shaped,
+            Err(answered) => return answered,
         };
-
         let from_index = || {
             let notebook = Notebook {
                 variables: &variables,
@@ -203,10 +187,6 @@ impl Completer {
             self.indexed(code, position, notebook)
         };
         self.index_in_background();
-        let request = Request::Complete {
-            source: source.clone(),
-            docs: false,
-        };
         // The index holds rust-analyzer's own answers for the cases it covers, instantly;
         // rust-analyzer is asked only for the rest (`x.f().`, types the index does not know),
         // within the deadline (a warm rust-analyzer takes 0.2–1 s on two busy cores, and a
@@ -215,40 +195,7 @@ impl Completer {
         if let Some(found) = from_index().filter(|found| !found.matches.is_empty()) {
             return found;
         }
-        if !self.analyzer.is_warm() {
-            // rust-analyzer loads std and tch first (seconds): this request starts that, and
-            // the same question asked again a few seconds later is answered.
-            self.warm_up(request.clone());
-        }
-        // rust-analyzer's answer to this very text that came after its request gave up (Tab
-        // pressed again on an unchanged cell).
-        let late = {
-            let mut late = self.late.lock().unwrap_or_else(|p| p.into_inner());
-            late.take().filter(|(asked, _)| *asked == source)
-        };
-        let reply = match late {
-            Some((_, reply)) => Some(reply),
-            None => {
-                let mut answer = self.analyzer.ask(request);
-                match tokio::time::timeout(DEADLINE, &mut answer).await {
-                    Ok(Ok(Ok(reply))) => Some(reply),
-                    Ok(_) => None,
-                    Err(_) => {
-                        // Too late for this Tab: kept for the next one on the same text.
-                        let late = self.late.clone();
-                        let asked = source.clone();
-                        tokio::spawn(async move {
-                            if let Ok(Ok(reply)) = answer.await {
-                                *late.lock().unwrap_or_else(|p| p.into_inner()) =
-                                    Some((asked, reply));
-                            }
-                        });
-                        None
-                    }
-                }
-            }
-        };
-        match reply {
+        match self.analyzed(&source).await {
             Some(Reply::Completions { items, start, end }) => Completions {
                 matches: items.into_iter().map(Match::from).collect(),
                 start: user_offset(&source, position, start).unwrap_or(position),
@@ -257,6 +204,73 @@ impl Completer {
             .typed_in(code, position),
             // Failed, late, or the process died: the index's answer, if any.
             _ => from_index().unwrap_or_else(|| Completions::empty_at(position)),
+        }
+    }
+
+    /// The engine's shaping of the cell, the Rust source and the variables, or the answer when
+    /// there is nothing more to ask: the engine answered itself (`:` commands) or could not
+    /// shape it, or it is busy (or was not asked) and the index found something in the cell's
+    /// own text. When the index finds nothing there, the engine gets a second chance.
+    async fn shaped_or_alone(
+        &self,
+        code: &str,
+        position: usize,
+        prepare: impl Future<Output = Prepared>,
+    ) -> Result<(Source, Vec<(String, String)>), Completions> {
+        let mut prepare = std::pin::pin!(prepare);
+        let mut prepared = self.shaped(prepare.as_mut()).await;
+        if prepared.is_none() {
+            let alone = self.indexed_for_cell_alone(code, position);
+            if !alone.matches.is_empty() {
+                return Err(alone);
+            }
+            prepared = self.prepared(ENGINE_SECOND_CHANCE, prepare.as_mut()).await;
+            if prepared.is_none() {
+                return Err(alone);
+            }
+        }
+        match prepared {
+            Some(Prepared::Answered(found)) => Err(found),
+            Some(Prepared::Rust { source, variables }) => Ok((source, variables)),
+            Some(Prepared::Unavailable) | None => Err(Completions::empty_at(position)),
+        }
+    }
+
+    /// rust-analyzer's completions of `source` within [`DEADLINE`], or its answer to this very
+    /// text that came after an earlier request gave up (Tab pressed again on an unchanged
+    /// cell); `None` when it failed or is too late, its answer then kept for the next request.
+    async fn analyzed(&self, source: &Source) -> Option<Reply> {
+        let request = Request::Complete {
+            source: source.clone(),
+            docs: false,
+        };
+        if !self.analyzer.is_warm() {
+            // rust-analyzer loads std and tch first (seconds): this request starts that, and
+            // the same question asked again a few seconds later is answered.
+            self.warm_up(request.clone());
+        }
+        let late = {
+            let mut late = self.late.lock().unwrap_or_else(|p| p.into_inner());
+            late.take().filter(|(asked, _)| asked == source)
+        };
+        if let Some((_, reply)) = late {
+            return Some(reply);
+        }
+        let mut answer = self.analyzer.ask(request);
+        match tokio::time::timeout(DEADLINE, &mut answer).await {
+            Ok(Ok(Ok(reply))) => Some(reply),
+            Ok(_) => None,
+            Err(_) => {
+                // Too late for this Tab: kept for the next one on the same text.
+                let late = self.late.clone();
+                let asked = source.clone();
+                tokio::spawn(async move {
+                    if let Ok(Ok(reply)) = answer.await {
+                        *late.lock().unwrap_or_else(|p| p.into_inner()) = Some((asked, reply));
+                    }
+                });
+                None
+            }
         }
     }
 
