@@ -8,24 +8,24 @@ use jupyter_protocol::{HistoryEntry, HistoryRequest};
 const SESSION: usize = 1;
 
 #[derive(Debug, Default)]
-pub struct History {
+pub(crate) struct History {
     /// (execution count, input, text output).
     cells: Vec<(usize, String, String)>,
 }
 
 impl History {
-    pub fn record(&mut self, count: usize, input: &str) {
+    pub(crate) fn record(&mut self, count: usize, input: &str) {
         self.cells.push((count, input.to_owned(), String::new()));
     }
 
     /// Remembers the plain-text result of the cell numbered `count`.
-    pub fn record_output(&mut self, count: usize, output: &str) {
+    pub(crate) fn record_output(&mut self, count: usize, output: &str) {
         if let Some(cell) = self.cells.iter_mut().rev().find(|c| c.0 == count) {
             cell.2 = output.to_owned();
         }
     }
 
-    pub fn answer(&self, request: &HistoryRequest) -> Vec<HistoryEntry> {
+    pub(crate) fn answer(&self, request: &HistoryRequest) -> Vec<HistoryEntry> {
         let (selected, output): (Vec<&(usize, String, String)>, bool) = match request {
             HistoryRequest::Tail { n, output, .. } => {
                 let n = (*n).max(0) as usize;

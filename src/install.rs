@@ -14,7 +14,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-pub const KERNEL_NAME: &str = "tchbook";
+const KERNEL_NAME: &str = "tchbook";
 const LOGO_32: &[u8] = include_bytes!("../kernelspec/logo-32x32.png");
 const LOGO_64: &[u8] = include_bytes!("../kernelspec/logo-64x64.png");
 
@@ -48,12 +48,12 @@ fn data_dir(location: &Location) -> Result<PathBuf> {
     })
 }
 
-pub fn kernelspec_dir(location: &Location) -> Result<PathBuf> {
+pub(crate) fn kernelspec_dir(location: &Location) -> Result<PathBuf> {
     Ok(data_dir(location)?.join("kernels").join(KERNEL_NAME))
 }
 
 /// The kernel.json for this binary; `env` carries LIBTORCH when it was found.
-pub fn kernelspec(executable: &str, libtorch: Option<&Libtorch>) -> JupyterKernelspec {
+pub(crate) fn kernelspec(executable: &str, libtorch: Option<&Libtorch>) -> JupyterKernelspec {
     let env = libtorch
         .map(|libtorch| ("LIBTORCH".to_owned(), libtorch.dir.display().to_string()))
         .into_iter()
@@ -136,7 +136,7 @@ pub fn uninstall(location: &Location) -> Result<()> {
 /// Builds tch and the prelude into the cache's template now, with cargo's progress on stderr,
 /// so the first notebook cell does not wait ~2 minutes, and the completion index. Must run
 /// before any thread starts (it sets `EVCXR_TMPDIR`).
-pub fn prebuild_prelude(libtorch: &Libtorch) -> Result<()> {
+fn prebuild_prelude(libtorch: &Libtorch) -> Result<()> {
     cache::configured_root().map_err(|why| {
         anyhow::anyhow!(
             "no place for the build cache: {why}. Set HOME, or TCHBOOK_CACHE_DIR to a directory \

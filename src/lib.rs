@@ -12,17 +12,17 @@
 //!   shutdown work while a cell runs). It drives the engine through [`engine::Evaluator`] only.
 //! - [`engine`]: owns evcxr's `CommandContext` on a dedicated thread (evcxr blocks), the
 //!   evaluation process, interrupts and crash recovery. Returns plain Rust values.
-//! - [`display`]: turns what the engine reports (stdout lines, the live display line protocol,
+//! - `display`: turns what the engine reports (stdout lines, the live display line protocol,
 //!   final values, compile errors, panics) into Jupyter message contents.
-//! - [`debugger`]: breakpoints in cells for JupyterLab's debugger: gdb's Debug Adapter
+//! - `debugger`: breakpoints in cells for JupyterLab's debugger: gdb's Debug Adapter
 //!   Protocol attached to the evaluation process, lines translated between cell and crate.
 //! - [`completion`]: completion and hover within JupyterLab's one-second patience:
 //!   rust-analyzer in a process of its own, a fallback index until it is warm.
 //! - `commands`: the `:` command language, read once for the engine, export and `syntax`.
-//! - [`syntax`]: `is_complete` and the code point ↔ byte offset conversions.
+//! - `syntax`: `is_complete` and the code point ↔ byte offset conversions.
 //! - `interrupt_points`: the interrupt check put into each loop of a cell's own code, for the
 //!   engine and export.
-//! - [`history`]: this session's cells for `history_request`.
+//! - `history`: this session's cells for `history_request`.
 //! - [`cellbuild`]: cell build speed: the cargo front end, the link plan, the persistent per-user build
 //!   cache with the embedded prelude sources, libtorch discovery, the environment variables the
 //!   kernel sets.
@@ -38,7 +38,7 @@
 //! - [`launch`]: `tchbook launch`, the kernel launcher Enterprise Gateway and gateway_provisioners
 //!   start in a pod, a container or on a remote host, and the kernelspecs that make them do so.
 //! - [`download`]: `tchbook download`, the real data sets where the prelude's loaders look.
-//! - [`panels`] and [`usage`]: what JupyterLab's Variables and Kernel Usage panels show: the
+//! - `panels` and `usage`: what JupyterLab's Variables and Kernel Usage panels show: the
 //!   evaluation process's answers on a socket of its own, and the process tree's CPU and memory.
 //!
 //! `tests/layers.rs` fails on an import cycle between these modules, and on the engine, display
@@ -56,28 +56,37 @@
 //! output, so dispatch publishes the result or error, sends `execute_reply` on shell, then
 //! `idle`.
 
+#![warn(unreachable_pub)]
+
+// The library's API is what the `tchbook` binary (src/main.rs, a crate of its own) and the
+// integration tests (tests/) call: the commands' entry points and the seam the protocol tests
+// drive a fake engine through. Everything else is `pub(crate)` or private: `unreachable_pub`
+// warns of an item marked `pub` that the crate's root does not reach (CI denies warnings).
 pub mod cellbuild;
-mod commands;
 pub mod completion;
-pub mod debugger;
 pub mod dispatch;
-pub mod display;
 pub mod download;
 pub mod engine;
-mod evaluation;
 pub mod export;
-pub mod history;
 pub mod install;
-mod interrupt_points;
 pub mod kernel;
 pub mod launch;
-pub mod panels;
-mod role;
-pub mod syntax;
 pub mod transport;
-pub mod usage;
-
 pub use role::Role;
 
+mod commands;
+mod debugger;
+mod display;
+// Its `pub` items are the C symbols the evaluation process exports by name (build.rs) to the
+// libraries it loads, outside the crate's module tree.
+#[allow(unreachable_pub)]
+mod evaluation;
+mod history;
+mod interrupt_points;
+mod panels;
+mod role;
+mod syntax;
+mod usage;
+
 /// The kernel's version, part of the build cache key and of the banner.
-pub const VERSION: &str = env!("CARGO_PKG_VERSION");
+const VERSION: &str = env!("CARGO_PKG_VERSION");

@@ -2,7 +2,6 @@ use clap::{Args, Parser, Subcommand};
 use std::path::PathBuf;
 use std::process::ExitCode;
 use tchbook::Role;
-use tchbook::cellbuild::env;
 use tchbook::install::{self, Location};
 
 /// tchbook: a Jupyter kernel for tensor notebooks in Rust.
@@ -128,7 +127,7 @@ fn main() -> ExitCode {
     // Before any thread starts, and before this process starts any other: nothing it starts
     // may load libraries from the folder it runs in.
     // SAFETY: this process has one thread until `run` below (logging starts none).
-    unsafe { env::drop_relative_library_path() };
+    unsafe { tchbook::cellbuild::drop_relative_library_path() };
     init_logging();
     let Some(command) = Cli::parse().into_command() else {
         eprintln!("tchbook: give a command (install, uninstall, kernel) or --connection-file");
@@ -144,7 +143,7 @@ fn main() -> ExitCode {
         // Before any thread starts: without a place for the build cache the kernel builds in a
         // private directory of its own (`TCHBOOK_CACHE_DIR` then names it for its children).
         // SAFETY: still one thread (see above).
-        if let Err(error) = unsafe { tchbook::cellbuild::cache::use_private_root() } {
+        if let Err(error) = unsafe { tchbook::cellbuild::use_private_root() } {
             eprintln!("tchbook: {error:#}");
             return ExitCode::FAILURE;
         }
@@ -153,13 +152,13 @@ fn main() -> ExitCode {
         // Before any thread starts: it sets environment variables evcxr reads.
         // SAFETY: still one thread (see above).
         unsafe {
-            tchbook::cellbuild::setup::pin_toolchain();
-            tchbook::cellbuild::setup::set_for_cargo_front();
+            tchbook::cellbuild::pin_toolchain();
+            tchbook::cellbuild::set_for_cargo_front();
         }
     }
     let result = run(command);
     if kernel {
-        tchbook::cellbuild::cache::remove_private_root();
+        tchbook::cellbuild::remove_private_root();
     }
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -10,7 +10,7 @@ use tchbook_wire::panels::{Answer, Request};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 
 /// The socket's directory (mode 0700, so no other user can ask), removed with the kernel.
-pub struct PanelsDir {
+pub(crate) struct PanelsDir {
     dir: tempfile::TempDir,
     /// `LOCK` in the directory, locked while this kernel lives (`sweep_left_behind`).
     _lock: std::fs::File,
@@ -19,7 +19,7 @@ pub struct PanelsDir {
 impl PanelsDir {
     /// A fresh directory under the system's temporary directory: a Unix socket's path must stay
     /// under 108 bytes, which a build cache's path may not.
-    pub fn create() -> Result<PanelsDir> {
+    pub(crate) fn create() -> Result<PanelsDir> {
         sweep_left_behind(&std::env::temp_dir());
         // 0700 whatever the umask: tempfile would create it with the process's umask, and
         // under `umask 000` any local user could connect and read every variable.
@@ -42,7 +42,7 @@ impl PanelsDir {
     }
 
     /// Where the evaluation process listens.
-    pub fn socket(&self) -> PathBuf {
+    pub(crate) fn socket(&self) -> PathBuf {
         self.dir.path().join(SOCKET)
     }
 }
@@ -89,19 +89,19 @@ fn sweep_left_behind(tmp: &Path) {
 
 /// Asks the evaluation process; cheap to clone.
 #[derive(Debug, Clone, Default)]
-pub struct PanelsClient {
+pub(crate) struct PanelsClient {
     socket: Option<PathBuf>,
 }
 
 impl PanelsClient {
     /// A client of the socket at `socket`; with `None` every question goes unanswered.
-    pub fn new(socket: Option<PathBuf>) -> PanelsClient {
+    pub(crate) fn new(socket: Option<PathBuf>) -> PanelsClient {
         PanelsClient { socket }
     }
 
     /// The answer to `request`, or `None` when the evaluation process does not answer within
     /// `patience` (not started yet, being restarted, or a kernel without the socket).
-    pub async fn ask(&self, request: &Request, patience: Duration) -> Option<Answer> {
+    pub(crate) async fn ask(&self, request: &Request, patience: Duration) -> Option<Answer> {
         let socket = self.socket.as_deref()?;
         match tokio::time::timeout(patience, exchange(socket, request)).await {
             Ok(Ok(answer)) => Some(answer),

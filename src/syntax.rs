@@ -4,7 +4,7 @@
 use ra_ap_syntax::{Edition, SourceFile};
 
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Completeness {
+pub(crate) enum Completeness {
     Complete,
     /// More input is needed; the indent suggested for the next line.
     Incomplete(String),
@@ -17,7 +17,7 @@ pub enum Completeness {
 /// another line); a stray closing delimiter or a syntax error inside the code means invalid.
 /// The parse is rust-analyzer's, on the code as the body of a function, which is how evcxr
 /// treats a cell (statements and items mixed).
-pub fn is_complete(code: &str) -> Completeness {
+pub(crate) fn is_complete(code: &str) -> Completeness {
     // evcxr's `:` commands (`:dep`, `:vars`) are complete lines of their own; what follows
     // `:timeit`'s line is the rest of its expression.
     let cell = crate::commands::Cell::parse(code);
@@ -78,7 +78,7 @@ enum Delimiters {
 /// thousand levels overflowed the stack of the thread parsing, which ended the kernel with every
 /// variable. Real code stays far below this; rustc, which builds cells in a process of its own,
 /// has its own limits and messages.
-pub const MAX_NESTING: usize = 256;
+pub(crate) const MAX_NESTING: usize = 256;
 
 /// Why `code` is not parsed: more than [`MAX_NESTING`] levels of brackets. Counted with the
 /// lexer, which does not recurse, so any text can be asked about.
@@ -89,7 +89,7 @@ pub const MAX_NESTING: usize = 256;
 /// let deep = format!("{}1{}", "(".repeat(3000), ")".repeat(3000));
 /// assert!(too_deeply_nested(&deep).unwrap().contains("3000 levels"));
 /// ```
-pub fn too_deeply_nested(code: &str) -> Option<String> {
+pub(crate) fn too_deeply_nested(code: &str) -> Option<String> {
     use ra_ap_rustc_lexer::{FrontmatterAllowed, TokenKind, tokenize};
     let (mut depth, mut deepest) = (0usize, 0usize);
     for token in tokenize(code, FrontmatterAllowed::No) {
@@ -158,7 +158,7 @@ fn delimiters(code: &str) -> Delimiters {
 
 /// `?name` or `name?` as a whole cell asks for the documentation of `name` (IPython's pager),
 /// where `name` is a path like `Vec::push` or `model.forward`.
-pub fn help_target(code: &str) -> Option<&str> {
+pub(crate) fn help_target(code: &str) -> Option<&str> {
     let code = code.trim();
     let name = code
         .strip_prefix('?')
@@ -173,20 +173,20 @@ pub fn help_target(code: &str) -> Option<&str> {
 }
 
 /// Jupyter counts cursor positions in Unicode code points; Rust strings index bytes.
-pub fn code_point_to_byte(text: &str, code_points: usize) -> usize {
+pub(crate) fn code_point_to_byte(text: &str, code_points: usize) -> usize {
     text.char_indices()
         .nth(code_points)
         .map_or(text.len(), |(byte, _)| byte)
 }
 
-pub fn byte_to_code_point(text: &str, byte: usize) -> usize {
+pub(crate) fn byte_to_code_point(text: &str, byte: usize) -> usize {
     let byte = byte.min(text.len());
     text.char_indices().take_while(|(b, _)| *b < byte).count()
 }
 
 /// The byte offset just past the identifier the cursor is in or right after (hover wants the
 /// whole name).
-pub fn end_of_identifier(text: &str, byte: usize) -> usize {
+pub(crate) fn end_of_identifier(text: &str, byte: usize) -> usize {
     let mut end = byte.min(text.len());
     while !text.is_char_boundary(end) {
         end -= 1;

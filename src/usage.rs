@@ -12,42 +12,42 @@ use std::time::Instant;
 /// The numbers of a `usage_reply` that the kernel measures itself (the GPUs come from the
 /// evaluation process), under ipykernel's names.
 #[derive(Debug, Clone, Serialize)]
-pub struct ProcessUsage {
-    pub hostname: String,
-    pub pid: u32,
+pub(crate) struct ProcessUsage {
+    hostname: String,
+    pub(crate) pid: u32,
     /// Percent of one CPU, summed over the process tree since the previous request (psutil's
     /// `cpu_percent()`: 0 for a process seen for the first time).
-    pub kernel_cpu: f64,
+    kernel_cpu: f64,
     /// Bytes: the tree's proportional set size (PSS), each process's resident set where its
     /// `smaps_rollup` cannot be read.
-    pub kernel_memory: u64,
+    kernel_memory: u64,
     /// The host's CPU use since the previous request, in percent; left out the first time, as
     /// ipykernel leaves out psutil's meaningless first 0.0.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub host_cpu_percent: Option<f64>,
-    pub cpu_count: usize,
-    pub host_virtual_memory: VirtualMemory,
+    host_cpu_percent: Option<f64>,
+    cpu_count: usize,
+    host_virtual_memory: VirtualMemory,
 }
 
 /// psutil's `virtual_memory()`, field for field, from /proc/meminfo.
 #[derive(Debug, Clone, Default, Serialize)]
-pub struct VirtualMemory {
-    pub total: u64,
-    pub available: u64,
-    pub percent: f64,
-    pub used: u64,
-    pub free: u64,
-    pub active: u64,
-    pub inactive: u64,
-    pub buffers: u64,
-    pub cached: u64,
-    pub shared: u64,
-    pub slab: u64,
+struct VirtualMemory {
+    pub(crate) total: u64,
+    available: u64,
+    pub(crate) percent: f64,
+    pub(crate) used: u64,
+    pub(crate) free: u64,
+    active: u64,
+    inactive: u64,
+    pub(crate) buffers: u64,
+    cached: u64,
+    pub(crate) shared: u64,
+    slab: u64,
 }
 
 /// Keeps the previous request's CPU times, as psutil's `Process` and `cpu_percent` keep theirs.
 #[derive(Default)]
-pub struct UsageMeter {
+pub(crate) struct UsageMeter {
     /// pid → (process start time, CPU ticks, when read): a pid reused by a new process starts
     /// afresh.
     processes: HashMap<i32, (u64, u64, Instant)>,
@@ -57,7 +57,7 @@ pub struct UsageMeter {
 
 impl UsageMeter {
     /// Measures the tree below `root` (this kernel) now.
-    pub fn measure(&mut self, root: u32) -> ProcessUsage {
+    pub(crate) fn measure(&mut self, root: u32) -> ProcessUsage {
         let tree = process_tree(root as i32);
         let ticks_per_second = procfs::ticks_per_second() as f64;
         let now = Instant::now();

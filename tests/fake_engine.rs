@@ -321,7 +321,6 @@ pub fn facts() -> Facts {
 pub fn ready() -> Startup {
     Startup {
         warning: None,
-        usable: true,
         cuda_devices: Some(0),
         elapsed: Duration::ZERO,
     }

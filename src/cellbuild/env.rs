@@ -60,7 +60,7 @@ pub(crate) const MAKEFLAGS: &str = "MAKEFLAGS";
 /// assert_eq!(path, "/opt/torch/lib:/usr/lib");
 /// assert_eq!(library_path(&[], Some("".as_ref())), "");
 /// ```
-pub fn library_path(dirs: &[PathBuf], inherited: Option<&OsStr>) -> OsString {
+pub(crate) fn library_path(dirs: &[PathBuf], inherited: Option<&OsStr>) -> OsString {
     let inherited = inherited.map(std::env::split_paths).into_iter().flatten();
     let entries = dirs
         .iter()
@@ -100,6 +100,6 @@ pub unsafe fn drop_relative_library_path() {
 /// mostly calls into the prelude and libtorch, which are optimised already; at level 1 LLVM spent
 /// more on a small tensor cell's generic wrappers than rustc did on everything else
 /// (bench/NOTES.md, "Cells at opt-level 0"). `:opt 2` gives a kernel's own loops the optimiser.
-pub fn cell_opt_level() -> String {
+pub(crate) fn cell_opt_level() -> String {
     std::env::var(OPT_LEVEL).unwrap_or_else(|_| "0".to_owned())
 }

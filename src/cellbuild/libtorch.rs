@@ -6,15 +6,15 @@ use std::path::{Path, PathBuf};
 
 /// A libtorch the prelude can build against.
 #[derive(Debug, Clone)]
-pub struct Libtorch {
+pub(crate) struct Libtorch {
     /// A directory with `lib/` and `include/` (libtorch itself, or pip's `torch/` package).
-    pub dir: PathBuf,
+    pub(crate) dir: PathBuf,
     /// e.g. `2.11.0+cu130`, when the directory says.
-    pub version: Option<String>,
+    pub(crate) version: Option<String>,
 }
 
 impl Libtorch {
-    pub fn lib_dir(&self) -> PathBuf {
+    pub(crate) fn lib_dir(&self) -> PathBuf {
         self.dir.join("lib")
     }
 }
@@ -22,7 +22,7 @@ impl Libtorch {
 /// Finds libtorch: `$LIBTORCH`; else the `torch` package of the Python on PATH; else the
 /// `torch` package of tchbook's own venv (`$TCHBOOK_VENV`, default `~/.cache/tchbook/venv`).
 /// The error says what is missing and how to fix it.
-pub fn detect_libtorch() -> Result<Libtorch, String> {
+pub(crate) fn detect_libtorch() -> Result<Libtorch, String> {
     if let Some(dir) = std::env::var_os(env::LIBTORCH) {
         let dir = PathBuf::from(dir);
         if dir.join("lib").is_dir() {

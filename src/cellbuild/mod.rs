@@ -18,13 +18,18 @@
 //! evcxr drives the build; the vendored evcxr patch (vendor/README.md) lets it run this
 //! binary as its cargo and type-check cells beside their builds.
 
-pub mod cache;
+pub(crate) mod cache;
 pub(crate) mod cargo_front;
-pub(crate) mod digest;
-pub mod env;
-pub mod libtorch;
+mod digest;
+pub(crate) mod env;
+pub(crate) mod libtorch;
 pub(crate) mod link;
-pub(crate) mod placeholder;
+mod placeholder;
 pub(crate) mod process;
 pub(crate) mod seed;
-pub mod setup;
+pub(crate) mod setup;
+
+// What `main` sets up before any thread starts, and takes down at the end.
+pub use cache::{remove_private_root, use_private_root};
+pub use env::drop_relative_library_path;
+pub use setup::{pin_toolchain, set_for_cargo_front};

@@ -16,9 +16,9 @@ pub(crate) struct Seeded {
     template_lock: Option<File>,
     /// Whether the directory already holds the built prelude (its start-up build needs no
     /// registry index then).
-    pub ready: bool,
+    pub(crate) ready: bool,
     /// Repairs made on the way, told with the first cell.
-    pub repairs: Vec<String>,
+    pub(crate) repairs: Vec<String>,
 }
 
 /// Checks `build_dir` (and the template) file by file, removes what is damaged, and seeds the

@@ -64,7 +64,7 @@ pub unsafe fn set_for_cargo_front() {
 /// # Safety
 /// Writes this process's environment: call it only while the process has one thread
 /// (`std::env::set_var`'s rule).
-pub unsafe fn set_for_build(libtorch: Option<&Libtorch>, build_dir: &Path) {
+pub(crate) unsafe fn set_for_build(libtorch: Option<&Libtorch>, build_dir: &Path) {
     if let Some(libtorch) = libtorch {
         // SAFETY: one thread, as this function's caller promises (# Safety).
         unsafe { std::env::set_var(LIBTORCH, &libtorch.dir) };

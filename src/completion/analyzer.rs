@@ -23,11 +23,11 @@ use tokio::sync::oneshot;
 pub(crate) struct Limits {
     /// Longest time one request may take. The first one analyses std and tch (about 10 s on
     /// two busy cores); anything far beyond is a hang.
-    pub hang: Duration,
+    pub(crate) hang: Duration,
     /// Largest resident memory, in bytes. A warm analyzer of the prelude holds about 1 GiB.
-    pub memory: u64,
+    pub(crate) memory: u64,
     /// How long a started process may wait for its next request before it is ended.
-    pub idle: Duration,
+    pub(crate) idle: Duration,
 }
 
 impl Default for Limits {
@@ -44,10 +44,10 @@ impl Default for Limits {
 /// (the kernel's build directory) and a directory of its own.
 #[derive(Debug, Clone)]
 pub(crate) struct Setup {
-    pub exe: PathBuf,
-    pub build_dir: PathBuf,
-    pub dir: PathBuf,
-    pub limits: Limits,
+    pub(crate) exe: PathBuf,
+    pub(crate) build_dir: PathBuf,
+    pub(crate) dir: PathBuf,
+    pub(crate) limits: Limits,
 }
 
 type Answer = Result<Reply, String>;

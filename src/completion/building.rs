@@ -14,7 +14,7 @@ use std::time::Duration;
 /// manifest) into `out`, asking `analyzers` analyzer processes of its own (each holds about
 /// 1 GiB), each question within the analyzer's usual limits (a whole build takes minutes on two
 /// busy cores); `nice` lowers their priority.
-pub fn build_index(
+pub(crate) fn build_index(
     template: &Path,
     out: &Path,
     header: &str,

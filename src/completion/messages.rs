@@ -8,8 +8,8 @@ use std::collections::BTreeMap;
 /// Source as rust-analyzer sees it: a cell wrapped by evcxr, and the byte offset asked about.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Source {
-    pub code: String,
-    pub offset: usize,
+    pub(crate) code: String,
+    pub(crate) offset: usize,
 }
 
 impl From<evcxr::AnalysisSource> for Source {
@@ -32,7 +32,7 @@ impl From<&Source> for evcxr::AnalysisSource {
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "op", rename_all = "snake_case")]
-pub enum Request {
+pub(crate) enum Request {
     /// Completions at `source.offset`; with `docs`, each with its signature and documentation
     /// (for the index: a live completion does not need them, and a `Tensor` has thousands).
     Complete {
@@ -46,7 +46,7 @@ pub enum Request {
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "reply", rename_all = "snake_case")]
-pub enum Reply {
+pub(crate) enum Reply {
     /// Matches, most relevant first; `start..end` is the text they replace (bytes of the source).
     Completions {
         items: Vec<Item>,
@@ -65,17 +65,17 @@ pub enum Reply {
 /// One completion: what is inserted, and its kind as JupyterLab names kinds (`function`,
 /// `class`, `module`, `instance`, `keyword`, `magic`, ...), for its icons.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Item {
-    pub text: String,
-    pub kind: String,
+pub(crate) struct Item {
+    pub(crate) text: String,
+    pub(crate) kind: String,
     /// Its signature and documentation, asked for when the index is built (never sent with a
     /// live completion, where a `Tensor` offers thousands of methods).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub doc: Option<Doc>,
+    pub(crate) doc: Option<Doc>,
 }
 
 impl Item {
-    pub fn new(text: impl Into<String>, kind: impl Into<String>) -> Item {
+    pub(crate) fn new(text: impl Into<String>, kind: impl Into<String>) -> Item {
         Item {
             text: text.into(),
             kind: kind.into(),
@@ -87,27 +87,27 @@ impl Item {
 /// What a documentation request shows of an item: rust-analyzer's signature (`pub fn
 /// push(&mut self, value: T)`) and its doc comment, as markdown.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
-pub struct Doc {
+pub(crate) struct Doc {
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub signature: Option<String>,
+    pub(crate) signature: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub text: Option<String>,
+    pub(crate) text: Option<String>,
 }
 
 /// What rust-analyzer answers for the common cases, computed once per build cache so a kernel
 /// can complete, and show documentation, without rust-analyzer (its first analysis of std and
 /// tch takes seconds and ~1 GiB; JupyterLab drops completion replies slower than one second).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct Index {
+pub(crate) struct Index {
     /// Names in scope in an empty cell: the prelude's, std's prelude, keywords, macros.
-    pub scope: Vec<Item>,
+    pub(crate) scope: Vec<Item>,
     /// After `x.`, by the name of `x`'s type (its last path segment, without generics).
-    pub methods: BTreeMap<String, Vec<Item>>,
+    pub(crate) methods: BTreeMap<String, Vec<Item>>,
     /// After `path::`, by the path as a cell writes it: a name in scope (`Tensor`, `nn`) or a
     /// module or type reached from one (`std::collections`, `std::collections::HashMap`).
-    pub paths: BTreeMap<String, Vec<Item>>,
+    pub(crate) paths: BTreeMap<String, Vec<Item>>,
     /// The documentation of the items above.
-    pub docs: Docs,
+    pub(crate) docs: Docs,
 }
 
 /// Documentation by item path (`std::collections::HashMap`, `Tensor::zeros`, `println!`; a
@@ -115,13 +115,13 @@ pub struct Index {
 /// iterator adapters of std share `Iterator`'s ~70 methods, and their documentation would
 /// otherwise be most of the index.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct Docs {
-    pub by_path: BTreeMap<String, u32>,
-    pub texts: Vec<Doc>,
+pub(crate) struct Docs {
+    pub(crate) by_path: BTreeMap<String, u32>,
+    pub(crate) texts: Vec<Doc>,
 }
 
 impl Docs {
-    pub fn get(&self, path: &str) -> Option<&Doc> {
+    pub(crate) fn get(&self, path: &str) -> Option<&Doc> {
         self.texts.get(*self.by_path.get(path)? as usize)
     }
 }

@@ -32,22 +32,22 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime};
 
-pub use building::build_index;
+pub(crate) use building::build_index;
 pub use messages::Source;
 
 /// How long a completion waits for a warm rust-analyzer: JupyterLab's 1 s, less the round trip
 /// and the engine's share.
-pub const DEADLINE: Duration = Duration::from_millis(700);
+pub(crate) const DEADLINE: Duration = Duration::from_millis(700);
 /// How long a completion or a documentation request waits for the engine to shape the cell. An
 /// idle engine does it in milliseconds, but the engine thread starts evcxr and the evaluation
 /// process first (about a second: a fresh kernel's first Tab came after JupyterLab's timeout)
 /// and runs cells in turn; meanwhile the index answers from the cell's own text and the
 /// variables the engine listed last.
-pub const ENGINE_PATIENCE: Duration = Duration::from_millis(200);
+const ENGINE_PATIENCE: Duration = Duration::from_millis(200);
 /// How much longer a completion waits for the engine when the index found nothing in the cell's
 /// own text: right after a cell the engine is still finishing it, and the variables it defined
 /// (`v.le` on a `v` of the last cell) are only listed once it has. Within JupyterLab's 1 s.
-pub const ENGINE_SECOND_CHANCE: Duration = Duration::from_millis(500);
+const ENGINE_SECOND_CHANCE: Duration = Duration::from_millis(500);
 /// How long a hover (Shift+Tab) may wait: the first one loads rust-analyzer, which takes tens of
 /// seconds on two busy cores. JupyterLab's tooltip has no timeout of its own, and the reply
 /// comes from a task of its own, so nothing else waits for it.
@@ -88,7 +88,7 @@ pub enum Prepared {
 }
 
 /// Where the fallback index of the build cache in `cache_dir` is kept.
-pub fn index_path(cache_dir: &Path) -> PathBuf {
+pub(crate) fn index_path(cache_dir: &Path) -> PathBuf {
     cache_dir.join(INDEX_FILE)
 }
 
@@ -154,7 +154,7 @@ impl Completer {
     /// without asking the engine: a fresh kernel's engine spends its first second starting
     /// evcxr, and the first Tab and the documentation JupyterLab asks for after it waited
     /// [`ENGINE_PATIENCE`] for it, to learn nothing more.
-    pub fn cell_ran(&self) {
+    pub(crate) fn cell_ran(&self) {
         self.cell_ran.store(true, Ordering::Relaxed);
     }
 
@@ -169,32 +169,16 @@ impl Completer {
 
     /// Completions at byte `position` of `code`; `prepare` is the engine's shaping of the cell
     /// ([`ENGINE_PATIENCE`]).
-    pub async fn complete(
+    pub(crate) async fn complete(
         &self,
         code: &str,
         position: usize,
         prepare: impl Future<Output = Prepared>,
     ) -> Completions {
-        let mut prepare = std::pin::pin!(prepare);
-        let mut prepared = self.shaped(prepare.as_mut()).await;
-        if prepared.is_none() {
-            // The engine is busy or was not asked: the index alone answers, from the cell's own
-            // text; if it finds nothing there, the engine gets a second chance.
-            let alone = self.indexed_for_cell_alone(code, position);
-            if !alone.matches.is_empty() {
-                return alone;
-            }
-            prepared = self.prepared(ENGINE_SECOND_CHANCE, prepare.as_mut()).await;
-            if prepared.is_none() {
-                return alone;
-            }
-        }
-        let (source, variables) = match prepared {
-            Some(Prepared::Answered(found)) => return found,
-            Some(Prepared::Rust { source, variables }) => (source, variables),
-            Some(Prepared::Unavailable) | None => return Completions::empty_at(position),
+        let (source, variables) = match self.shaped_or_alone(code, position, prepare).await {
+            Ok(shaped) => shaped,
+            Err(answered) => return answered,
         };
-
         let from_index = || {
             let notebook = Notebook {
                 variables: &variables,
@@ -203,10 +187,6 @@ impl Completer {
             self.indexed(code, position, notebook)
         };
         self.index_in_background();
-        let request = Request::Complete {
-            source: source.clone(),
-            docs: false,
-        };
         // The index holds rust-analyzer's own answers for the cases it covers, instantly;
         // rust-analyzer is asked only for the rest (`x.f().`, types the index does not know),
         // within the deadline (a warm rust-analyzer takes 0.2–1 s on two busy cores, and a
@@ -215,40 +195,7 @@ impl Completer {
         if let Some(found) = from_index().filter(|found| !found.matches.is_empty()) {
             return found;
         }
-        if !self.analyzer.is_warm() {
-            // rust-analyzer loads std and tch first (seconds): this request starts that, and
-            // the same question asked again a few seconds later is answered.
-            self.warm_up(request.clone());
-        }
-        // rust-analyzer's answer to this very text that came after its request gave up (Tab
-        // pressed again on an unchanged cell).
-        let late = {
-            let mut late = self.late.lock().unwrap_or_else(|p| p.into_inner());
-            late.take().filter(|(asked, _)| *asked == source)
-        };
-        let reply = match late {
-            Some((_, reply)) => Some(reply),
-            None => {
-                let mut answer = self.analyzer.ask(request);
-                match tokio::time::timeout(DEADLINE, &mut answer).await {
-                    Ok(Ok(Ok(reply))) => Some(reply),
-                    Ok(_) => None,
-                    Err(_) => {
-                        // Too late for this Tab: kept for the next one on the same text.
-                        let late = self.late.clone();
-                        let asked = source.clone();
-                        tokio::spawn(async move {
-                            if let Ok(Ok(reply)) = answer.await {
-                                *late.lock().unwrap_or_else(|p| p.into_inner()) =
-                                    Some((asked, reply));
-                            }
-                        });
-                        None
-                    }
-                }
-            }
-        };
-        match reply {
+        match self.analyzed(&source).await {
             Some(Reply::Completions { items, start, end }) => Completions {
                 matches: items.into_iter().map(Match::from).collect(),
                 start: user_offset(&source, position, start).unwrap_or(position),
@@ -260,10 +207,77 @@ impl Completer {
         }
     }
 
+    /// The engine's shaping of the cell, the Rust source and the variables, or the answer when
+    /// there is nothing more to ask: the engine answered itself (`:` commands) or could not
+    /// shape it, or it is busy (or was not asked) and the index found something in the cell's
+    /// own text. When the index finds nothing there, the engine gets a second chance.
+    async fn shaped_or_alone(
+        &self,
+        code: &str,
+        position: usize,
+        prepare: impl Future<Output = Prepared>,
+    ) -> Result<(Source, Vec<(String, String)>), Completions> {
+        let mut prepare = std::pin::pin!(prepare);
+        let mut prepared = self.shaped(prepare.as_mut()).await;
+        if prepared.is_none() {
+            let alone = self.indexed_for_cell_alone(code, position);
+            if !alone.matches.is_empty() {
+                return Err(alone);
+            }
+            prepared = self.prepared(ENGINE_SECOND_CHANCE, prepare.as_mut()).await;
+            if prepared.is_none() {
+                return Err(alone);
+            }
+        }
+        match prepared {
+            Some(Prepared::Answered(found)) => Err(found),
+            Some(Prepared::Rust { source, variables }) => Ok((source, variables)),
+            Some(Prepared::Unavailable) | None => Err(Completions::empty_at(position)),
+        }
+    }
+
+    /// rust-analyzer's completions of `source` within [`DEADLINE`], or its answer to this very
+    /// text that came after an earlier request gave up (Tab pressed again on an unchanged
+    /// cell); `None` when it failed or is too late, its answer then kept for the next request.
+    async fn analyzed(&self, source: &Source) -> Option<Reply> {
+        let request = Request::Complete {
+            source: source.clone(),
+            docs: false,
+        };
+        if !self.analyzer.is_warm() {
+            // rust-analyzer loads std and tch first (seconds): this request starts that, and
+            // the same question asked again a few seconds later is answered.
+            self.warm_up(request.clone());
+        }
+        let late = {
+            let mut late = self.late.lock().unwrap_or_else(|p| p.into_inner());
+            late.take().filter(|(asked, _)| asked == source)
+        };
+        if let Some((_, reply)) = late {
+            return Some(reply);
+        }
+        let mut answer = self.analyzer.ask(request);
+        match tokio::time::timeout(DEADLINE, &mut answer).await {
+            Ok(Ok(Ok(reply))) => Some(reply),
+            Ok(_) => None,
+            Err(_) => {
+                // Too late for this Tab: kept for the next one on the same text.
+                let late = self.late.clone();
+                let asked = source.clone();
+                tokio::spawn(async move {
+                    if let Ok(Ok(reply)) = answer.await {
+                        *late.lock().unwrap_or_else(|p| p.into_inner()) = Some((asked, reply));
+                    }
+                });
+                None
+            }
+        }
+    }
+
     /// `(plain text, html)` documentation of the name that ends at byte `position` of `code`,
     /// from the index (no rust-analyzer); `None` when the index does not hold it. `prepare` is
     /// the engine's shaping of the cell ([`ENGINE_PATIENCE`]).
-    pub async fn documentation(
+    pub(crate) async fn documentation(
         &self,
         code: &str,
         position: usize,
@@ -289,7 +303,7 @@ impl Completer {
     }
 
     /// `(plain text, html)` documentation at `source`'s offset, from rust-analyzer.
-    pub async fn inspect(&self, source: Source) -> Option<(String, String)> {
+    pub(crate) async fn inspect(&self, source: Source) -> Option<(String, String)> {
         let answer = self.analyzer.ask(Request::Hover { source });
         match tokio::time::timeout(HOVER_DEADLINE, answer).await {
             Ok(Ok(Ok(Reply::Hover {

@@ -140,7 +140,7 @@ fn hover(analyzer: &mut StandaloneAnalyzer, source: &evcxr::AnalysisSource) -> R
 }
 
 /// `push(value)` → `push`: what JupyterLab inserts is the name; the user types the arguments.
-pub(crate) fn bare_name(code: &str) -> String {
+fn bare_name(code: &str) -> String {
     code.split(['(', '{', '['])
         .next()
         .unwrap_or_default()
@@ -152,7 +152,7 @@ pub(crate) fn bare_name(code: &str) -> String {
 /// evcxr marks every source root local): `LossPlot { title: String, .. }` tells a user of the
 /// type nothing they can use. Field lines without `pub` are replaced by one `/* private
 /// fields */` line.
-pub(crate) fn without_private_fields(hover: &str) -> String {
+fn without_private_fields(hover: &str) -> String {
     let mut out = Vec::new();
     let mut in_struct = false;
     let mut hid = false;

@@ -18,7 +18,7 @@ impl Session {
     /// `setBreakpoints`: kept for the cell's file; passed on for each crate built for the
     /// debugger that holds the cell's lines. The reply lists each breakpoint at its cell line,
     /// verified by gdb or saying why it does not stop yet.
-    pub fn set_breakpoints(&self, arguments: &Value) -> Value {
+    pub(crate) fn set_breakpoints(&self, arguments: &Value) -> Value {
         let path = arguments["source"]["path"].as_str().unwrap_or_default();
         let wanted: Vec<Value> = arguments["breakpoints"]
             .as_array()
@@ -92,7 +92,7 @@ impl Session {
     /// kept, and the breakpoints on them go to gdb, which places them as its library loads.
     /// `earlier` is the earlier cells' code the crate holds again (evcxr's items), traced by
     /// its text to the cells' files in the folder JupyterLab and the kernel dump them to.
-    pub fn cell_built(
+    pub(crate) fn cell_built(
         &self,
         source: &Path,
         user_lines: &[Option<usize>],

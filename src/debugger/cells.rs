@@ -31,7 +31,7 @@ pub(crate) fn prefix() -> String {
 
 /// The file a cell with this code is dumped to: `prefix() + murmur2(code) + ".rs"`, the name
 /// JupyterLab computes itself to match a stopped frame to its cell.
-pub(crate) fn path_of(code: &str) -> PathBuf {
+fn path_of(code: &str) -> PathBuf {
     PathBuf::from(format!(
         "{}{}.rs",
         prefix(),
@@ -49,7 +49,7 @@ pub(crate) fn dump(code: &str) -> std::io::Result<PathBuf> {
 
 /// MurmurHash2, 32 bits, of the code's UTF-8 bytes (JupyterLab's `murmur2`, ipykernel's
 /// `murmur2_x86`). No crate in the dependency tree has it; it is twenty lines.
-pub(crate) fn murmur2(data: &[u8], seed: u32) -> u32 {
+fn murmur2(data: &[u8], seed: u32) -> u32 {
     const M: u32 = 0x5bd1_e995;
     let mut h = seed ^ data.len() as u32;
     let mut chunks = data.chunks_exact(4);
@@ -86,7 +86,7 @@ pub(crate) enum Origin {
 }
 
 /// For each line of a built crate's source (index 0 is line 1), where it came from.
-pub(crate) type LineMap = Vec<Origin>;
+type LineMap = Vec<Origin>;
 
 /// The line map of a crate built for the cell in `own`: its own lines from evcxr's
 /// `user_lines`; the items earlier cells defined (evcxr emits every item again into each
@@ -299,7 +299,7 @@ fn hit_condition(hits: &str) -> Option<(u8, u64)> {
 }
 
 /// The crate line of a cell's line.
-pub(crate) fn to_built(map: &LineMap, cell: &str, line: usize) -> Option<usize> {
+fn to_built(map: &LineMap, cell: &str, line: usize) -> Option<usize> {
     map.iter()
         .position(|o| matches!(o, Origin::Cell(file, l) if &**file == cell && *l == line))
         .map(|i| i + 1)

@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 /// The variable that names the gdb to use, before any other.
-pub(crate) const GDB_VARIABLE: &str = "TCHBOOK_GDB";
+const GDB_VARIABLE: &str = "TCHBOOK_GDB";
 
 /// What the reply says when no gdb with the Debug Adapter Protocol is found.
 pub(crate) fn missing(why: &str) -> String {

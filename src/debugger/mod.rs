@@ -43,7 +43,7 @@ const ATTACH_PATIENCE: Duration = Duration::from_secs(120);
 const PATIENCE: Duration = Duration::from_secs(15);
 
 /// Where the adapter's events go: the DAP event, already translated for JupyterLab.
-pub type EventSink = Arc<dyn Fn(Value) + Send + Sync>;
+pub(crate) type EventSink = Arc<dyn Fn(Value) + Send + Sync>;
 
 /// The debugger of one kernel.
 #[derive(Default)]
@@ -82,17 +82,17 @@ struct State {
 
 impl Session {
     /// The engine started an evaluation process.
-    pub fn evaluation_started(&self, pid: u32) {
+    pub(crate) fn evaluation_started(&self, pid: u32) {
         self.state.lock().unwrap().evaluation = Some(pid);
     }
 
     /// Whether a thread of the evaluation process is stopped in gdb.
-    pub fn stopped(&self) -> Option<i64> {
+    pub(crate) fn stopped(&self) -> Option<i64> {
         self.state.lock().unwrap().stopped
     }
 
     /// The breakpoints set, as `debugInfo` lists them (`[{source, breakpoints}]`).
-    pub fn breakpoints(&self) -> Vec<Value> {
+    pub(crate) fn breakpoints(&self) -> Vec<Value> {
         let state = self.state.lock().unwrap();
         state
             .cells
@@ -102,14 +102,14 @@ impl Session {
     }
 
     /// Whether JupyterLab has the debugger on.
-    pub fn is_on(&self) -> bool {
+    fn is_on(&self) -> bool {
         self.state.lock().unwrap().on
     }
 
     /// The debugger switched on: events go to `sink` from now on; gdb is started and attached
     /// if it can be. A missing gdb is no error here (the Variables panel needs none): it is
     /// said in an `output` event and in each breakpoint's reply.
-    pub fn switch_on(&self, sink: EventSink) {
+    pub(crate) fn switch_on(&self, sink: EventSink) {
         {
             let mut state = self.state.lock().unwrap();
             state.on = true;
@@ -127,7 +127,7 @@ impl Session {
     }
 
     /// The debugger switched off: gdb detaches (the cell, if stopped, runs on) and ends.
-    pub fn switch_off(&self) {
+    pub(crate) fn switch_off(&self) {
         let adapter = {
             let mut state = self.state.lock().unwrap();
             state.on = false;
@@ -191,7 +191,7 @@ impl Session {
 
     /// The file a cell's build should name in its debug information, while the debugger is on
     /// (gdb attached again first if the evaluation process was restarted); `None` otherwise.
-    pub fn cell_source(&self, code: &str) -> Option<PathBuf> {
+    fn cell_source(&self, code: &str) -> Option<PathBuf> {
         if !self.is_on() {
             return None;
         }
@@ -206,7 +206,7 @@ impl Session {
     /// Before a cell's build: with the debugger on, the build names the cell's own file in its
     /// debug information; the function returned, which evcxr calls before the cell's library
     /// loads, sends the cell's breakpoints to gdb.
-    pub fn prepare_build(
+    pub(crate) fn prepare_build(
         session: &Arc<Session>,
         code: &str,
         build_dir: &std::path::Path,

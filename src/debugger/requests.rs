@@ -8,7 +8,7 @@ use std::time::Duration;
 
 /// The requests gdb answers as they come (thread and frame ids, variable references and
 /// expressions are gdb's own, and so are its errors for unknown ones).
-pub const PASSED_ON: &[&str] = &[
+pub(crate) const PASSED_ON: &[&str] = &[
     "threads",
     "scopes",
     "variables",
@@ -22,7 +22,7 @@ pub const PASSED_ON: &[&str] = &[
 const FRAME_STRIDE: u64 = 1_000_000;
 
 /// The steps that end on the next line of the cell (`Session::step`).
-pub const STEPS: &[&str] = &["next", "stepIn"];
+pub(crate) const STEPS: &[&str] = &["next", "stepIn"];
 
 /// How many of gdb's steps one step of the user's may take.
 const MOST_STEPS: usize = 8;
@@ -34,7 +34,7 @@ impl Session {
     /// `stackTrace` from gdb, with each frame in a cell at the cell's line, named by its cell;
     /// the frames below the outermost cell frame (the evaluation process's loop, `main`, the
     /// C library) left out.
-    pub fn stack_trace(&self, arguments: &Value) -> Result<Value, String> {
+    pub(crate) fn stack_trace(&self, arguments: &Value) -> Result<Value, String> {
         let mut body = self.pass_on("stackTrace", arguments)?;
         let mut state = self.state.lock().unwrap();
         if let Some(frames) = body["stackFrames"].as_array_mut() {
@@ -63,7 +63,7 @@ impl Session {
 
     /// A request that names a frame, with the frame's id as gdb knows it; an error for a frame
     /// of an earlier stop.
-    pub fn with_gdb_frame(&self, command: &str, arguments: &Value) -> Result<Value, String> {
+    fn with_gdb_frame(&self, command: &str, arguments: &Value) -> Result<Value, String> {
         let mut arguments = arguments.clone();
         if let Some(id) = arguments["frameId"].as_u64() {
             let stops = self.state.lock().unwrap().stops;
@@ -81,7 +81,7 @@ impl Session {
     /// is followed, on its own line, by the prelude's interrupt check (`interrupt_points`), an
     /// inlined call after which gdb stops on the same line again; the user's step goes on to
     /// the next line, as it would in a cell without the checks.
-    pub fn step(&self, command: &str, arguments: &Value) -> Result<Value, String> {
+    pub(crate) fn step(&self, command: &str, arguments: &Value) -> Result<Value, String> {
         self.known_thread(command, arguments)?;
         let thread = json!({"threadId": arguments["threadId"]});
         let before = self.top_line(&thread);
@@ -151,7 +151,7 @@ impl Session {
     }
 
     /// A request gdb answers itself; an error while no gdb is attached.
-    pub fn pass_on(&self, command: &str, arguments: &Value) -> Result<Value, String> {
+    pub(crate) fn pass_on(&self, command: &str, arguments: &Value) -> Result<Value, String> {
         if command == "pause" {
             return self.pause(arguments);
         }
@@ -185,7 +185,7 @@ impl Session {
 
     /// `source`: the text of a file a frame of this session named (a cell's, the prelude's,
     /// the standard library's), which JupyterLab shows for a frame outside the notebook.
-    pub fn source(&self, arguments: &Value) -> Result<Value, String> {
+    pub(crate) fn source(&self, arguments: &Value) -> Result<Value, String> {
         let path = arguments["source"]["path"]
             .as_str()
             .or_else(|| arguments["path"].as_str())
@@ -241,7 +241,7 @@ impl Session {
     /// out of the process, so none stops the cell again before its interrupt check) and ends;
     /// the next cell attaches a new one while the debugger is on. Returns whether a cell was
     /// stopped. Blocks for as long as gdb takes to detach (its patience at most).
-    pub fn release(&self) -> bool {
+    pub(crate) fn release(&self) -> bool {
         let adapter = {
             let mut state = self.state.lock().unwrap();
             if state.stopped.take().is_none() {
@@ -299,7 +299,7 @@ fn translate_frame(cells: &Cells, frame: &mut Value) {
 }
 
 /// gdb's event made JupyterLab's: a breakpoint event at its cell line.
-pub fn translate_event(cells: &Cells, mut event: Value) -> Value {
+pub(crate) fn translate_event(cells: &Cells, mut event: Value) -> Value {
     let Some(breakpoint) = event["body"].get_mut("breakpoint") else {
         return event;
     };

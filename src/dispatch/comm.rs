@@ -30,14 +30,14 @@ const PATIENCE: Duration = Duration::from_secs(2);
 
 /// The open comms of the evaluation process, by id, with their targets.
 #[derive(Default)]
-pub struct Comms {
+pub(crate) struct Comms {
     open: Mutex<BTreeMap<String, String>>,
 }
 
 impl Comms {
     /// Publishes one of the evaluation process's comm messages as a child of `parent`, and
     /// counts the comm open or closed.
-    pub fn publish(&self, iopub: &IoPub, comm: Comm, parent: &JupyterMessage) {
+    pub(crate) fn publish(&self, iopub: &IoPub, comm: Comm, parent: &JupyterMessage) {
         {
             let mut open = self.open.lock().unwrap();
             match &comm.content {
@@ -58,7 +58,7 @@ impl Comms {
     }
 
     /// Forgets every comm: the evaluation process that held them is gone.
-    pub fn forget_all(&self) {
+    pub(crate) fn forget_all(&self) {
         self.open.lock().unwrap().clear();
     }
 

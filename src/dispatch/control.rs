@@ -17,7 +17,7 @@ use tokio::sync::mpsc::UnboundedSender;
 /// panels' requests (`debug_request`, `usage_request`), which may wait on the evaluation
 /// process, are answered in order on a task of their own, so that an interrupt, a shutdown or a
 /// `kernel_info_request` never waits behind one.
-pub async fn run_control(mut control: Router, shared: Shared, interrupter: impl Interrupts) {
+pub(crate) async fn run_control(mut control: Router, shared: Shared, interrupter: impl Interrupts) {
     let panels = panel_requests(shared.clone(), control.outgoing.clone());
     while let Some(message) = control.incoming.recv().await {
         shared.status(&message, Status::busy());

@@ -31,7 +31,7 @@ const VARIABLES_PATIENCE: Duration = Duration::from_secs(3);
 const RICH_PATIENCE: Duration = Duration::from_secs(10);
 
 /// The name of the line that says a cell is running.
-pub const RUNNING_NOTE: &str = "(cell running)";
+const RUNNING_NOTE: &str = "(cell running)";
 
 pub(super) async fn debug_request(
     shared: &Shared,

@@ -25,11 +25,11 @@ mod shutdown_request;
 mod unknown_request;
 mod usage_request;
 
-pub use comm::Comms;
-pub use control::run_control;
+pub(crate) use comm::Comms;
+pub(crate) use control::run_control;
 pub use kernel_info_request::Facts;
-pub use panels::PanelsState;
-pub use shell::Shell;
+pub(crate) use panels::PanelsState;
+pub(crate) use shell::Shell;
 
 use crate::transport::IoPub;
 use jupyter_protocol::{JupyterMessage, Status};
@@ -38,15 +38,15 @@ use tokio::sync::mpsc::UnboundedSender;
 
 /// Shared between the shell and control loops.
 #[derive(Clone)]
-pub struct Shared {
-    pub iopub: IoPub,
-    pub facts: Arc<Mutex<Facts>>,
+pub(crate) struct Shared {
+    pub(crate) iopub: IoPub,
+    pub(crate) facts: Arc<Mutex<Facts>>,
     /// Told when a shutdown was requested (the flag is `restart`).
-    pub shutdown: UnboundedSender<bool>,
+    pub(crate) shutdown: UnboundedSender<bool>,
     /// JupyterLab's Variables and Kernel Usage panels (`debug_request`, `usage_request`).
-    pub panels: Arc<PanelsState>,
+    pub(crate) panels: Arc<PanelsState>,
     /// The evaluation process's open comms (widgets).
-    pub comms: Arc<Comms>,
+    pub(crate) comms: Arc<Comms>,
 }
 
 impl Shared {

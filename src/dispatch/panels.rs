@@ -10,7 +10,7 @@ use std::sync::{Arc, Mutex};
 use tchbook_wire::panels::Variable;
 
 /// Shared by the control loop's handlers (`debug_request`, `usage_request`).
-pub struct PanelsState {
+pub(crate) struct PanelsState {
     pub(super) client: PanelsClient,
     pub(super) debugger: Mutex<Debugger>,
     /// Breakpoints, stepping and the adapter (shared with the engine).
@@ -20,7 +20,7 @@ pub struct PanelsState {
 
 impl PanelsState {
     /// The state of a kernel whose evaluation process listens at `socket`.
-    pub fn new(socket: Option<PathBuf>, session: Arc<Session>) -> PanelsState {
+    pub(crate) fn new(socket: Option<PathBuf>, session: Arc<Session>) -> PanelsState {
         PanelsState {
             client: PanelsClient::new(socket),
             session,
@@ -34,7 +34,7 @@ impl PanelsState {
 #[derive(Default)]
 pub(super) struct Debugger {
     /// Between `initialize` and `disconnect` (`debugInfo`'s `isStarted`).
-    pub started: bool,
+    pub(crate) started: bool,
     /// The variables as of the last finished cell: what the panel shows while a cell runs.
-    pub variables: Vec<Variable>,
+    pub(crate) variables: Vec<Variable>,
 }

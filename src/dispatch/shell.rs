@@ -20,7 +20,7 @@ use std::collections::VecDeque;
 use std::sync::Arc;
 
 /// The shell side of the kernel.
-pub struct Shell<E: Evaluator> {
+pub(crate) struct Shell<E: Evaluator> {
     pub(super) shared: Shared,
     pub(super) shell: Router,
     pub(super) stdin: Router,
@@ -47,7 +47,7 @@ pub struct Shell<E: Evaluator> {
 }
 
 impl<E: Evaluator> Shell<E> {
-    pub fn new(
+    pub(crate) fn new(
         shared: Shared,
         shell: Router,
         stdin: Router,
@@ -74,7 +74,7 @@ impl<E: Evaluator> Shell<E> {
 
     /// Serves the shell socket until it closes. Between requests, the engine's events are
     /// read too: the comm messages a widget's callback sends are published at once.
-    pub async fn run(mut self) {
+    pub(crate) async fn run(mut self) {
         loop {
             let message = match self.queued.pop_front() {
                 Some(message) => message,

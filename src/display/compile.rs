@@ -13,7 +13,7 @@ use tchbook_wire::report::{BLUE, BOLD, RED, RESET};
 /// 1 | let x: i32 = "a";
 ///   |              ^^^ expected `i32`, found `&str`
 /// ```
-pub fn compile_report(code: &str, diagnostics: &[Diagnostic]) -> ErrorReport {
+pub(crate) fn compile_report(code: &str, diagnostics: &[Diagnostic]) -> ErrorReport {
     let lines: Vec<&str> = code.lines().collect();
     let mut traceback = Vec::new();
     for diagnostic in diagnostics {

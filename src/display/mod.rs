@@ -11,13 +11,13 @@ mod compile;
 mod reports;
 mod table;
 
-pub use compile::compile_report;
-pub use reports::{
+pub(crate) use compile::compile_report;
+pub(crate) use reports::{
     ErrorReport, as_interrupt, crashed_report, failure_report, interrupted_report, say_undone,
 };
-pub use table::table_media;
-pub use tchbook_wire::Panic;
-pub use tchbook_wire::report::{Generated, panic_report};
+pub(crate) use table::table_media;
+pub(crate) use tchbook_wire::Panic;
+pub(crate) use tchbook_wire::report::{Generated, panic_report};
 
 use jupyter_protocol::{
     ClearOutput, CommClose, CommId, CommMsg, CommOpen, DisplayData, JupyterMessageContent, Media,
@@ -28,7 +28,7 @@ use tchbook_wire::{Message, MimeData, StreamName};
 
 /// What one stdout line of a running cell is for the front end.
 #[derive(Debug, Clone)]
-pub enum Output {
+pub(crate) enum Output {
     /// Ordinary output (the newline the line ended with is not included).
     Text(String),
     /// Text the prelude's pump sent as it was written: a partial line (no newline yet), or a
@@ -45,14 +45,14 @@ pub enum Output {
 
 /// A comm message of the evaluation process, as it is published.
 #[derive(Debug, Clone)]
-pub struct Comm {
-    pub content: JupyterMessageContent,
-    pub metadata: Map<String, Value>,
+pub(crate) struct Comm {
+    pub(crate) content: JupyterMessageContent,
+    pub(crate) metadata: Map<String, Value>,
 }
 
 impl Comm {
     /// The comm message that `message` is, if it is one.
-    pub fn from_message(message: Message) -> Option<Comm> {
+    pub(crate) fn from_message(message: Message) -> Option<Comm> {
         let (content, metadata) = match message {
             Message::CommOpen {
                 comm_id,
@@ -93,22 +93,12 @@ impl Comm {
         };
         Some(Comm { content, metadata })
     }
-
-    /// The comm's id.
-    pub fn comm_id(&self) -> &str {
-        match &self.content {
-            JupyterMessageContent::CommOpen(open) => &open.comm_id.0,
-            JupyterMessageContent::CommMsg(msg) => &msg.comm_id.0,
-            JupyterMessageContent::CommClose(close) => &close.comm_id.0,
-            _ => "",
-        }
-    }
 }
 
 /// Reads one line. Only a line with the kernel's key is a message (`tchbook_wire::key`): any
 /// other is text, whatever it holds. A keyed line that does not read is shown as text (and
 /// logged), never lost, and without its key, which no output may show.
-pub fn read_line(line: &str) -> Output {
+pub(crate) fn read_line(line: &str) -> Output {
     let message = match Message::parse_line(line) {
         None => return Output::Text(tchbook_wire::unkeyed(line).unwrap_or(line).to_owned()),
         Some(Ok(message)) => message,
@@ -155,20 +145,20 @@ pub fn read_line(line: &str) -> Output {
 }
 
 /// A MIME bundle as `jupyter_protocol` types it.
-pub fn media(data: MimeData) -> Media {
+fn media(data: MimeData) -> Media {
     serde_json::from_value(Value::Object(data)).unwrap_or_default()
 }
 
 /// A cell's final value and its output metadata (evcxr gives one string per MIME type, and the
 /// prelude the metadata in a block of its own: `tchbook_wire::final_value`).
-pub fn value_media(mime: &[(String, String)]) -> (Media, Map<String, Value>) {
+pub(crate) fn value_media(mime: &[(String, String)]) -> (Media, Map<String, Value>) {
     let (data, metadata) = tchbook_wire::final_value(mime);
     (media(data), metadata)
 }
 
 /// A cell whose final expression is `()` (a `for`, an `if` that prints): evcxr sends its Debug
 /// form, but like Python's `None` it is not a value worth showing.
-pub fn is_unit(mime: &[(String, String)]) -> bool {
+pub(crate) fn is_unit(mime: &[(String, String)]) -> bool {
     matches!(mime, [(kind, text)] if kind == "text/plain" && text.trim() == "()")
 }
 

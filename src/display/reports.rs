@@ -1,11 +1,11 @@
 //! What an `error` message carries, and the reports of a cell that did not end by itself:
 //! interrupted past the grace period, a dead evaluation process, a failure of the kernel's.
 
-pub use tchbook_wire::report::ErrorReport;
+pub(crate) use tchbook_wire::report::ErrorReport;
 use tchbook_wire::report::{INTERRUPT, RED, RESET, grace_report, headline};
 
 /// The evaluation process was killed after an interrupt and restarted.
-pub fn interrupted_report(lost: &[String]) -> ErrorReport {
+pub(crate) fn interrupted_report(lost: &[String]) -> ErrorReport {
     grace_report(&format!(
         "the evaluation process was restarted; {}",
         lost_sentence(lost)
@@ -16,7 +16,11 @@ pub fn interrupted_report(lost: &[String]) -> ErrorReport {
 /// (Rust's `memory allocation of N bytes failed` abort, in evcxr's `message` or among the
 /// cell's last stderr lines) is Python's `MemoryError`, with why the variables could not be
 /// kept and how to keep them next time.
-pub fn crashed_report(message: &str, lost: &[String], stderr_tail: &[String]) -> ErrorReport {
+pub(crate) fn crashed_report(
+    message: &str,
+    lost: &[String],
+    stderr_tail: &[String],
+) -> ErrorReport {
     let allocation = failed_allocation(message).or_else(|| {
         stderr_tail
             .iter()
@@ -70,7 +74,7 @@ fn failed_allocation(message: &str) -> Option<u64> {
 /// A panic in a cell the user interrupted, as the interrupt it was: the interrupt ended what the
 /// cell waited on (a read of stdin fails then), and the cell stopped there. The panic's own
 /// message stays, after the interrupt's.
-pub fn as_interrupt(report: &mut ErrorReport) {
+pub(crate) fn as_interrupt(report: &mut ErrorReport) {
     if report.ename == INTERRUPT {
         return;
     }
@@ -87,7 +91,7 @@ pub fn as_interrupt(report: &mut ErrorReport) {
 /// bindings: the ones it declared again hold their value from before it, its new ones were
 /// never made. Python users expect an interrupted cell's assignments up to the interrupt to
 /// have happened; a Rust cell's bindings are stored only when it ends, so this says which.
-pub fn say_undone(report: &mut ErrorReport, reverted: &[String], dropped: &[String]) {
+pub(crate) fn say_undone(report: &mut ErrorReport, reverted: &[String], dropped: &[String]) {
     let names = |names: &[String]| {
         names
             .iter()
@@ -131,7 +135,7 @@ fn lost_sentence(lost: &[String]) -> String {
     }
 }
 
-pub fn failure_report(message: &str) -> ErrorReport {
+pub(crate) fn failure_report(message: &str) -> ErrorReport {
     ErrorReport {
         ename: "Error".into(),
         evalue: message.to_owned(),

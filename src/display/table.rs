@@ -6,7 +6,7 @@ use jupyter_protocol::{Media, MediaType};
 /// A table the kernel lays out itself (`:help`, `:vars`): aligned text, and HTML whose cells are
 /// left-aligned inline (JupyterLab's default style right-aligns table cells, which makes a column
 /// of names and sentences hard to read).
-pub fn table_media(table: &CommandTable) -> Media {
+pub(crate) fn table_media(table: &CommandTable) -> Media {
     let widths: Vec<usize> = (0..table.header.len())
         .map(|column| {
             std::iter::once(&table.header)

@@ -72,11 +72,11 @@ pub(super) enum Listing {
 /// A table for the front end to lay out (`:help`, `:vars`): plain values, rendered by
 /// `display`.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct CommandTable {
-    pub header: Vec<String>,
-    pub rows: Vec<Vec<String>>,
+pub(crate) struct CommandTable {
+    pub(crate) header: Vec<String>,
+    pub(crate) rows: Vec<Vec<String>>,
     /// A paragraph shown under the table.
-    pub note: Option<String>,
+    pub(crate) note: Option<String>,
 }
 
 /// The commands tchbook adds to evcxr's, for `:help`.

@@ -8,7 +8,6 @@ use super::pump::PumpMessage;
 use super::{CellError, CellValue, CommandTable, Diagnostic, Event, Finished, Interrupter};
 use crate::cellbuild::cache;
 use crate::commands::Command;
-use crate::completion::{self, Prepared, Source};
 use crate::debugger::Session;
 use crate::interrupt_points::{self, Inserted};
 use crossbeam_channel::Sender;
@@ -39,6 +38,39 @@ pub(super) struct State {
     /// Whether the cells' loops get the interrupt check (`TCHBOOK_INTERRUPT_CHECKS`).
     interrupt_checks: bool,
     debugger: Arc<Session>,
+}
+
+/// How a cell's reads of stdin are answered: by the front end, asked through the pump, or, without
+/// stdin allowed, with nothing.
+struct Input {
+    pump: Sender<PumpMessage>,
+    interrupter: Interrupter,
+    allow_stdin: bool,
+}
+
+impl Input {
+    /// The line evcxr passes to the evaluation process for one read with `prompt`.
+    fn answer(&self, prompt: String, password: bool) -> String {
+        // Without stdin allowed, an empty answer: `input()` returns "", a read of stdin gets
+        // end-of-file.
+        if !self.allow_stdin {
+            return Answer(String::new()).to_line();
+        }
+        let (reply, answer) = crossbeam_channel::bounded(1);
+        let _ = self.pump.send(PumpMessage::Event(Event::Input {
+            prompt,
+            password,
+            reply,
+        }));
+        let answer = answer.recv().unwrap_or_default();
+        if self.interrupter.was_interrupted() {
+            // The evaluation process ends the wait itself; an empty line is no command, and no
+            // answer.
+            return String::new();
+        }
+        // Data whatever it holds (`tchbook_wire::commands`): line breaks included.
+        Answer(answer).to_line()
+    }
 }
 
 impl State {
@@ -117,8 +149,11 @@ impl State {
             };
         }
         let before = self.variables();
-        let pump = self.pump.clone();
-        let interrupter = self.interrupter.clone();
+        let input = Input {
+            pump: self.pump.clone(),
+            interrupter: self.interrupter.clone(),
+            allow_stdin,
+        };
         // With the debugger on: the build's debug information, the cell's breakpoints.
         let prepared = Session::prepare_build(&self.debugger, code, &self.build_dir);
         let loading = self.interrupter.clone();
@@ -129,49 +164,44 @@ impl State {
         // evcxr does not export its `InputRequest` type; the closure's parameter type comes
         // from the field it is written into.
         let mut callbacks = EvalCallbacks {
-            input_reader: &move |request| {
-                // Without stdin allowed, an empty answer: `input()` returns "", a read of stdin
-                // gets end-of-file.
-                if !allow_stdin {
-                    return Answer(String::new()).to_line();
-                }
-                let (reply, answer) = crossbeam_channel::bounded(1);
-                let _ = pump.send(PumpMessage::Event(Event::Input {
-                    prompt: request.prompt,
-                    password: request.is_password,
-                    reply,
-                }));
-                let answer = answer.recv().unwrap_or_default();
-                if interrupter.was_interrupted() {
-                    // The evaluation process ends the wait itself; an empty line is no
-                    // command, and no answer.
-                    return String::new();
-                }
-                // Data whatever it holds (`tchbook_wire::commands`): line breaks included.
-                Answer(answer).to_line()
-            },
+            input_reader: &move |request| input.answer(request.prompt, request.is_password),
             before_load: &before_load,
         };
         let code = rewrite_commands(code);
-        // The prelude's interrupt check in each loop of the cell (`interrupt_points`); a cell
-        // whose checks fail to compile where they stand runs as typed, checks left out.
+        let (result, points, interrupted) = self.run(&code, &mut callbacks);
+        release_freed_memory();
+        let source = self.context.last_source().ok();
+        let outcome = match result {
+            Ok(outputs) => Ok(self.value(outputs, &code, interrupted)),
+            Err(error) => Err(self.error(error, &before, interrupted, points.as_ref())),
+        };
+        let outcome = self.after_cell(outcome, &code);
+        Finished { outcome, source }
+    }
+
+    /// Runs the cell in evcxr with the prelude's interrupt check in each loop
+    /// (`interrupt_points`); a cell whose checks fail to compile where they stand runs as typed,
+    /// checks left out. Returns evcxr's result, the checks it ran with, and whether the cell was
+    /// interrupted.
+    fn run(
+        &mut self,
+        code: &Rewritten,
+        callbacks: &mut EvalCallbacks,
+    ) -> (Result<EvalOutputs, evcxr::Error>, Option<Inserted>, bool) {
         let mut points = (self.prelude_loaded && self.interrupt_checks)
             .then(|| interrupt_points::insert(&code.code))
             .filter(Inserted::any);
         self.interrupter.begin(self.cells);
         let started = Instant::now();
-        let mut result = self.context.execute_with_callbacks(
-            points.as_ref().map_or(&code.code, |p| &p.code),
-            &mut callbacks,
-        );
+        let mut result = self
+            .context
+            .execute_with_callbacks(points.as_ref().map_or(&code.code, |p| &p.code), callbacks);
         if let (Err(evcxr::Error::CompilationErrors(errors)), Some(inserted)) = (&result, &points)
             && errors.iter().any(|error| in_a_point(error, inserted))
         {
             tracing::warn!("a cell's interrupt checks did not compile; running it without them");
             points = None;
-            result = self
-                .context
-                .execute_with_callbacks(&code.code, &mut callbacks);
+            result = self.context.execute_with_callbacks(&code.code, callbacks);
         }
         let interrupted = self.interrupter.end();
         if let Ok(outputs) = &result {
@@ -187,14 +217,7 @@ impl State {
                 phases.join(", ")
             );
         }
-        release_freed_memory();
-        let source = self.context.last_source().ok();
-        let outcome = match result {
-            Ok(outputs) => Ok(self.value(outputs, &code, interrupted)),
-            Err(error) => Err(self.error(error, &before, interrupted, points.as_ref())),
-        };
-        let outcome = self.after_cell(outcome, &code);
-        Finished { outcome, source }
+        (result, points, interrupted)
     }
 
     /// A cell's value: its MIME bundle, or the table `:help` and `:vars` become.
@@ -341,45 +364,6 @@ impl State {
             )
         })
     }
-
-    /// evcxr's shaping of the cell for rust-analyzer, and the variables with their types. The
-    /// analysis itself runs in the analyzer process (`completion`), never on this thread.
-    pub(super) fn prepare_completion(&mut self, code: &str, position: usize) -> Prepared {
-        let context = &mut self.context;
-        let prepared = guarded("preparing a completion", || {
-            context.completion_source(code, position)
-        });
-        match prepared {
-            Some(evcxr::CompletionSource::Commands(found)) => {
-                Prepared::Answered(completion::Completions {
-                    matches: found
-                        .completions
-                        .into_iter()
-                        .map(|c| completion::Match {
-                            text: c.code,
-                            kind: c.kind.to_owned(),
-                        })
-                        .collect(),
-                    start: found.start_offset,
-                    end: found.end_offset,
-                })
-            }
-            Some(evcxr::CompletionSource::Rust(source)) => Prepared::Rust {
-                source: source.into(),
-                variables: self
-                    .context
-                    .variables_and_types()
-                    .map(|(name, ty)| (name.to_owned(), ty.to_owned()))
-                    .collect(),
-            },
-            None => Prepared::Unavailable,
-        }
-    }
-
-    pub(super) fn prepare_hover(&mut self, code: &str, position: usize) -> Option<Source> {
-        let context = &mut self.context;
-        guarded("preparing a hover", || context.hover_source(code, position)).map(Source::from)
-    }
 }
 
 /// Whether a compile error points into one of the interrupt checks the kernel put in.
@@ -400,22 +384,6 @@ fn in_users_columns(diagnostic: &mut Diagnostic, points: &Inserted) {
     diagnostic.rendered = diagnostic
         .rendered
         .replace(tchbook_wire::INTERRUPT_POINT, "");
-}
-
-/// Runs an evcxr call that only reshapes text, logging its error or panic: neither may end the
-/// engine thread, which owns the notebook's variables.
-fn guarded<T>(what: &str, call: impl FnOnce() -> anyhow::Result<T>) -> Option<T> {
-    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(call)) {
-        Ok(Ok(value)) => Some(value),
-        Ok(Err(error)) => {
-            tracing::warn!("{what}: {error:#}");
-            None
-        }
-        Err(_) => {
-            tracing::error!("{what}: evcxr panicked (see the message above)");
-            None
-        }
-    }
 }
 
 /// rust-analyzer (inside evcxr) allocates hundreds of MB while analysing a cell and frees

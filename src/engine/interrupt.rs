@@ -11,7 +11,7 @@ use tchbook_wire::panels::{Answer, Request};
 /// into a `KeyboardInterrupt` panic at the next check, keeping every variable), SIGKILL after
 /// the grace period if the cell is still the one that was interrupted.
 #[derive(Clone)]
-pub struct Interrupter {
+pub(crate) struct Interrupter {
     inner: Arc<InterruptState>,
 }
 
@@ -53,7 +53,7 @@ impl Interrupter {
     /// then the evaluation process, which holds the variables, has nothing to stop, and the grace
     /// period counts from there (a build that takes longer than the grace period must not cost
     /// the notebook); a cell whose build fails is not run at all.
-    pub fn interrupt(&self) -> bool {
+    pub(crate) fn interrupt(&self) -> bool {
         let cell = self.inner.running.load(Ordering::SeqCst);
         if cell == 0 {
             return false;
@@ -100,13 +100,13 @@ impl Interrupter {
     }
 
     /// Whether the running cell has been interrupted (a cell waiting for input stops waiting).
-    pub fn was_interrupted(&self) -> bool {
+    pub(crate) fn was_interrupted(&self) -> bool {
         self.inner.running.load(Ordering::SeqCst) != 0
             && self.inner.interrupted.load(Ordering::SeqCst)
     }
 
     /// Kills the evaluation process and every process a cell started (kernel shutdown).
-    pub fn kill(&self) {
+    pub(crate) fn kill(&self) {
         self.signal_unreaped(libc::SIGKILL, Target::Group);
     }
 
@@ -242,7 +242,7 @@ pub(crate) fn kill_process_group(pid: u32) {
 /// kernel holding a notebook's tensors under PID 1. The parent is polled, as ipykernel polls:
 /// `PR_SET_PDEATHSIG` would fire when the *thread* that started the kernel exits, and a front
 /// end may start kernels from a thread that ends long before the kernel should.
-pub fn exit_with_parent(interrupter: Interrupter) {
+pub(crate) fn exit_with_parent(interrupter: Interrupter) {
     // SAFETY: getppid(2) cannot fail.
     let parent = unsafe { libc::getppid() };
     if parent <= 1 {

@@ -20,6 +20,7 @@
 //! - `pump`: the thread that orders output lines before each cell's end;
 //! - `startup`: the build directory, the evaluation process and the start-up cell;
 //! - `evaluate`: one cell through evcxr, and what its outcome means;
+//! - `prepare`: evcxr's shaping of a cell for completion and hover;
 //! - `commands`: tchbook's own `:` commands (`:timeit`, `:help` and `:vars` as tables, `:fmt`);
 //! - `diagnostics`: evcxr's compile errors as plain [`Diagnostic`] values.
 
@@ -28,13 +29,14 @@ mod diagnostics;
 mod evaluate;
 mod evaluator;
 mod interrupt;
+mod prepare;
 mod pump;
 mod startup;
 
-pub use commands::CommandTable;
+pub(crate) use commands::CommandTable;
 pub(crate) use commands::timeit_code;
 pub use evaluator::{Evaluator, Interrupts};
-pub use interrupt::{Interrupter, exit_with_parent};
+pub(crate) use interrupt::{Interrupter, exit_with_parent};
 
 use crate::cellbuild::cache::BuildCache;
 use crate::completion::{Prepared, Source};
@@ -48,22 +50,22 @@ use std::time::{Duration, Instant};
 use tokio::sync::{mpsc, oneshot};
 
 /// How the engine is set up.
-pub struct EngineOptions {
+pub(crate) struct EngineOptions {
     /// The evcxr build directory this kernel owns (`EVCXR_TMPDIR` must already name it).
-    pub build_dir: PathBuf,
+    pub(crate) build_dir: PathBuf,
     /// Where a fresh build directory is seeded from, and where the first full build is kept.
-    pub cache: Option<BuildCache>,
+    pub(crate) cache: Option<BuildCache>,
     /// The prelude crate's directory and stamp, or why it cannot be loaded (libtorch missing).
-    pub prelude: Result<(PathBuf, String), String>,
+    pub(crate) prelude: Result<(PathBuf, String), String>,
     /// libtorch's `lib/` directory, put on the evaluation process's loader path.
-    pub libtorch_lib: Option<PathBuf>,
+    pub(crate) libtorch_lib: Option<PathBuf>,
     /// How long an interrupted cell may take to end by itself before the evaluation process
     /// is killed.
-    pub interrupt_grace: Duration,
+    pub(crate) interrupt_grace: Duration,
     /// Optimisation level for cells (dependencies are always built at 2).
-    pub cell_opt_level: String,
+    pub(crate) cell_opt_level: String,
     /// JupyterLab's debugger: told of each evaluation process, asked before each cell's build.
-    pub debugger: Arc<Session>,
+    pub(crate) debugger: Arc<Session>,
 }
 
 /// What the engine reports, in order.
@@ -89,8 +91,6 @@ pub enum Event {
 pub struct Startup {
     /// Something the user must be told with the first cell (e.g. libtorch missing).
     pub warning: Option<String>,
-    /// Whether cells can run at all.
-    pub usable: bool,
     /// `tch::Cuda::device_count()` as the evaluation process saw it.
     pub cuda_devices: Option<usize>,
     pub elapsed: Duration,
@@ -108,22 +108,22 @@ pub struct Finished {
 pub struct CellValue {
     pub mime: Vec<(String, String)>,
     /// Set for `:help` and `:vars`, whose answer the front end shows as a table.
-    pub table: Option<CommandTable>,
-    pub timing: Option<Duration>,
+    pub(crate) table: Option<CommandTable>,
+    pub(crate) timing: Option<Duration>,
     /// What a panic (an interrupt) undid of the cell's bindings, for its error to say.
-    pub undone: Undone,
+    pub(crate) undone: Undone,
     /// Whether the user interrupted the cell: a panic then is the interrupt's doing (a read of
     /// stdin it ended, say), reported as `KeyboardInterrupt`.
-    pub interrupted: bool,
+    pub(crate) interrupted: bool,
 }
 
 /// The bindings of a cell that stopped with a panic which did not take effect.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Undone {
+pub(crate) struct Undone {
     /// Declared again by the cell; they hold their value from before it.
-    pub reverted: Vec<String>,
+    pub(crate) reverted: Vec<String>,
     /// Declared for the first time by the cell; they do not exist.
-    pub dropped: Vec<String>,
+    pub(crate) dropped: Vec<String>,
 }
 
 #[derive(Debug)]
@@ -142,27 +142,27 @@ pub enum CellError {
 /// A rustc diagnostic, with spans in the cell's own lines and columns (1-based, in chars).
 #[derive(Debug, Clone)]
 pub struct Diagnostic {
-    pub level: String,
-    pub code: Option<String>,
-    pub message: String,
-    pub spans: Vec<DiagnosticSpan>,
-    pub help: Vec<String>,
+    pub(crate) level: String,
+    pub(crate) code: Option<String>,
+    pub(crate) message: String,
+    pub(crate) spans: Vec<DiagnosticSpan>,
+    pub(crate) help: Vec<String>,
     /// rustc's own rendering, for errors without a span in the cell.
-    pub rendered: String,
+    pub(crate) rendered: String,
 }
 
 #[derive(Debug, Clone)]
-pub struct DiagnosticSpan {
-    pub start_line: usize,
-    pub start_column: usize,
-    pub end_line: usize,
-    pub end_column: usize,
-    pub label: String,
-    pub primary: bool,
+pub(crate) struct DiagnosticSpan {
+    pub(crate) start_line: usize,
+    pub(crate) start_column: usize,
+    pub(crate) end_line: usize,
+    pub(crate) end_column: usize,
+    pub(crate) label: String,
+    pub(crate) primary: bool,
 }
 
 /// The `use` line that puts the prelude in scope in every cell (the start-up cell runs it).
-pub const PRELUDE_IMPORT: &str = "use tchbook_prelude::prelude::*;";
+pub(crate) const PRELUDE_IMPORT: &str = "use tchbook_prelude::prelude::*;";
 
 /// The prelude's function that marks a final value's display (`tchbook_wire::value`), which the
 /// code generated for a cell's value calls, in the kernel and in exported programs.
@@ -186,7 +186,7 @@ enum Request {
 }
 
 /// The async side's handle on the engine; the kernel drives it as an [`Evaluator`].
-pub struct Engine {
+pub(crate) struct Engine {
     requests: Sender<Request>,
     /// Events in order; only one reader (the shell loop through [`Evaluator`], or
     /// [`Engine::build_only`]).
@@ -196,7 +196,7 @@ pub struct Engine {
 }
 
 impl Engine {
-    pub fn spawn(options: EngineOptions) -> Engine {
+    pub(crate) fn spawn(options: EngineOptions) -> Engine {
         let (request_tx, request_rx) = unbounded();
         let (pump_tx, pump_rx) = unbounded();
         let (event_tx, event_rx) = mpsc::unbounded_channel();
@@ -222,7 +222,7 @@ impl Engine {
     /// Waits (blocking; no async runtime) for the engine's start-up build, then ends its
     /// evaluation process: what `tchbook install` wants, the build cache filled. Returns the
     /// start-up, or `None` if the engine stopped first.
-    pub fn build_only(mut self) -> Option<Startup> {
+    pub(crate) fn build_only(mut self) -> Option<Startup> {
         let startup = loop {
             match self.events.blocking_recv() {
                 Some(Event::Started(startup)) => break Some(startup),
@@ -303,7 +303,6 @@ fn run(
             None,
             Startup {
                 warning: Some(format!("The evaluation engine could not start: {error:#}")),
-                usable: false,
                 cuda_devices: None,
                 elapsed: started.elapsed(),
             },

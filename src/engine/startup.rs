@@ -34,7 +34,6 @@ pub(super) fn start(
     let mut state = spawn_evaluation_process(options, pump, interrupter)?;
     let mut startup = Startup {
         warning: None,
-        usable: true,
         cuda_devices: None,
         elapsed: Duration::ZERO,
     };

@@ -17,7 +17,7 @@ use tokio::signal::unix::{SignalKind, signal};
 
 mod setup;
 
-pub use crate::transport::{KernelConnection, read_connection_file};
+pub(crate) use crate::transport::{KernelConnection, read_connection_file};
 
 pub use setup::rustc_version;
 

@@ -13,13 +13,13 @@ use std::time::Duration;
 
 /// What the kernel process needs to start the real engine.
 pub(super) struct Setup {
-    pub options: EngineOptions,
-    pub completer: Completer,
-    pub facts: Facts,
+    pub(crate) options: EngineOptions,
+    pub(crate) completer: Completer,
+    pub(crate) facts: Facts,
     /// This kernel's build directory, its own until the process ends.
-    pub build: BuildDir,
+    pub(crate) build: BuildDir,
     /// The directory of the evaluation process's panels socket.
-    pub panels: Option<PanelsDir>,
+    pub(crate) panels: Option<PanelsDir>,
 }
 
 /// Finds libtorch and the build cache and writes the environment.
@@ -101,7 +101,7 @@ fn interrupt_grace() -> Duration {
 /// The Rust compiler cells are built with, as `rustc --version` names it.
 pub struct Rustc {
     /// `1.95.0`.
-    pub version: String,
+    pub(crate) version: String,
     /// `rustc 1.95.0 (59807616e 2026-04-14)`, or why there is none.
     pub banner: String,
 }

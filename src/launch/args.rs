@@ -17,7 +17,7 @@ use clap::Args;
 pub struct LaunchArgs {
     /// The kernel's id, as the gateway knows it (default: $KERNEL_ID).
     #[arg(long, alias = "RemoteProcessProxy.kernel-id", value_name = "ID")]
-    pub kernel_id: Option<String>,
+    pub(crate) kernel_id: Option<String>,
     /// Where to send the encrypted connection information, `<ip>:<port>`
     /// (default: $RESPONSE_ADDRESS).
     #[arg(
@@ -25,11 +25,11 @@ pub struct LaunchArgs {
         alias = "RemoteProcessProxy.response-address",
         value_name = "IP:PORT"
     )]
-    pub response_address: Option<String>,
+    pub(crate) response_address: Option<String>,
     /// The gateway's RSA public key: base64 DER, the PEM body without its header lines
     /// (default: $PUBLIC_KEY).
     #[arg(long, alias = "RemoteProcessProxy.public-key", value_name = "KEY")]
-    pub public_key: Option<String>,
+    pub(crate) public_key: Option<String>,
     /// The ports the kernel may use, `<lower>..<upper>`; `0..0` or absent means any
     /// (default: $PORT_RANGE).
     #[arg(
@@ -37,20 +37,20 @@ pub struct LaunchArgs {
         alias = "RemoteProcessProxy.port-range",
         value_name = "LOWER..UPPER"
     )]
-    pub port_range: Option<String>,
+    pub(crate) port_range: Option<String>,
     /// The address the kernel's sockets bind, written into the connection information; the
     /// gateway replaces it with the host it launched on when it connects.
     #[arg(long, default_value = "0.0.0.0", value_name = "IP")]
-    pub ip: String,
+    pub(crate) ip: String,
     /// CurveZMQ policy from gateway_provisioners (`auto` or `required`: the launcher makes a
     /// key pair, sends it with the connection information and binds every socket encrypted;
     /// `disabled`, empty or left unfilled by the gateway: no encryption)
     /// (default: $TRANSPORT_ENCRYPTION).
     #[arg(long, value_name = "POLICY")]
-    pub transport_encryption: Option<String>,
+    pub(crate) transport_encryption: Option<String>,
     /// Accepted for the gateways' sake and ignored (an ipykernel class name).
     #[arg(long, hide = true, value_name = "NAME")]
-    pub kernel_class_name: Option<String>,
+    kernel_class_name: Option<String>,
     /// Accepted for the gateways' sake and ignored (Spark only).
     #[arg(
         long,
@@ -58,28 +58,28 @@ pub struct LaunchArgs {
         alias = "RemoteProcessProxy.spark-context-initialization-mode",
         value_name = "MODE"
     )]
-    pub spark_context_initialization_mode: Option<String>,
+    spark_context_initialization_mode: Option<String>,
     /// Accepted for the gateways' sake and ignored (Spark or Dask only).
     #[arg(long, hide = true, value_name = "TYPE")]
-    pub cluster_type: Option<String>,
+    cluster_type: Option<String>,
 }
 
 /// What a launch needs, resolved from flags and environment and checked.
 #[derive(Debug, Clone)]
-pub struct LaunchRequest {
-    pub kernel_id: String,
-    pub response_address: String,
-    pub public_key: String,
-    pub port_range: Option<String>,
-    pub ip: String,
+pub(crate) struct LaunchRequest {
+    pub(crate) kernel_id: String,
+    pub(crate) response_address: String,
+    pub(crate) public_key: String,
+    pub(crate) port_range: Option<String>,
+    pub(crate) ip: String,
     /// Whether the gateway asked for CurveZMQ keys.
-    pub encrypted: bool,
+    pub(crate) encrypted: bool,
 }
 
 impl LaunchArgs {
     /// Fills what the flags left out from the environment a kernel pod is given, and refuses
     /// what tchbook cannot honour.
-    pub fn resolve(&self) -> Result<LaunchRequest> {
+    pub(crate) fn resolve(&self) -> Result<LaunchRequest> {
         let from_env = |flag: &Option<String>, name: &str| {
             flag.clone()
                 .or_else(|| std::env::var(name).ok())

@@ -31,7 +31,7 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
 /// Seconds a gateway waits for the connection information; see the module docs.
-pub const DEFAULT_LAUNCH_TIMEOUT: u32 = 600;
+const DEFAULT_LAUNCH_TIMEOUT: u32 = 600;
 
 /// Where the gateway starts the kernel.
 #[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
@@ -52,21 +52,21 @@ pub struct RemoteArgs {
     pub remote: Option<Remote>,
     /// The kernel image (with --remote kubernetes or docker), as the cluster pulls it.
     #[arg(long, value_name = "IMAGE", requires = "remote")]
-    pub image: Option<String>,
+    pub(crate) image: Option<String>,
     /// GPUs a kernel pod requests as `nvidia.com/gpu` (--remote kubernetes); 0 for none.
     #[arg(long, default_value_t = 1, value_name = "N", requires = "remote")]
-    pub gpus: u32,
+    pub(crate) gpus: u32,
     /// Seconds the gateway waits for a kernel to start.
     #[arg(long, default_value_t = DEFAULT_LAUNCH_TIMEOUT, value_name = "SECONDS", requires = "remote")]
-    pub launch_timeout: u32,
+    launch_timeout: u32,
     /// Hosts for --remote distributed, comma-separated (default: the gateway's own list).
     #[arg(long, value_name = "HOST,..", requires = "remote")]
-    pub remote_hosts: Option<String>,
+    remote_hosts: Option<String>,
 }
 
 impl Remote {
     /// The kernelspec's directory name.
-    pub fn kernel_name(self) -> &'static str {
+    pub(crate) fn kernel_name(self) -> &'static str {
         match self {
             Remote::Kubernetes => "tchbook_kubernetes",
             Remote::Docker => "tchbook_docker",
@@ -127,7 +127,7 @@ const LAUNCH_ARGS: [&str; 10] = [
 
 /// The kernel.json for `remote`; `spec_dir` is where it will live (container specs run a
 /// script from there), `executable` the tchbook binary a distributed host runs.
-pub fn remote_kernelspec(
+fn remote_kernelspec(
     args: &RemoteArgs,
     remote: Remote,
     spec_dir: &Path,

@@ -35,19 +35,19 @@ use tokio::sync::{Notify, Semaphore};
 /// itself), SIGINT to interrupt, SIGTERM and then SIGKILL to end the kernel. The Python
 /// launcher hands any number to `os.kill`; here another (SIGSTOP would freeze the kernel for
 /// good, SIGSEGV fake a crash) is refused and logged.
-pub const GATEWAY_SIGNALS: [i32; 4] = [0, libc::SIGINT, libc::SIGKILL, libc::SIGTERM];
+const GATEWAY_SIGNALS: [i32; 4] = [0, libc::SIGINT, libc::SIGKILL, libc::SIGTERM];
 /// The longest request read; a gateway's is about 20 bytes (`{"signum": 15}`).
-pub const MAX_REQUEST: usize = 4096;
+const MAX_REQUEST: usize = 4096;
 /// How long a connection has to send its request and close its side.
-pub const DEADLINE: Duration = Duration::from_secs(5);
+pub(crate) const DEADLINE: Duration = Duration::from_secs(5);
 /// Connections read at once.
-pub const MAX_CONNECTIONS: usize = 16;
+const MAX_CONNECTIONS: usize = 16;
 
 /// A request on the communication port; both fields may come together.
 #[derive(Debug, Default, Deserialize, PartialEq)]
-pub struct Request {
-    pub signum: Option<i32>,
-    pub shutdown: Option<serde_json::Value>,
+pub(crate) struct Request {
+    signum: Option<i32>,
+    pub(crate) shutdown: Option<serde_json::Value>,
 }
 
 impl Request {
@@ -65,7 +65,7 @@ impl Request {
 type Deliver = Arc<dyn Fn(i32) + Send + Sync>;
 
 /// Serves the gateway's requests on `listener` in a thread of its own until a shutdown request.
-pub fn spawn(listener: TcpListener) -> std::io::Result<()> {
+pub(crate) fn spawn(listener: TcpListener) -> std::io::Result<()> {
     let to_this_process: Deliver = Arc::new(|signum| {
         // SAFETY: kill(2) on our own pid with one of GATEWAY_SIGNALS.
         if unsafe { libc::kill(libc::getpid(), signum) } != 0 {

@@ -25,11 +25,11 @@
 //! [`kernelspec`] writes the kernelspecs that make a gateway start this
 //! (`tchbook install --remote kubernetes|docker|distributed`).
 
-pub mod args;
+mod args;
 pub mod kernelspec;
-pub mod listener;
-pub mod ports;
-pub mod response;
+mod listener;
+mod ports;
+mod response;
 
 pub use args::LaunchArgs;
 
@@ -43,7 +43,6 @@ use std::path::PathBuf;
 /// `connection_file`.
 pub struct Launched {
     pub connection_file: PathBuf,
-    pub connection: ConnectionInfo,
     /// Keeps the memory file (and so `connection_file`) open while the kernel runs.
     _file: OwnedFd,
 }
@@ -103,7 +102,6 @@ pub fn start(args: &LaunchArgs) -> Result<Launched> {
     let (connection_file, file) = memory_file(&serde_json::to_vec(&info)?)?;
     Ok(Launched {
         connection_file,
-        connection,
         _file: file,
     })
 }

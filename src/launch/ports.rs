@@ -15,16 +15,16 @@ use std::net::{IpAddr, TcpListener};
 
 /// `<lower>..<upper>`, or any port when both are 0.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct PortRange {
-    pub lower: u16,
-    pub upper: u16,
+pub(crate) struct PortRange {
+    pub(crate) lower: u16,
+    pub(crate) upper: u16,
 }
 
 impl PortRange {
-    pub const ANY: PortRange = PortRange { lower: 0, upper: 0 };
+    const ANY: PortRange = PortRange { lower: 0, upper: 0 };
 
     /// Parses the gateway's `--port-range`, refusing ranges the launchers refuse.
-    pub fn parse(text: Option<&str>) -> Result<PortRange> {
+    pub(crate) fn parse(text: Option<&str>) -> Result<PortRange> {
         let Some(text) = text else {
             return Ok(PortRange::ANY);
         };
@@ -67,12 +67,12 @@ impl PortRange {
 
 /// The kernel's five ports (shell, iopub, stdin, hb, control) and the bound listener of the
 /// communication port, all distinct, on `ip`.
-pub struct Ports {
-    pub kernel: [u16; 5],
-    pub comm: TcpListener,
+pub(crate) struct Ports {
+    pub(crate) kernel: [u16; 5],
+    pub(crate) comm: TcpListener,
 }
 
-pub fn select(range: PortRange, ip: IpAddr) -> Result<Ports> {
+pub(crate) fn select(range: PortRange, ip: IpAddr) -> Result<Ports> {
     let retries = env_number(&["EG_MAX_PORT_RANGE_RETRIES", "MAX_PORT_RANGE_RETRIES"], 5);
     let mut rng = rand::thread_rng();
     // All six are held until the last is chosen, so no two picks are the same port.

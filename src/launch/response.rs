@@ -31,7 +31,7 @@ const LAUNCHER_VERSION: u32 = 1;
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// Reads the gateway's `--public-key`.
-pub fn parse_public_key(text: &str) -> Result<RsaPublicKey> {
+pub(crate) fn parse_public_key(text: &str) -> Result<RsaPublicKey> {
     let der = BASE64
         .decode(text.trim())
         .context("it is not base64")
@@ -50,7 +50,10 @@ pub fn parse_public_key(text: &str) -> Result<RsaPublicKey> {
 }
 
 /// The base64 payload for `connection_info` (a JSON object), encrypted for `public_key`.
-pub fn encrypt(connection_info: &serde_json::Value, public_key: &RsaPublicKey) -> Result<String> {
+pub(crate) fn encrypt(
+    connection_info: &serde_json::Value,
+    public_key: &RsaPublicKey,
+) -> Result<String> {
     let aes_key: [u8; 16] = rand::random();
     let encrypted_info = aes_ecb_pkcs7(&aes_key, &serde_json::to_vec(connection_info)?);
     let encrypted_key = public_key
@@ -76,7 +79,7 @@ fn aes_ecb_pkcs7(key: &[u8; 16], plain: &[u8]) -> Vec<u8> {
 }
 
 /// Sends `payload` to the gateway's `<ip>:<port>`, failing with what to check.
-pub fn send(response_address: &str, payload: &str) -> Result<()> {
+pub(crate) fn send(response_address: &str, payload: &str) -> Result<()> {
     let address = resolve(response_address)?;
     let explain = |what: &str, error: std::io::Error| {
         anyhow::anyhow!(

@@ -12,8 +12,8 @@ use zeromq::CurveKeyPair;
 /// pair (every socket a CURVE server; clients must know the public key).
 #[derive(Clone, Debug)]
 pub struct KernelConnection {
-    pub info: ConnectionInfo,
-    pub curve: Option<CurveKeyPair>,
+    pub(crate) info: ConnectionInfo,
+    pub(crate) curve: Option<CurveKeyPair>,
 }
 
 impl From<ConnectionInfo> for KernelConnection {
@@ -33,7 +33,7 @@ struct CurveFields {
 
 impl KernelConnection {
     /// Reads `text`, a connection file's contents (`path` names it in errors).
-    pub fn parse(text: &str, path: &Path) -> Result<Self> {
+    pub(crate) fn parse(text: &str, path: &Path) -> Result<Self> {
         let info = serde_json::from_str(text)
             .with_context(|| format!("parsing the connection file {}", path.display()))?;
         let fields: CurveFields = serde_json::from_str(text)
@@ -45,7 +45,7 @@ impl KernelConnection {
 }
 
 /// Reads the connection file Jupyter writes for a kernel.
-pub fn read_connection_file(path: &Path) -> Result<KernelConnection> {
+pub(crate) fn read_connection_file(path: &Path) -> Result<KernelConnection> {
     let text = std::fs::read_to_string(path)
         .with_context(|| format!("reading the connection file {}", path.display()))?;
     KernelConnection::parse(&text, path)

@@ -39,7 +39,7 @@ use zeromq::{CurveKeyPair, Socket, SocketOptions, SocketRecv, SocketSend};
 
 mod connection;
 
-pub use connection::{KernelConnection, read_connection_file};
+pub(crate) use connection::{KernelConnection, read_connection_file};
 
 /// The largest message, all frames together, that any socket takes from a client, unless
 /// `TCHBOOK_MAX_MESSAGE_SIZE` gives another number of bytes. Far above anything a front end
@@ -58,7 +58,7 @@ const IOPUB_BACKLOG: usize = 64;
 
 /// Sends messages to the one task that owns the iopub socket.
 #[derive(Clone)]
-pub struct IoPub {
+pub(crate) struct IoPub {
     tx: UnboundedSender<JupyterMessage>,
     backlog: Arc<Backlog>,
     topic_prefix: String,
@@ -74,7 +74,7 @@ struct Backlog {
 impl IoPub {
     /// Publishes `message`; the topic is `kernel.<session>.<msg_type>`, as ipykernel does.
     /// Never waits: `status` from the control loop must get through while a cell floods iopub.
-    pub fn publish(&self, mut message: JupyterMessage) {
+    pub(crate) fn publish(&self, mut message: JupyterMessage) {
         let topic = format!("{}.{}", self.topic_prefix, message.header.msg_type);
         message.zmq_identities = vec![Bytes::from(topic)];
         self.backlog.queued.fetch_add(1, Ordering::AcqRel);
@@ -93,7 +93,7 @@ impl IoPub {
     /// output is dropped on the kernel's side, and only the running cell's output loop waits
     /// (control, status and replies go out as before). The socket below never waits for a
     /// client: each subscriber has a queue of its own ([`SUBSCRIBER_QUEUE`]).
-    pub async fn room_for_output(&self) {
+    pub(crate) async fn room_for_output(&self) {
         loop {
             // Created before the check, so a wake-up between the two is not lost.
             let below_limit = self.backlog.below_limit.notified();
@@ -106,22 +106,22 @@ impl IoPub {
 }
 
 /// One ROUTER socket as two channels.
-pub struct Router {
-    pub incoming: UnboundedReceiver<JupyterMessage>,
-    pub outgoing: UnboundedSender<JupyterMessage>,
+pub(crate) struct Router {
+    pub(crate) incoming: UnboundedReceiver<JupyterMessage>,
+    pub(crate) outgoing: UnboundedSender<JupyterMessage>,
 }
 
-pub struct Sockets {
-    pub iopub: IoPub,
-    pub shell: Router,
-    pub control: Router,
-    pub stdin: Router,
+pub(crate) struct Sockets {
+    pub(crate) iopub: IoPub,
+    pub(crate) shell: Router,
+    pub(crate) control: Router,
+    pub(crate) stdin: Router,
 }
 
 /// The one signature scheme this kernel implements (jupyter-zmq-client signs and verifies
 /// with HMAC-SHA256 only). jupyter_client accepts any `hmac-<hashlib name>`, but writes this one
 /// unless told otherwise.
-pub(crate) const SIGNATURE_SCHEME: &str = "hmac-sha256";
+const SIGNATURE_SCHEME: &str = "hmac-sha256";
 
 /// Set to `1` to serve a connection file with an empty key on an address other machines can
 /// reach (see [`check_signing`]).
@@ -176,14 +176,14 @@ fn signing_problem(info: &ConnectionInfo, allow_unsigned: bool) -> Option<String
 /// replayed. The messages carry their date and a fresh `msg_id`, so no client sends one
 /// signature twice in good faith.
 #[derive(Default)]
-pub(crate) struct DigestHistory {
+struct DigestHistory {
     seen: HashSet<Arc<[u8]>>,
     order: VecDeque<Arc<[u8]>>,
 }
 
 impl DigestHistory {
     /// How many signatures are remembered.
-    pub(crate) const CAPACITY: usize = 1 << 16;
+    const CAPACITY: usize = 1 << 16;
 
     /// Records `signature`; `false` if it was recorded before (a replay).
     pub(crate) fn insert(&mut self, signature: &[u8]) -> bool {
@@ -253,7 +253,7 @@ async fn bind_socket<S: Socket>(
 }
 
 /// Binds all sockets of `info` and starts their tasks.
-pub async fn bind(connection: &KernelConnection, session_id: &str) -> Result<Sockets> {
+pub(crate) async fn bind(connection: &KernelConnection, session_id: &str) -> Result<Sockets> {
     let info = &connection.info;
     check_signing(info)?;
     let binding = &Binding {

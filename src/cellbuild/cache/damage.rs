@@ -19,14 +19,14 @@ use walkdir::WalkDir;
 const READY_MARKER: &str = ".tchbook-ready";
 
 /// Whether `build_dir` has the prelude with this stamp built.
-pub fn is_ready(build_dir: &Path, stamp: &str) -> bool {
+pub(crate) fn is_ready(build_dir: &Path, stamp: &str) -> bool {
     std::fs::read_to_string(build_dir.join(READY_MARKER)).is_ok_and(|found| found == stamp)
 }
 
 /// Marks `build_dir` ready for the prelude with this stamp, recording its dependency files'
 /// sizes and sums first ([`verify`] checks them): all of them for a new build, and for one that
 /// was ready already only what changed since they were recorded.
-pub fn mark_ready(build_dir: &Path, stamp: &str) -> Result<()> {
+pub(crate) fn mark_ready(build_dir: &Path, stamp: &str) -> Result<()> {
     if is_ready(build_dir, stamp) && has_manifest(build_dir) {
         // The start-up cell may have rebuilt a few files (cargo's own freshness checks): record
         // those again, and keep every other file's sum, read when it was written.
@@ -46,7 +46,7 @@ const MANIFEST: &str = ".tchbook-manifest";
 
 /// How much of a build directory [`verify`] reads.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Check {
+pub(crate) enum Check {
     /// Each recorded file's size, and the structure of every rlib and shared library.
     Sizes,
     /// That, and each recorded file's SHA-256.
@@ -55,10 +55,10 @@ pub enum Check {
 
 /// Something wrong with one file of a build directory.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Damage {
+pub(crate) struct Damage {
     /// Relative to the build directory.
-    pub path: PathBuf,
-    pub what: String,
+    pub(crate) path: PathBuf,
+    pub(crate) what: String,
 }
 
 impl std::fmt::Display for Damage {
@@ -109,12 +109,12 @@ fn dependency_files(build_dir: &Path) -> Vec<PathBuf> {
 }
 
 /// Whether `build_dir` has its dependency files' sizes recorded.
-pub fn has_manifest(build_dir: &Path) -> bool {
+pub(crate) fn has_manifest(build_dir: &Path) -> bool {
     build_dir.join(MANIFEST).is_file()
 }
 
 /// Records the sizes and SHA-256 sums of `build_dir`'s dependency files (see [`verify`]).
-pub fn write_manifest(build_dir: &Path) -> Result<()> {
+pub(crate) fn write_manifest(build_dir: &Path) -> Result<()> {
     let mut text = String::new();
     for relative in dependency_files(build_dir) {
         let path = build_dir.join(&relative);
@@ -199,7 +199,7 @@ fn manifest_entry(line: &str) -> Option<(PathBuf, u64, Option<&str>)> {
 /// must be whole (an `ar` archive whose members reach its end; an ELF file whose section
 /// headers lie inside it), which also covers a directory whose records are missing. Returns
 /// what is wrong, empty when nothing is.
-pub fn verify(build_dir: &Path, check: Check) -> Vec<Damage> {
+pub(crate) fn verify(build_dir: &Path, check: Check) -> Vec<Damage> {
     let mut damage = Vec::new();
     if let Ok(text) = std::fs::read_to_string(build_dir.join(MANIFEST)) {
         for (relative, size, sum) in text.lines().filter_map(manifest_entry) {
@@ -303,7 +303,7 @@ fn elf_problem(path: &Path) -> Option<String> {
 /// is missing; a replay record naming a missing file is not replayed, see the cargo front end;
 /// the dependencies' shared library is linked again), and the directory is no longer ready,
 /// so the next kernel builds the prelude with cargo first.
-pub fn remove_damaged(build_dir: &Path, damage: &[Damage]) -> Result<()> {
+pub(crate) fn remove_damaged(build_dir: &Path, damage: &[Damage]) -> Result<()> {
     for found in damage {
         let path = build_dir.join(&found.path);
         if path.exists() {
@@ -318,7 +318,7 @@ pub fn remove_damaged(build_dir: &Path, damage: &[Damage]) -> Result<()> {
 }
 
 /// One line per damaged file, for messages.
-pub fn describe(damage: &[Damage]) -> String {
+pub(crate) fn describe(damage: &[Damage]) -> String {
     const SHOWN: usize = 8;
     let mut lines: Vec<String> = damage
         .iter()

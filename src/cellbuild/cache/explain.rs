@@ -10,7 +10,7 @@ const LOW_SPACE: u64 = 64 << 20;
 
 /// What went wrong with the build cache, in words that say what to do. File system errors
 /// that a user can fix (read-only, no permission, no space) are named as such.
-pub fn explain(error: &anyhow::Error) -> String {
+pub(crate) fn explain(error: &anyhow::Error) -> String {
     let root = cache_root();
     let io = error
         .chain()
@@ -43,7 +43,7 @@ pub fn explain(error: &anyhow::Error) -> String {
 
 /// Bytes free for an unprivileged user on the file system holding `path` (or its nearest
 /// existing parent).
-pub fn free_space(path: &Path) -> Option<u64> {
+pub(crate) fn free_space(path: &Path) -> Option<u64> {
     use std::os::unix::ffi::OsStrExt;
     let existing = path.ancestors().find(|p| p.exists())?;
     let name = std::ffi::CString::new(existing.as_os_str().as_bytes()).ok()?;
@@ -67,7 +67,7 @@ fn free_space_text(path: &Path) -> String {
 /// A sentence for the user when the disk holding `build_dir` is (nearly) full: builds that
 /// fail there fail in odd ways (the linker dies with "Bus error" when the file it maps cannot
 /// grow), so a failed cell is checked against this.
-pub fn low_space_problem(build_dir: &Path) -> Option<String> {
+pub(crate) fn low_space_problem(build_dir: &Path) -> Option<String> {
     let free = free_space(build_dir)?;
     (free < LOW_SPACE).then(|| {
         format!(

@@ -34,11 +34,10 @@ use walkdir::WalkDir;
 mod damage;
 mod explain;
 
-pub use damage::{
-    Check, Damage, describe, has_manifest, is_ready, mark_ready, remove_damaged, verify,
-    write_manifest,
+pub(crate) use damage::{
+    Check, describe, has_manifest, is_ready, mark_ready, remove_damaged, verify, write_manifest,
 };
-pub use explain::{explain, free_space, low_space_problem};
+pub(crate) use explain::{explain, free_space, low_space_problem};
 
 include!(concat!(env!("OUT_DIR"), "/prelude_files.rs"));
 
@@ -51,7 +50,7 @@ const CARGO_CONFIG: &str = include_str!("cargo-config.toml");
 /// whatever folder the process runs in, a notebook's (a relative `XDG_CACHE_HOME` is ignored,
 /// as the XDG specification asks). `Err` says why there is none; there is no shared fallback
 /// such as `/tmp`, where another user could have made the directory first.
-pub fn configured_root() -> Result<PathBuf, String> {
+pub(crate) fn configured_root() -> Result<PathBuf, String> {
     fn absolute(name: &str) -> Option<Result<PathBuf, String>> {
         let path = PathBuf::from(std::env::var_os(name).filter(|value| !value.is_empty())?);
         Some(if path.is_absolute() {
@@ -97,7 +96,7 @@ pub(crate) fn tool(program: impl AsRef<OsStr>) -> Command {
 /// The build cache's root ([`configured_root`]). A kernel without one has been given a private
 /// directory of its own by [`use_private_root`] before this is asked; any other process without
 /// one gets a path that cannot exist, so that whatever it would create there fails and says so.
-pub fn cache_root() -> PathBuf {
+pub(crate) fn cache_root() -> PathBuf {
     configured_root().unwrap_or_else(|_| PathBuf::from("/nonexistent/tchbook-cache"))
 }
 
@@ -140,7 +139,7 @@ pub unsafe fn use_private_root() -> Result<()> {
 }
 
 /// What the first cell says when the kernel runs on a private directory ([`use_private_root`]).
-pub fn private_root_note() -> Option<String> {
+pub(crate) fn private_root_note() -> Option<String> {
     PRIVATE_ROOT.get().map(|(dir, why)| {
         format!(
             "No build cache: {why}. This kernel builds in {}, which goes when it ends, so \
@@ -181,12 +180,12 @@ fn create_private_dir(dir: &Path) -> Result<()> {
 
 /// The cache directory for this kernel version and torch version.
 #[derive(Debug, Clone)]
-pub struct BuildCache {
-    pub dir: PathBuf,
+pub(crate) struct BuildCache {
+    pub(crate) dir: PathBuf,
 }
 
 impl BuildCache {
-    pub fn new(torch_version: Option<&str>) -> Self {
+    pub(crate) fn new(torch_version: Option<&str>) -> Self {
         let torch = torch_version.unwrap_or("none");
         let key = format!("{}-torch-{}", crate::VERSION, sanitize(torch));
         BuildCache {
@@ -194,13 +193,13 @@ impl BuildCache {
         }
     }
 
-    pub fn template_dir(&self) -> PathBuf {
+    pub(crate) fn template_dir(&self) -> PathBuf {
         self.dir.join("template")
     }
 
     /// Writes the embedded prelude (unless `TCHBOOK_PRELUDE_DIR` points at a checkout) and the
     /// cargo config; returns the prelude crate's directory and its stamp (a hash of its files).
-    pub fn prepare(&self) -> Result<(PathBuf, String)> {
+    pub(crate) fn prepare(&self) -> Result<(PathBuf, String)> {
         let dir = self
             .write_prelude()
             .map_err(|error| anyhow::anyhow!(explain(&error)))?;
@@ -233,7 +232,7 @@ impl BuildCache {
 
     /// The directory this kernel builds cells in: a slot of the cache, or, when the cache cannot
     /// be used (read-only, full, not a directory), a scratch directory of its own and why.
-    pub fn build_dir(&self) -> BuildDir {
+    pub(crate) fn build_dir(&self) -> BuildDir {
         let slot = self.acquire_slot().and_then(|slot| {
             std::fs::create_dir_all(&slot.dir)
                 .with_context(|| format!("creating {}", slot.dir.display()))?;
@@ -273,7 +272,7 @@ impl BuildCache {
     }
 
     /// Takes the first free slot, holding its lock until the returned value is dropped.
-    pub fn acquire_slot(&self) -> Result<Slot> {
+    fn acquire_slot(&self) -> Result<Slot> {
         self.create()?;
         let slots = self.dir.join("slots");
         std::fs::create_dir_all(&slots).with_context(|| format!("creating {}", slots.display()))?;
@@ -293,7 +292,7 @@ impl BuildCache {
 
     /// Every slot directory with its lock, held for the caller, or `None` when a running
     /// kernel holds it.
-    pub fn slots(&self) -> Result<Vec<(PathBuf, Option<File>)>> {
+    pub(crate) fn slots(&self) -> Result<Vec<(PathBuf, Option<File>)>> {
         let slots = self.dir.join("slots");
         let mut found = Vec::new();
         let Ok(entries) = std::fs::read_dir(&slots) else {
@@ -316,7 +315,7 @@ impl BuildCache {
     }
 
     /// Build directories of other kernel or torch versions, next to this one.
-    pub fn other_builds(&self) -> Vec<PathBuf> {
+    pub(crate) fn other_builds(&self) -> Vec<PathBuf> {
         let Some(parent) = self.dir.parent() else {
             return Vec::new();
         };
@@ -333,7 +332,7 @@ impl BuildCache {
     }
 
     /// Blocks until this process holds the template lock.
-    pub fn lock_template(&self) -> Result<File> {
+    pub(crate) fn lock_template(&self) -> Result<File> {
         self.create()?;
         let path = self.dir.join("template.lock");
         let file = File::create(&path).with_context(|| format!("creating {}", path.display()))?;
@@ -347,19 +346,19 @@ impl BuildCache {
 
 /// A build directory this kernel owns exclusively.
 #[derive(Debug)]
-pub struct Slot {
-    pub dir: PathBuf,
+struct Slot {
+    pub(crate) dir: PathBuf,
     _lock: File,
 }
 
 /// Where a kernel builds its cells; see [`BuildCache::build_dir`].
 #[derive(Debug)]
-pub struct BuildDir {
-    pub dir: PathBuf,
+pub(crate) struct BuildDir {
+    pub(crate) dir: PathBuf,
     _slot: Option<Slot>,
     _scratch: Option<tempfile::TempDir>,
     /// Why the cache is not used, said to the user with the first cell.
-    pub problem: Option<String>,
+    pub(crate) problem: Option<String>,
 }
 
 /// Every entry under a crate's folder `dir` but `target/` and hidden ones, in file name order
@@ -405,7 +404,7 @@ fn stamp(dir: &Path) -> String {
 /// takes seconds) must not leave a directory that holds the ready marker, which the walk meets
 /// first, without the libraries: the next kernel would take it as built and recompile tch in its
 /// first cell. What it leaves instead is a `.partial` directory, removed by the next copy.
-pub fn copy_build_dir(from: &Path, to: &Path) -> Result<()> {
+pub(crate) fn copy_build_dir(from: &Path, to: &Path) -> Result<()> {
     let partial = partial_copy(to);
     for old in [&partial, to] {
         if old.exists() {

@@ -12,8 +12,8 @@ use super::{Notebook, indexed_path, receiver_type};
 /// signature, and the doc comment.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Shown {
-    pub heading: String,
-    pub doc: Option<Doc>,
+    pub(crate) heading: String,
+    pub(crate) doc: Option<Doc>,
 }
 
 impl Shown {

@@ -46,8 +46,8 @@ fn starting_with<'a>(items: &'a [Item], prefix: &'a str) -> impl Iterator<Item =
 /// gives rust-analyzer (the notebook's items, this cell's included).
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Notebook<'a> {
-    pub variables: &'a [(String, String)],
-    pub source: &'a str,
+    pub(crate) variables: &'a [(String, String)],
+    pub(crate) source: &'a str,
 }
 
 /// The type of `receiver` at the end of `before`: its `let` in the cell, else the notebook's

@@ -80,33 +80,18 @@ fn last(path: &str) -> &str {
 pub(crate) fn build(
     header: &str,
     check_scope: impl FnOnce(&[Item]) -> Result<()>,
-    mut complete: impl FnMut(Vec<Source>) -> Result<Vec<Reply>>,
+    complete: impl FnMut(Vec<Source>) -> Result<Vec<Reply>>,
 ) -> Result<Index> {
-    let mut ask = |bodies: &[String]| -> Result<Vec<Vec<Item>>> {
-        let sources = bodies
-            .iter()
-            .map(|body| {
-                let code =
-                    format!("{header}\n#[allow(unused)]\nfn tchbook_index() {{\n{body}\n}}\n");
-                let offset = code.len() - "\n}\n".len();
-                Source { code, offset }
-            })
-            .collect();
-        complete(sources)?
-            .into_iter()
-            .map(|reply| match reply {
-                Reply::Completions { items, .. } => Ok(items),
-                Reply::Failed { message } => bail!(message),
-                other => bail!("unexpected reply {other:?}"),
-            })
-            .collect()
+    let mut builder = Builder {
+        header,
+        complete,
+        index: Index::default(),
+        texts: HashMap::new(),
     };
-    let mut index = Index::default();
-    let mut texts = HashMap::new();
-    let scope = ask(&[String::new()])?.pop().unwrap_or_default();
+    let scope = builder.ask(&[String::new()])?.pop().unwrap_or_default();
     check_scope(&scope)?;
-    index.scope = keep_docs(&mut index, &mut texts, None, scope);
-    let scope = index.scope.clone();
+    let scope = builder.keep_docs(None, scope);
+    builder.index.scope = scope.clone();
 
     // Methods after `x.`: the types in scope and the primitives first, so that a name they
     // share with a type walked later (`Result`, `Error`) keeps theirs.
@@ -116,107 +101,146 @@ pub(crate) fn build(
         .map(|item| (item.text.clone(), item.text.clone()))
         .chain(PRIMITIVES.iter().map(|p| (p.to_string(), p.to_string())))
         .collect();
-    // Paths after `Name::`: the types and modules in scope, then what the modules hold, breadth
-    // first, a round of the queue at a time; a type's associated items are asked for, but
-    // nothing below them.
-    let mut queue: VecDeque<(String, usize, bool)> = scope
-        .iter()
-        .filter(|item| matches!(item.kind.as_str(), "class" | "module"))
-        .filter(|item| !NOT_WALKED.contains(&segment(item)))
-        .map(|item| (segment(item).to_owned(), 1, item.kind == "class"))
-        .collect();
-    let mut walked = BTreeSet::new();
-    while !queue.is_empty() {
-        let round: Vec<(String, usize, bool)> = queue
-            .drain(..)
-            .filter(|(path, _, _)| walked.insert(path.clone()))
-            .collect();
-        let bodies: Vec<String> = round.iter().map(|(path, ..)| format!("{path}::")).collect();
-        for ((path, depth, is_type), items) in round.into_iter().zip(ask(&bodies)?) {
-            for item in items.iter().filter(|_| !is_type) {
-                let name = segment(item);
-                let child = format!("{path}::{name}");
-                match item.kind.as_str() {
-                    "module" if depth < MAX_DEPTH && !NOT_WALKED.contains(&name) => {
-                        queue.push_back((child, depth + 1, false));
-                    }
-                    "class" if depth < MAX_DEPTH && !HELPER_MODULES.contains(&last(&path)) => {
-                        typed.push((name.to_owned(), child.clone()));
-                        queue.push_back((child, depth, true));
-                    }
-                    _ => {}
-                }
-            }
-            if !items.is_empty() {
-                let items = keep_docs(&mut index, &mut texts, Some(&path), items);
-                index.paths.insert(path, items);
-            }
-        }
-    }
-    // A name's methods are those of its first type that has any: each round asks the first
-    // not yet asked of each name still without methods.
-    let mut asked = vec![false; typed.len()];
-    loop {
-        // In order, so the first entry of a name not yet asked is the one that claims it.
-        let mut claimed = BTreeSet::new();
-        let round: Vec<usize> = (0..typed.len())
-            .filter(|&i| {
-                let key = &typed[i].0;
-                !asked[i] && !index.methods.contains_key(key) && claimed.insert(key)
-            })
-            .collect();
-        if round.is_empty() {
-            break;
-        }
-        let bodies: Vec<String> = round
-            .iter()
-            .map(|&i| {
-                let (key, path) = &typed[i];
-                let binding = if key == "str" { "&str" } else { path };
-                format!("let x: {binding} = todo!();\nx.")
-            })
-            .collect();
-        for (&i, methods) in round.iter().zip(ask(&bodies)?) {
-            asked[i] = true;
-            let key = typed[i].0.clone();
-            if methods.iter().any(|item| item.kind != "keyword") {
-                let methods = keep_docs(&mut index, &mut texts, Some(&key), methods);
-                index.methods.insert(key, methods);
-            }
-        }
-    }
-    Ok(index)
+    builder.walk_paths(&scope, &mut typed)?;
+    builder.ask_methods(&typed)?;
+    Ok(builder.index)
 }
 
-/// Moves the items' documentation into `index.docs`, under `parent::name` (or `name` at the
-/// top), keeping the first one found for a path and each text once (`texts` finds a text's
-/// number); returns the items without it.
-fn keep_docs(
-    index: &mut Index,
-    texts: &mut HashMap<Doc, u32>,
-    parent: Option<&str>,
-    items: Vec<Item>,
-) -> Vec<Item> {
-    items
-        .into_iter()
-        .map(|mut item| {
-            if let Some(doc) = item.doc.take() {
-                let path = match parent {
-                    Some(parent) => format!("{parent}::{}", segment(&item)),
-                    None => segment(&item).to_owned(),
-                };
-                if !index.docs.by_path.contains_key(&path) {
-                    let next = texts.len() as u32;
-                    let number = *texts.entry(doc.clone()).or_insert(next);
-                    if number == next {
-                        index.docs.texts.push(doc);
+/// The index being built, and the way to ask rust-analyzer for its entries.
+struct Builder<'a, C> {
+    header: &'a str,
+    complete: C,
+    index: Index,
+    /// Each documentation text's number in `index.docs.texts`.
+    texts: HashMap<Doc, u32>,
+}
+
+impl<C: FnMut(Vec<Source>) -> Result<Vec<Reply>>> Builder<'_, C> {
+    /// One round of questions: the completions at the end of each body, written in a function
+    /// after the header.
+    fn ask(&mut self, bodies: &[String]) -> Result<Vec<Vec<Item>>> {
+        let header = self.header;
+        let sources = bodies
+            .iter()
+            .map(|body| {
+                let code =
+                    format!("{header}\n#[allow(unused)]\nfn tchbook_index() {{\n{body}\n}}\n");
+                let offset = code.len() - "\n}\n".len();
+                Source { code, offset }
+            })
+            .collect();
+        (self.complete)(sources)?
+            .into_iter()
+            .map(|reply| match reply {
+                Reply::Completions { items, .. } => Ok(items),
+                Reply::Failed { message } => bail!(message),
+                other => bail!("unexpected reply {other:?}"),
+            })
+            .collect()
+    }
+
+    /// Paths after `Name::`: the types and modules in `scope`, then what the modules hold,
+    /// breadth first, a round of the queue at a time; a type's associated items are asked for,
+    /// but nothing below them. Each type met is added to `typed`, for its methods.
+    fn walk_paths(&mut self, scope: &[Item], typed: &mut Vec<(String, String)>) -> Result<()> {
+        let mut queue: VecDeque<(String, usize, bool)> = scope
+            .iter()
+            .filter(|item| matches!(item.kind.as_str(), "class" | "module"))
+            .filter(|item| !NOT_WALKED.contains(&segment(item)))
+            .map(|item| (segment(item).to_owned(), 1, item.kind == "class"))
+            .collect();
+        let mut walked = BTreeSet::new();
+        while !queue.is_empty() {
+            let round: Vec<(String, usize, bool)> = queue
+                .drain(..)
+                .filter(|(path, _, _)| walked.insert(path.clone()))
+                .collect();
+            let bodies: Vec<String> = round.iter().map(|(path, ..)| format!("{path}::")).collect();
+            for ((path, depth, is_type), items) in round.into_iter().zip(self.ask(&bodies)?) {
+                for item in items.iter().filter(|_| !is_type) {
+                    let name = segment(item);
+                    let child = format!("{path}::{name}");
+                    match item.kind.as_str() {
+                        "module" if depth < MAX_DEPTH && !NOT_WALKED.contains(&name) => {
+                            queue.push_back((child, depth + 1, false));
+                        }
+                        "class" if depth < MAX_DEPTH && !HELPER_MODULES.contains(&last(&path)) => {
+                            typed.push((name.to_owned(), child.clone()));
+                            queue.push_back((child, depth, true));
+                        }
+                        _ => {}
                     }
-                    index.docs.by_path.insert(path, number);
+                }
+                if !items.is_empty() {
+                    let items = self.keep_docs(Some(&path), items);
+                    self.index.paths.insert(path, items);
                 }
             }
-            item
-        })
-        .collect()
+        }
+        Ok(())
+    }
+
+    /// A name's methods are those of its first type in `typed` that has any: each round asks
+    /// the first not yet asked of each name still without methods.
+    fn ask_methods(&mut self, typed: &[(String, String)]) -> Result<()> {
+        let mut asked = vec![false; typed.len()];
+        loop {
+            // In order, so the first entry of a name not yet asked is the one that claims it.
+            let mut claimed = BTreeSet::new();
+            let round: Vec<usize> = (0..typed.len())
+                .filter(|&i| {
+                    let key = &typed[i].0;
+                    !asked[i] && !self.index.methods.contains_key(key) && claimed.insert(key)
+                })
+                .collect();
+            if round.is_empty() {
+                return Ok(());
+            }
+            let bodies: Vec<String> = round
+                .iter()
+                .map(|&i| {
+                    let (key, path) = &typed[i];
+                    let binding = if key == "str" { "&str" } else { path };
+                    format!("let x: {binding} = todo!();\nx.")
+                })
+                .collect();
+            for (&i, methods) in round.iter().zip(self.ask(&bodies)?) {
+                asked[i] = true;
+                let key = typed[i].0.clone();
+                if methods.iter().any(|item| item.kind != "keyword") {
+                    let methods = self.keep_docs(Some(&key), methods);
+                    self.index.methods.insert(key, methods);
+                }
+            }
+        }
+    }
+
+    /// Moves the items' documentation into `index.docs`, under `parent::name` (or `name` at the
+    /// top), keeping the first one found for a path and each text once; returns the items
+    /// without it.
+    fn keep_docs(&mut self, parent: Option<&str>, items: Vec<Item>) -> Vec<Item> {
+        let (index, texts) = (&mut self.index, &mut self.texts);
+        items
+            .into_iter()
+            .map(|mut item| {
+                if let Some(doc) = item.doc.take() {
+                    let path = match parent {
+                        Some(parent) => format!("{parent}::{}", segment(&item)),
+                        None => segment(&item).to_owned(),
+                    };
+                    if !index.docs.by_path.contains_key(&path) {
+                        let next = texts.len() as u32;
+                        let number = *texts.entry(doc.clone()).or_insert(next);
+                        if number == next {
+                            index.docs.texts.push(doc);
+                        }
+                        index.docs.by_path.insert(path, number);
+                    }
+                }
+                item
+            })
+            .collect()
+    }
 }
 
 /// The index kept at `path`, if one was written for this cache.

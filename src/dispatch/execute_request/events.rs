@@ -19,11 +19,11 @@ const BATCH_MAX: Duration = Duration::from_millis(200);
 
 /// How a cell ended: the engine's report, and the panic its output announced, if any.
 pub(super) struct Ran {
-    pub finished: Finished,
-    pub panic: Option<Panic>,
+    pub(crate) finished: Finished,
+    pub(crate) panic: Option<Panic>,
     /// The cell's last lines on stderr: a dying process's last words (std's `memory allocation
     /// of N bytes failed`) come there, which the error's report reads.
-    pub stderr_tail: Vec<String>,
+    pub(crate) stderr_tail: Vec<String>,
 }
 
 impl<E: Evaluator> Shell<E> {

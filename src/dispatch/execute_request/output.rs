@@ -30,7 +30,7 @@ pub(super) struct CellOutput<'a> {
 const STDERR_TAIL: usize = 40;
 
 impl<'a> CellOutput<'a> {
-    pub fn new(iopub: IoPub, comms: Arc<Comms>, parent: &'a JupyterMessage) -> Self {
+    pub(crate) fn new(iopub: IoPub, comms: Arc<Comms>, parent: &'a JupyterMessage) -> Self {
         CellOutput {
             iopub,
             comms,
@@ -44,7 +44,7 @@ impl<'a> CellOutput<'a> {
     }
 
     /// One line the cell printed to stdout (without its newline).
-    pub fn line(&mut self, line: &str) {
+    pub(crate) fn line(&mut self, line: &str) {
         match display::read_line(line) {
             Output::Text(text) => {
                 self.text(false, &text);
@@ -72,7 +72,7 @@ impl<'a> CellOutput<'a> {
     }
 
     /// One line the cell printed to stderr.
-    pub fn stderr_line(&mut self, line: &str) {
+    pub(crate) fn stderr_line(&mut self, line: &str) {
         self.text(true, line);
         self.stderr.push('\n');
     }
@@ -102,18 +102,18 @@ impl<'a> CellOutput<'a> {
     }
 
     /// How long the oldest text not yet published has waited, if there is any.
-    pub fn text_waiting_for(&self) -> Option<Duration> {
+    pub(crate) fn text_waiting_for(&self) -> Option<Duration> {
         self.waiting_since.map(|since| since.elapsed())
     }
 
     /// The cell's last lines on stderr: a dying process's last words (std's `memory allocation
     /// of N bytes failed`) come there, and the cell's error report reads them.
-    pub fn take_stderr_tail(&mut self) -> Vec<String> {
+    pub(crate) fn take_stderr_tail(&mut self) -> Vec<String> {
         std::mem::take(&mut self.stderr_tail).into()
     }
 
     /// Publishes the buffered text: stdout first, then stderr.
-    pub fn flush(&mut self) {
+    pub(crate) fn flush(&mut self) {
         self.waiting_since = None;
         if !self.stdout.is_empty() {
             let text = std::mem::take(&mut self.stdout);
@@ -128,7 +128,7 @@ impl<'a> CellOutput<'a> {
     }
 
     /// The panic that ends the cell, if its thread panicked.
-    pub fn take_panic(&mut self) -> Option<Panic> {
+    pub(crate) fn take_panic(&mut self) -> Option<Panic> {
         self.panic.take()
     }
 
