@@ -1,11 +1,11 @@
 //! Build speed: everything between a cell's source and the library the evaluation process
 //! loads, and the persistent cache that makes a fresh kernel's first cell fast.
 //!
-//! - [`cargo_front`]: what evcxr runs as cargo; replays the cell crate's recorded rustc
+//! - `cargo_front`: what evcxr runs as cargo; replays the cell crate's recorded rustc
 //!   command instead of letting cargo check ~150 dependencies per cell.
-//! - [`link`]: the link plan: the dependencies linked once into a shared library that later
+//! - `link`: the link plan: the dependencies linked once into a shared library that later
 //!   cells link against.
-//! - [`cache`]: the per-user build cache: the template every kernel's slot is copied from, its
+//! - `cache`: the per-user build cache: the template every kernel's slot is copied from, its
 //!   file-by-file check and repair, and the embedded prelude sources.
 //! - `seed`: a kernel's build directory at start-up: checked, repaired, seeded from the
 //!   template; the first full build kept as the template.

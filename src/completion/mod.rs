@@ -12,7 +12,7 @@
 //!   cache (by `tchbook install`, else in the background on first use), and loaded when the
 //!   kernel starts; the notebook's own items are read from its source;
 //! - the rest goes to rust-analyzer, which runs in a process of its own ([`analyzer`],
-//!   [`server`]), started by the first request the index cannot answer, so a kernel whose
+//!   [`server`], [`rust_analyzer`]), started by the first request the index cannot answer, so a kernel whose
 //!   requests the index answers never pays its memory, and nothing rust-analyzer does (panic,
 //!   hang, blow-up) reaches the evaluation engine; a completion gives it [`DEADLINE`], and a
 //!   slower answer is replaced by the index's (or nothing). Once it has been idle for
@@ -22,6 +22,7 @@ mod analyzer;
 mod building;
 mod index;
 mod messages;
+mod rust_analyzer;
 pub mod server;
 
 use analyzer::{Analyzer, Limits, Setup};

@@ -10,8 +10,8 @@
 //! and tch are analysed) out of kernels that never complete.
 
 use super::messages::{Doc, Item, Reply, Request};
+use super::rust_analyzer::StandaloneAnalyzer;
 use anyhow::{Context, Result};
-use evcxr::StandaloneAnalyzer;
 use std::io::{BufRead, Write};
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::path::Path;

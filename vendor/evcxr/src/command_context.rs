@@ -251,7 +251,7 @@ Panic detected. Here's some useful information if you're filing a bug report.
     }
 
     /// tchbook patch: what [`completions`](Self::completions) would give rust-analyzer, for an
-    /// analyzer that runs elsewhere ([`crate::StandaloneAnalyzer`]); `:` commands are completed
+    /// analyzer that runs elsewhere (the kernel's analyzer process); `:` commands are completed
     /// here.
     pub fn completion_source(&mut self, src: &str, position: usize) -> Result<CompletionSource> {
         let (user_code, code_info) = CodeBlock::from_original_user_code(src);
@@ -274,7 +274,7 @@ Panic detected. Here's some useful information if you're filing a bug report.
         &mut self,
         src: &str,
         position: usize,
-    ) -> Result<crate::rust_analyzer::AnalysisSource> {
+    ) -> Result<AnalysisSource> {
         let code_up_to_cursor = &src[..position];
         let (user_code, _code_info) = CodeBlock::from_original_user_code(src);
         let (_, mut state, _) = self.prepare_for_analysis(user_code)?;
@@ -322,9 +322,6 @@ Panic detected. Here's some useful information if you're filing a bug report.
                     code: (*cmd).to_owned(),
                     kind: "magic",
                     label: (*cmd).to_owned(),
-                    // tchbook patch: commands have no signature or documentation here.
-                    detail: None,
-                    documentation: None,
                 })
             }
         }
@@ -973,5 +970,13 @@ fn text_output<T: Into<String>>(text: T) -> Result<EvalOutputs, Error> {
 /// goes to rust-analyzer.
 pub enum CompletionSource {
     Commands(Completions),
-    Rust(crate::rust_analyzer::AnalysisSource),
+    Rust(AnalysisSource),
+}
+
+/// tchbook patch: the source rust-analyzer is given for a completion or a hover, and the byte
+/// offset in it that the request is about.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AnalysisSource {
+    pub code: String,
+    pub offset: usize,
 }

@@ -214,15 +214,6 @@ impl RustAnalyzer {
             ..CargoConfig::default()
         };
         let workspace = ProjectWorkspace::load(manifest, &config, &|_| {})?;
-        // tchbook patch: where `cargo metadata` fails (a lock file being written, a registry out
-        // of reach), rust-analyzer quietly falls back to the crate without its dependencies, and
-        // every answer would then know std alone. Said instead, so that the caller can ask again.
-        if let ra_ap_project_model::ProjectWorkspaceKind::Cargo {
-            error: Some(error), ..
-        } = &workspace.kind
-        {
-            bail!("cargo metadata failed, so the dependencies are unknown: {error:#}");
-        }
         let load = workspace
             .to_roots()
             .iter()
@@ -298,17 +289,13 @@ impl RustAnalyzer {
 
     pub(crate) fn completions(&self, position: usize) -> Result<Completions> {
         let mut completions = Vec::new();
-        let mut scores = Vec::new();
         let mut range = None;
         let config = ra_ide::CompletionConfig {
             enable_postfix_completions: true,
             snippet_cap: SnippetCap::new(true),
             enable_imports_on_the_fly: false,
             enable_self_on_the_fly: true,
-            // tchbook patch: every source root is "local" here (see `load_cargo_toml`), so this
-            // would offer private fields of std and tch (`Vec`'s `buf`, `Tensor`'s `c_tensor`)
-            // first.
-            enable_private_editable: false,
+            enable_private_editable: true,
             prefer_no_std: false,
             full_function_signatures: true,
             snippets: vec![],
@@ -354,19 +341,12 @@ impl RustAnalyzer {
                     if !item.lookup().starts_with(text_to_delete) {
                         continue;
                     }
-                    // tchbook patch: kept with rust-analyzer's relevance, to sort by it below.
-                    scores.push(item.relevance.score());
                     completions.push(Completion {
                         code: ARG_PLACEHOLDER
                             .replace_all(&indel.insert, "$1")
                             .replace("$0", ""),
                         kind: jupyter_kind(item.kind),
                         label: item.label.primary.to_string(),
-                        // tchbook patch: the signature and documentation rust-analyzer computed
-                        // for the item anyway (no field is left to resolve), for an index that
-                        // shows documentation without rust-analyzer.
-                        detail: item.detail.clone(),
-                        documentation: item.documentation.as_ref().map(|d| d.as_str().to_owned()),
                     });
                     if let Some(previous_range) = range.as_ref() {
                         if *previous_range != indel.delete {
@@ -383,11 +363,6 @@ impl RustAnalyzer {
                 }
             }
         }
-        // tchbook patch: most relevant first (rust-analyzer's order is not by relevance); the
-        // sort is stable, so equals keep rust-analyzer's order.
-        let mut scored: Vec<_> = scores.into_iter().zip(completions).collect();
-        scored.sort_by_key(|(score, _)| std::cmp::Reverse(*score));
-        let completions = scored.into_iter().map(|(_, c)| c).collect();
         Ok(Completions {
             completions,
             start_offset: range.map(|range| range.start().into()).unwrap_or(position),
@@ -430,41 +405,6 @@ impl RustAnalyzer {
             Ok(range_info) => Ok(range_info),
             _ => bail!("hover fail"),
         }
-    }
-}
-
-/// tchbook patch: the source rust-analyzer is given for a completion or a hover, and the byte
-/// offset in it that the request is about.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct AnalysisSource {
-    pub code: String,
-    pub offset: usize,
-}
-
-/// tchbook patch: rust-analyzer on its own, for a process that does nothing else. The kernel runs
-/// completion and hover there, so a panic, a hang or a memory blow-up of rust-analyzer cannot
-/// take the evaluation engine (and the notebook's variables) with it, and a kernel that never
-/// completes never pays for rust-analyzer's memory.
-pub struct StandaloneAnalyzer(RustAnalyzer);
-
-impl StandaloneAnalyzer {
-    /// An analyzer of the crate whose `Cargo.toml` is in `root`; it writes `root/src/lib.rs`.
-    pub fn new(root: &Path) -> Result<StandaloneAnalyzer> {
-        Ok(StandaloneAnalyzer(RustAnalyzer::new(root)?))
-    }
-
-    /// Completions at `source.offset`, with offsets in `source.code`.
-    pub fn completions(&mut self, source: &AnalysisSource) -> Result<Completions> {
-        self.0.set_source(source.code.clone())?;
-        self.0.completions(source.offset)
-    }
-
-    /// The documentation at `source.offset`, as markdown or plain text.
-    pub fn hover(&mut self, source: &AnalysisSource, markdown: bool) -> Result<Option<String>> {
-        self.0.set_source(source.code.clone())?;
-        let offset = u32::try_from(source.offset)?;
-        let range = TextRange::new(offset.into(), offset.into());
-        Ok(self.0.hover(range, markdown)?.map(|h| h.info.markup.into()))
     }
 }
 
@@ -541,10 +481,6 @@ pub struct Completion {
     pub code: String,
     pub kind: &'static str,
     pub label: String,
-    /// tchbook patch: the item's signature (`pub fn push(&mut self, value: T)`), if any.
-    pub detail: Option<String>,
-    /// tchbook patch: the item's documentation, as markdown, if any.
-    pub documentation: Option<String>,
 }
 
 fn jupyter_kind(kind: ra_ide::CompletionItemKind) -> &'static str {

@@ -11,12 +11,12 @@ impl EvalContext {
         mut state: ContextState,
         nodes: &[SyntaxNode],
         offset: usize,
-    ) -> Result<crate::rust_analyzer::AnalysisSource> {
+    ) -> Result<crate::command_context::AnalysisSource> {
         state.config.display_final_expression = false;
         state.config.expand_use_statements = false;
         let user_code = state.apply(user_code, nodes)?;
         let code = state.analysis_code(user_code);
-        Ok(crate::rust_analyzer::AnalysisSource {
+        Ok(crate::command_context::AnalysisSource {
             offset: code.user_offset_to_output_offset(offset)?,
             code: code.code_string(),
         })
@@ -27,7 +27,7 @@ impl EvalContext {
         &mut self,
         code: &str,
         state: &mut ContextState,
-    ) -> Result<crate::rust_analyzer::AnalysisSource> {
+    ) -> Result<crate::command_context::AnalysisSource> {
         let (modified_code, hover_offset) = if code == "let" {
             (String::from("let _ = 1;"), 0)
         } else if code.ends_with('(') {
@@ -38,7 +38,7 @@ impl EvalContext {
         let (user_code, code_info) = CodeBlock::from_original_user_code(&modified_code);
         let user_code = state.apply(user_code, &code_info.nodes)?;
         let pad_code = state.analysis_code(user_code);
-        Ok(crate::rust_analyzer::AnalysisSource {
+        Ok(crate::command_context::AnalysisSource {
             offset: pad_code.user_offset_to_output_offset(hover_offset)?,
             code: pad_code.code_string(),
         })
