@@ -1,7 +1,10 @@
 //! `model.repr()`, PyTorch's `print(model)`: a cell's own models through `#[derive(ModuleTree)]`
 //! (nested modules, lists, values that hold no layers, skipped fields), every setting of tch's
-//! layers, the prelude's `seq()` and the prelude's own models.
+//! layers beside PyTorch's own `print(model)` of the same model, the prelude's `seq()` and the
+//! prelude's own models.
 
+use crate::{python, scratch};
+use std::process::Command;
 use tchbook_prelude::prelude::*;
 
 /// The CIFAR-10 tutorial's `Net` as a notebook cell defines it, pooling as a function call.
@@ -179,40 +182,98 @@ fn nested_modules_lists_and_layer_settings_print_as_in_pytorch() {
     );
 }
 
-/// A list of layers in a cell's model whose convolutions take every setting tch keeps private.
+/// One of every layer the prelude prints, each with settings other than PyTorch's defaults, in a
+/// tuple struct (fields `0`, `1`, ...).
 #[derive(Debug, ModuleTree)]
-struct Convs(Vec<nn::Conv1D>, [nn::Conv3D; 1], nn::BatchNorm);
+struct Layers(
+    Vec<nn::Conv1D>,
+    [nn::Conv3D; 1],
+    nn::BatchNorm,
+    nn::LayerNorm,
+    nn::GroupNorm,
+    nn::Embedding,
+    nn::Linear,
+);
+
+/// The same model in PyTorch, each child registered under the Rust field's name.
+const PYTORCH_LAYERS: &str = r#"
+import torch.nn as nn
+
+class Layers(nn.Module):
+    def __init__(self):
+        super().__init__()
+        children = [
+            nn.ModuleList([nn.Conv1d(2, 4, 3, stride=3, padding=2, dilation=2, groups=2)]),
+            nn.ModuleList([nn.Conv3d(1, 2, 1, bias=False)]),
+            nn.BatchNorm1d(4, eps=1e-3, momentum=0.25, affine=False),
+            nn.LayerNorm([4, 8], eps=1e-6, elementwise_affine=False),
+            nn.GroupNorm(2, 8),
+            nn.Embedding(10, 3),
+            nn.Linear(8, 3, bias=False),
+        ]
+        for i, child in enumerate(children):
+            self.add_module(str(i), child)
+
+print(Layers(), end="")
+"#;
 
 #[test]
-fn every_convolution_setting_and_a_tuple_struct_print_as_in_pytorch() {
+fn every_layer_prints_as_pytorch_prints_the_same_model() {
     let vs = nn::VarStore::new(Device::Cpu);
     let p = vs.root();
-    let config = nn::ConvConfig {
+    let conv1d = nn::ConvConfig {
         stride: 3,
+        padding: 2,
         dilation: 2,
+        groups: 2,
         ..Default::default()
     };
-    let norm = nn::BatchNormConfig {
-        eps: 1e-3,
-        momentum: 0.25,
-        affine: false,
-        ..Default::default()
-    };
-    let model = Convs(
-        vec![nn::conv1d(&p / "c1", 2, 4, 3, config)],
-        [nn::conv3d(&p / "c3", 1, 2, 1, Default::default())],
-        nn::batch_norm1d(&p / "bn", 4, norm),
+    let model = Layers(
+        vec![nn::conv1d(&p / "c1", 2, 4, 3, conv1d)],
+        [nn::conv3d(&p / "c3", 1, 2, 1, nn::no_bias())],
+        nn::batch_norm1d(
+            &p / "bn",
+            4,
+            nn::BatchNormConfig {
+                eps: 1e-3,
+                momentum: 0.25,
+                affine: false,
+                ..Default::default()
+            },
+        ),
+        nn::layer_norm(
+            &p / "ln",
+            vec![4, 8],
+            nn::LayerNormConfig {
+                eps: 1e-6,
+                elementwise_affine: false,
+                ..Default::default()
+            },
+        ),
+        nn::group_norm(&p / "gn", 2, 8, Default::default()),
+        nn::embedding(&p / "emb", 10, 3, Default::default()),
+        nn::linear(
+            &p / "fc",
+            8,
+            3,
+            nn::LinearConfig {
+                bias: false,
+                ..Default::default()
+            },
+        ),
     );
-    assert_eq!(
-        model.repr().to_string(),
-        "Convs(
-  (0): ModuleList(
-    (0): Conv1d(2, 4, kernel_size=(3,), stride=(3,), dilation=(2,))
-  )
-  (1): ModuleList(
-    (0): Conv3d(1, 2, kernel_size=(1, 1, 1), stride=(1, 1, 1))
-  )
-  (2): BatchNorm1d(4, eps=0.001, momentum=0.25, affine=False, track_running_stats=True)
-)"
+    let script = scratch("layers-repr").join("layers.py");
+    std::fs::write(&script, PYTORCH_LAYERS).unwrap();
+    let out = Command::new(python()).arg(&script).output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
     );
+    let pytorch = String::from_utf8(out.stdout).unwrap();
+    assert!(
+        pytorch.contains("Conv1d(2, 4, kernel_size=(3,), stride=(3,)"),
+        "{pytorch}"
+    );
+    assert_eq!(model.repr().to_string(), pytorch);
 }

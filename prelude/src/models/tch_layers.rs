@@ -1,13 +1,13 @@
 //! tch's layers in PyTorch's `print(model)`: each as the PyTorch layer it reproduces prints
-//! itself (`nn.Linear`, `nn.Conv1d/2d/3d`, `nn.BatchNorm1d/2d/3d`, `nn.Embedding`), read from
-//! the layer's public fields.
+//! itself (`nn.Linear`, `nn.Conv1d/2d/3d`, `nn.BatchNorm1d/2d/3d`, `nn.Embedding`,
+//! `nn.LayerNorm`, `nn.GroupNorm`), read from the layer's public fields.
 //!
-//! Two settings tch 0.24 keeps in private fields with no accessor: a convolution's stride,
-//! padding, dilation and groups (`Conv::config`), and a batch norm's `eps` and `momentum`
-//! (`BatchNorm::config`). For those alone the layer's `Debug` text is read, by field name
-//! ([`private_setting`]); tch is pinned to one version, and the prelude's test of a strided,
-//! padded, grouped convolution and a batch norm (`tests/models.rs`) fails if that text ever
-//! changes. A setting that cannot be read is printed as `?`, never guessed.
+//! Some settings tch 0.24 keeps in private fields with no accessor: a convolution's stride,
+//! padding, dilation and groups (`Conv::config`), and a norm's `eps` (and a batch norm's
+//! `momentum`) in its `config`. For those alone the layer's `Debug` text is read, by field name
+//! ([`private_setting`]); tch is pinned to one version, and the prelude's test that prints one
+//! model of every layer here beside PyTorch's `print(model)` of the same model
+//! (`tests/model_repr.rs`) fails if that text ever changes. A setting that cannot be read is printed as `?`, never guessed.
 
 use super::tree::{ModuleNode, ModuleTree};
 use std::fmt;
@@ -64,10 +64,7 @@ impl<ND: fmt::Debug> ModuleTree for nn::Conv<ND> {
 
 impl ModuleTree for nn::BatchNorm {
     fn module_tree(&self) -> ModuleNode {
-        let debug = format!("{self:?}");
-        let number = |key| {
-            private_setting(&debug, "config: BatchNormConfig", key).map_or("?".into(), py_float)
-        };
+        let number = |key| private_number(self, "config: BatchNormConfig", key);
         let features = self.running_mean.size().first().copied().unwrap_or(0);
         ModuleNode::Layer(format!(
             "BatchNorm{}d({features}, eps={}, momentum={}, affine={}, track_running_stats=True)",
@@ -75,6 +72,29 @@ impl ModuleTree for nn::BatchNorm {
             number("eps"),
             number("momentum"),
             // tch makes the weight exactly when the norm is affine.
+            py_bool(self.ws.is_some())
+        ))
+    }
+}
+
+impl ModuleTree for nn::LayerNorm {
+    fn module_tree(&self) -> ModuleNode {
+        let eps = private_number(self, "config: LayerNormConfig", "eps");
+        ModuleNode::Layer(format!(
+            "LayerNorm({}, eps={eps}, elementwise_affine={})",
+            py_tuple(&self.normalized_shape),
+            py_bool(self.ws.is_some())
+        ))
+    }
+}
+
+impl ModuleTree for nn::GroupNorm {
+    fn module_tree(&self) -> ModuleNode {
+        let eps = private_number(self, "config: GroupNormConfig", "eps");
+        ModuleNode::Layer(format!(
+            "GroupNorm({}, {}, eps={eps}, affine={})",
+            self.num_groups,
+            self.num_channels,
             py_bool(self.ws.is_some())
         ))
     }
@@ -139,6 +159,11 @@ fn private_setting<'a>(debug: &'a str, within: &str, key: &str) -> Option<&'a st
         }
     }
     None
+}
+
+/// A private float setting of `layer` as Python prints it, `?` where it cannot be read.
+fn private_number(layer: &impl fmt::Debug, within: &str, key: &str) -> String {
+    private_setting(&format!("{layer:?}"), within, key).map_or("?".into(), py_float)
 }
 
 fn py_bool(b: bool) -> &'static str {
