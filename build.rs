@@ -17,7 +17,7 @@ use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
 /// Workspace crates the prelude depends on by path, embedded inside its copy.
-const EMBEDDED_CRATES: &[&str] = &["wire", "fetch"];
+const EMBEDDED_CRATES: &[&str] = &["wire", "fetch", "derive"];
 
 fn main() {
     let manifest_dir = PathBuf::from(std::env::var("CARGO_MANIFEST_DIR").unwrap());

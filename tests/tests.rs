@@ -29,6 +29,7 @@ mod interrupt;
 mod layers;
 mod lifecycle;
 mod limits;
+mod model_tree;
 mod panels;
 mod processes;
 mod protocol;

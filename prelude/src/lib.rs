@@ -9,7 +9,8 @@
 //! - [`data`] — Dataset, TensorDataset, DataLoader, CIFAR-10 / MNIST / Fashion-MNIST / CSV
 //!   readers, transforms, `train_test_split`, downloads and stand-ins, the shipped Iris set;
 //! - [`models`] — the tutorials' models with PyTorch's parameter names, safetensors state dicts,
-//!   PyTorch's `print(model)` for any model (`model.repr()`);
+//!   PyTorch's `print(model)` for any model that names its layers (`model.repr()`,
+//!   `#[derive(ModuleTree)]`);
 //!   [`torch_nn`] — `nn.Linear` / `nn.Conv2d` with PyTorch's initialisation, bit for bit;
 //! - [`train`] — batch accuracy, timers, RunBuilder/RunManager; [`plot`] — live loss plots;
 //!   [`tensorboard`] — `SummaryWriter` and `make_grid`, TensorBoard's event files as PyTorch
@@ -90,8 +91,8 @@ pub mod prelude {
     pub use crate::display::{PlainDisplay, Render, TensorDisplay, clear_output, show};
     pub use crate::interrupt;
     pub use crate::models::{
-        ClassifierMlp, IrisModel, ModuleDisplay, Net, Network, TestModel, load_state_dict,
-        save_state_dict,
+        ClassifierMlp, IrisModel, ModuleDisplay, ModuleNode, ModuleTree, Net, Network, Sequential,
+        TestModel, load_state_dict, save_state_dict, seq,
     };
     pub use crate::plot::LossPlot;
     pub use crate::progress::{Progress, progress};

@@ -1,6 +1,6 @@
 use crate::{prelude_dir, python, scratch};
 use std::process::Command;
-use tchbook_prelude::models::{ModuleDisplay, f_load_state_dict};
+use tchbook_prelude::models::f_load_state_dict;
 use tchbook_prelude::prelude::*;
 
 fn names(vs: &nn::VarStore) -> Vec<(String, Vec<i64>)> {
@@ -42,6 +42,7 @@ fn cifar_net_has_the_tutorial_layers_and_output_shape() {
     );
     assert!(
         net.repr()
+            .to_string()
             .contains("(conv2): Conv2d(6, 16, kernel_size=(5, 5), stride=(1, 1))")
     );
 }
@@ -59,6 +60,7 @@ fn deeplizard_network_maps_a_28x28_sample_to_ten_scores() {
     assert!(
         network
             .repr()
+            .to_string()
             .starts_with("Network(\n  (conv1): Conv2d(1, 6, kernel_size=(5, 5), stride=(1, 1))")
     );
 }
@@ -106,139 +108,6 @@ fn iris_model_test_model_and_classifier_mlp_have_pytorch_names() {
             "out.weight",
             "out.bias"
         ]
-    );
-}
-
-/// The CIFAR-10 tutorial's `Net` as a notebook cell defines it, pooling as a function call.
-#[derive(Debug)]
-struct CellNet {
-    conv1: nn::Conv2D,
-    conv2: nn::Conv2D,
-    fc1: nn::Linear,
-    fc2: nn::Linear,
-    fc3: nn::Linear,
-}
-
-impl nn::Module for CellNet {
-    fn forward(&self, x: &Tensor) -> Tensor {
-        x.apply(&self.conv1)
-            .apply(&self.conv2)
-            .apply(&self.fc1)
-            .apply(&self.fc2)
-            .apply(&self.fc3)
-    }
-}
-
-#[test]
-fn a_model_defined_in_a_cell_prints_as_pytorch_prints_it() {
-    let vs = nn::VarStore::new(Device::Cpu);
-    let p = vs.root();
-    let net = CellNet {
-        conv1: torch_nn::conv2d(&p / "conv1", 3, 6, 5),
-        conv2: torch_nn::conv2d(&p / "conv2", 6, 16, 5),
-        fc1: torch_nn::linear(&p / "fc1", 16 * 5 * 5, 120),
-        fc2: torch_nn::linear(&p / "fc2", 120, 84),
-        fc3: torch_nn::linear(&p / "fc3", 84, 10),
-    };
-    // PyTorch's print(net) for the tutorial's Net, less its `pool` line (a function call here).
-    assert_eq!(
-        net.repr().to_string(),
-        "CellNet(
-  (conv1): Conv2d(3, 6, kernel_size=(5, 5), stride=(1, 1))
-  (conv2): Conv2d(6, 16, kernel_size=(5, 5), stride=(1, 1))
-  (fc1): Linear(in_features=400, out_features=120, bias=True)
-  (fc2): Linear(in_features=120, out_features=84, bias=True)
-  (fc3): Linear(in_features=84, out_features=10, bias=True)
-)"
-    );
-    // The prelude's own models print the same way through it as through their own repr.
-    let network = Network::new(&(&p / "network"));
-    assert_eq!(ModuleDisplay::repr(&network).to_string(), network.repr());
-    let test_model = TestModel::new(&(&p / "test"));
-    assert_eq!(
-        ModuleDisplay::repr(&test_model).to_string(),
-        test_model.repr().replacen("testModel", "TestModel", 1)
-    );
-}
-
-#[expect(
-    dead_code,
-    reason = "fields read only through their Debug, as repr reads them"
-)]
-#[derive(Debug)]
-struct Block {
-    conv: nn::Conv2D,
-    norm: nn::BatchNorm,
-}
-
-#[expect(
-    dead_code,
-    reason = "fields read only through their Debug, as repr reads them"
-)]
-#[derive(Debug)]
-struct Nested {
-    block: Block,
-    heads: Vec<nn::Linear>,
-    dropout: f64,
-    seq: nn::Sequential,
-}
-
-impl nn::Module for Nested {
-    fn forward(&self, x: &Tensor) -> Tensor {
-        x.shallow_clone()
-    }
-}
-
-#[test]
-fn nested_modules_lists_and_layer_settings_print_as_in_pytorch() {
-    let vs = nn::VarStore::new(Device::Cpu);
-    let p = vs.root();
-    let config = nn::ConvConfig {
-        stride: 2,
-        padding: 1,
-        groups: 2,
-        bias: false,
-        ..Default::default()
-    };
-    let model = Nested {
-        block: Block {
-            conv: nn::conv2d(&p / "conv", 4, 8, 3, config),
-            norm: nn::batch_norm2d(&p / "norm", 8, Default::default()),
-        },
-        heads: vec![
-            nn::linear(&p / "h0", 8, 2, Default::default()),
-            nn::linear(
-                &p / "h1",
-                8,
-                3,
-                nn::LinearConfig {
-                    bias: false,
-                    ..Default::default()
-                },
-            ),
-        ],
-        dropout: 0.5,
-        seq: nn::seq()
-            .add(nn::linear(&p / "s0", 2, 2, Default::default()))
-            .add_fn(|x| x.relu())
-            .add(nn::linear(&p / "s2", 2, 1, Default::default())),
-    };
-    assert_eq!(
-        model.repr().to_string(),
-        "Nested(
-  (block): Block(
-    (conv): Conv2d(4, 8, kernel_size=(3, 3), stride=(2, 2), padding=(1, 1), groups=2, bias=False)
-    (norm): BatchNorm2d(8, eps=1e-05, momentum=0.1, affine=True, track_running_stats=True)
-  )
-  (heads): ModuleList(
-    (0): Linear(in_features=8, out_features=2, bias=True)
-    (1): Linear(in_features=8, out_features=3, bias=False)
-  )
-  (seq): Sequential(
-    (0): Linear(in_features=2, out_features=2, bias=True)
-    (2): Linear(in_features=2, out_features=1, bias=True)
-  )
-)"
     );
 }
 

@@ -8,6 +8,7 @@ mod layer_scan;
 mod layers;
 mod loader;
 mod memory;
+mod model_repr;
 mod models;
 mod parity;
 mod runtime;

@@ -1,6 +1,7 @@
 //! The tutorials' convolutional models: the CIFAR-10 `Net` and deeplizard's `Network`.
 
-use super::layers::{conv, conv_repr, linear, linear_repr, model_display, module_repr};
+use super::layers::{conv, linear, model_display};
+use super::tree::{ModuleNode, ModuleTree};
 use tch::Tensor;
 use tch::nn::{self, Module};
 
@@ -11,7 +12,7 @@ use tch::nn::{self, Module};
 /// use tchbook_prelude::prelude::*;
 /// let vs = nn::VarStore::new(Device::Cpu);
 /// let net = Net::new(&vs.root());
-/// println!("{}", net.repr());
+/// println!("{}", net.repr()); // print(net)
 /// ```
 #[derive(Debug)]
 pub struct Net {
@@ -45,28 +46,29 @@ impl Net {
             fc3: linear(p, "fc3", 84, 10),
         }
     }
+}
 
-    /// PyTorch's `print(net)`.
-    ///
-    /// ```
-    /// use tchbook_prelude::prelude::*;
-    /// let vs = nn::VarStore::new(Device::Cpu);
-    /// assert!(Net::new(&vs.root()).repr().contains("(fc3): Linear(in_features=84, out_features=10, bias=True)"));
-    /// ```
-    pub fn repr(&self) -> String {
-        module_repr(
+/// PyTorch's `print(net)`, with the tutorial's `pool` line (its `MaxPool2d` is an attribute of
+/// the Python `Net`; here it is a function call in `forward`).
+///
+/// ```
+/// use tchbook_prelude::prelude::*;
+/// let vs = nn::VarStore::new(Device::Cpu);
+/// let text = Net::new(&vs.root()).repr().to_string();
+/// assert!(text.contains("(fc3): Linear(in_features=84, out_features=10, bias=True)"));
+/// ```
+impl ModuleTree for Net {
+    fn module_tree(&self) -> ModuleNode {
+        let pool = "MaxPool2d(kernel_size=2, stride=2, padding=0, dilation=1, ceil_mode=False)";
+        ModuleNode::module(
             "Net",
-            &[
-                ("conv1", conv_repr(3, 6, 5)),
-                (
-                    "pool",
-                    "MaxPool2d(kernel_size=2, stride=2, padding=0, dilation=1, ceil_mode=False)"
-                        .into(),
-                ),
-                ("conv2", conv_repr(6, 16, 5)),
-                ("fc1", linear_repr(400, 120)),
-                ("fc2", linear_repr(120, 84)),
-                ("fc3", linear_repr(84, 10)),
+            [
+                ("conv1", self.conv1.module_tree()),
+                ("pool", ModuleNode::Layer(pool.into())),
+                ("conv2", self.conv2.module_tree()),
+                ("fc1", self.fc1.module_tree()),
+                ("fc2", self.fc2.module_tree()),
+                ("fc3", self.fc3.module_tree()),
             ],
         )
     }
@@ -129,26 +131,25 @@ impl Network {
             out: linear(p, "out", 60, 10),
         }
     }
+}
 
-    /// PyTorch's `print(network)`, as the deeplizard episode shows it.
-    ///
-    /// ```
-    /// use tchbook_prelude::prelude::*;
-    /// let vs = nn::VarStore::new(Device::Cpu);
-    /// assert!(Network::new(&vs.root()).repr().starts_with("Network("));
-    /// ```
-    pub fn repr(&self) -> String {
-        module_repr(
+/// PyTorch's `print(network)`, as the deeplizard episode shows it.
+///
+/// ```
+/// use tchbook_prelude::prelude::*;
+/// let vs = nn::VarStore::new(Device::Cpu);
+/// assert!(Network::new(&vs.root()).repr().to_string().starts_with("Network("));
+/// ```
+impl ModuleTree for Network {
+    fn module_tree(&self) -> ModuleNode {
+        ModuleNode::module(
             "Network",
-            &[
-                ("conv1", conv_repr(1, 6, 5)),
-                ("conv2", conv_repr(6, 12, 5)),
-                (
-                    "fc1",
-                    "Linear(in_features=192, out_features=120, bias=True)".into(),
-                ),
-                ("fc2", linear_repr(120, 60)),
-                ("out", linear_repr(60, 10)),
+            [
+                ("conv1", self.conv1.module_tree()),
+                ("conv2", self.conv2.module_tree()),
+                ("fc1", self.fc1.module_tree()),
+                ("fc2", self.fc2.module_tree()),
+                ("out", self.out.module_tree()),
             ],
         )
     }

@@ -1,6 +1,9 @@
 //! What every model here shares: layers made as PyTorch makes them, and PyTorch's module repr
 //! as the models' display.
 
+use super::repr::ModuleDisplay;
+use super::tree::ModuleTree;
+use crate::display::Bundle;
 use crate::torch_nn;
 use tch::nn;
 
@@ -15,23 +18,18 @@ pub(super) fn conv(p: &nn::Path, name: &str, i: i64, o: i64, k: i64) -> nn::Conv
     torch_nn::conv2d(p / name, i, o, k)
 }
 
-pub(super) use super::repr::module_repr;
-
-pub(super) fn linear_repr(i: i64, o: i64) -> String {
-    super::repr::linear_repr(i, o, true)
-}
-
-pub(super) fn conv_repr(i: i64, o: i64, k: i64) -> String {
-    super::repr::Conv::square(i, o, k).to_string()
+/// A model's display: its repr, as text and as a `<pre>` block.
+pub(super) fn model_bundle(model: &impl ModuleTree) -> Bundle {
+    let text = model.repr().to_string();
+    let html = format!("<pre>{}</pre>", crate::sys::escape_html(&text));
+    Bundle::text(text).with_html(html)
 }
 
 macro_rules! model_display {
     ($t:ty) => {
         impl $crate::display::Render for $t {
             fn bundle(&self) -> $crate::display::Bundle {
-                let text = self.repr();
-                let html = format!("<pre>{}</pre>", $crate::sys::escape_html(&text));
-                $crate::display::Bundle::text(text).with_html(html)
+                super::layers::model_bundle(self)
             }
         }
         $crate::display::rich!($t);

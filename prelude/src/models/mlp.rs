@@ -1,6 +1,7 @@
 //! The tutorials' fully connected models: `testModel`, `Classifier_MLP`, the Iris model.
 
-use super::layers::{linear, linear_repr, model_display, module_repr};
+use super::layers::{linear, model_display};
+use super::tree::{ModuleNode, ModuleTree};
 use tch::Tensor;
 use tch::nn::{self, Module};
 
@@ -37,20 +38,22 @@ impl TestModel {
             layer2: linear(p, "layer2", 5, 1),
         }
     }
+}
 
-    /// PyTorch's `print(model)`.
-    ///
-    /// ```
-    /// use tchbook_prelude::prelude::*;
-    /// let vs = nn::VarStore::new(Device::Cpu);
-    /// println!("{}", TestModel::new(&vs.root()).repr());
-    /// ```
-    pub fn repr(&self) -> String {
-        module_repr(
+/// PyTorch's `print(model)`, with the tutorial's class name, `testModel`.
+///
+/// ```
+/// use tchbook_prelude::prelude::*;
+/// let vs = nn::VarStore::new(Device::Cpu);
+/// println!("{}", TestModel::new(&vs.root()).repr());
+/// ```
+impl ModuleTree for TestModel {
+    fn module_tree(&self) -> ModuleNode {
+        ModuleNode::module(
             "testModel",
-            &[
-                ("layer1", linear_repr(10, 5)),
-                ("layer2", linear_repr(5, 1)),
+            [
+                ("layer1", self.layer1.module_tree()),
+                ("layer2", self.layer2.module_tree()),
             ],
         )
     }
@@ -86,8 +89,6 @@ pub struct ClassifierMlp {
     pub out: nn::Linear,
     /// Number of classes.
     pub out_dim: i64,
-    in_dim: i64,
-    hidden_dim: i64,
 }
 
 impl ClassifierMlp {
@@ -105,8 +106,6 @@ impl ClassifierMlp {
             h2: linear(p, "h2", hidden_dim, hidden_dim),
             out: linear(p, "out", hidden_dim, out_dim),
             out_dim,
-            in_dim,
-            hidden_dim,
         }
     }
 
@@ -129,21 +128,24 @@ impl ClassifierMlp {
         let prob = logits.softmax(1, logits.kind());
         (logits, prob)
     }
+}
 
-    /// PyTorch's `print(model)`.
-    ///
-    /// ```
-    /// use tchbook_prelude::prelude::*;
-    /// let vs = nn::VarStore::new(Device::Cpu);
-    /// assert!(ClassifierMlp::new(&vs.root(), 4, 16, 3).repr().starts_with("Classifier_MLP("));
-    /// ```
-    pub fn repr(&self) -> String {
-        module_repr(
+/// PyTorch's `print(model)`, with the lesson's class name, `Classifier_MLP`.
+///
+/// ```
+/// use tchbook_prelude::prelude::*;
+/// let vs = nn::VarStore::new(Device::Cpu);
+/// let text = ClassifierMlp::new(&vs.root(), 4, 16, 3).repr().to_string();
+/// assert!(text.starts_with("Classifier_MLP("));
+/// ```
+impl ModuleTree for ClassifierMlp {
+    fn module_tree(&self) -> ModuleNode {
+        ModuleNode::module(
             "Classifier_MLP",
-            &[
-                ("h1", linear_repr(self.in_dim, self.hidden_dim)),
-                ("h2", linear_repr(self.hidden_dim, self.hidden_dim)),
-                ("out", linear_repr(self.hidden_dim, self.out_dim)),
+            [
+                ("h1", self.h1.module_tree()),
+                ("h2", self.h2.module_tree()),
+                ("out", self.out.module_tree()),
             ],
         )
     }
@@ -168,7 +170,6 @@ pub struct IrisModel {
     pub fc2: nn::Linear,
     /// Linear(h2, out_features).
     pub out: nn::Linear,
-    sizes: [i64; 4],
 }
 
 impl IrisModel {
@@ -198,25 +199,26 @@ impl IrisModel {
             fc1: linear(p, "fc1", in_features, h1),
             fc2: linear(p, "fc2", h1, h2),
             out: linear(p, "out", h2, out_features),
-            sizes: [in_features, h1, h2, out_features],
         }
     }
+}
 
-    /// PyTorch's `print(model)`.
-    ///
-    /// ```
-    /// use tchbook_prelude::prelude::*;
-    /// let vs = nn::VarStore::new(Device::Cpu);
-    /// assert!(IrisModel::new(&vs.root()).repr().contains("(out): Linear(in_features=9, out_features=3, bias=True)"));
-    /// ```
-    pub fn repr(&self) -> String {
-        let [i, a, b, o] = self.sizes;
-        module_repr(
+/// PyTorch's `print(model)`, with the lesson's class name, `Model`.
+///
+/// ```
+/// use tchbook_prelude::prelude::*;
+/// let vs = nn::VarStore::new(Device::Cpu);
+/// let text = IrisModel::new(&vs.root()).repr().to_string();
+/// assert!(text.contains("(out): Linear(in_features=9, out_features=3, bias=True)"));
+/// ```
+impl ModuleTree for IrisModel {
+    fn module_tree(&self) -> ModuleNode {
+        ModuleNode::module(
             "Model",
-            &[
-                ("fc1", linear_repr(i, a)),
-                ("fc2", linear_repr(a, b)),
-                ("out", linear_repr(b, o)),
+            [
+                ("fc1", self.fc1.module_tree()),
+                ("fc2", self.fc2.module_tree()),
+                ("out", self.out.module_tree()),
             ],
         )
     }

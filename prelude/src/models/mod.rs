@@ -20,12 +20,18 @@ mod conv;
 mod layers;
 mod mlp;
 mod repr;
+mod sequential;
 mod state_dict;
+mod tch_layers;
+mod tree;
 
 pub use conv::{Net, Network};
 pub use mlp::{ClassifierMlp, IrisModel, TestModel};
 pub use repr::{ModuleDisplay, ModuleRepr};
+pub use sequential::{Sequential, seq};
 pub use state_dict::{
     IncompatibleKeys, StateDictError, f_load_state_dict, f_save_state_dict, load_state_dict,
     save_state_dict,
 };
+pub use tchbook_derive::ModuleTree;
+pub use tree::{ModuleField, ModuleNode, ModuleTree};
