@@ -123,6 +123,17 @@ impl FakeStore {
     }
 
     /// A front end's comm message, answered as the prelude's widgets answer it.
+    /// The open comms: each widget's, and the control comm.
+    fn open_comms(&self) -> Answer {
+        let widgets = self.widgets.lock().unwrap();
+        let models = widgets.keys().map(|id| (id.clone(), widgets::TARGET.to_owned()));
+        let control = self.control.lock().unwrap().clone();
+        let controls = control.map(|id| (id, widgets::CONTROL_TARGET.to_owned()));
+        Answer::Comms {
+            comms: models.chain(controls).collect(),
+        }
+    }
+
     fn comm(
         &self,
         msg_type: CommType,
@@ -249,6 +260,7 @@ pub fn serve(store: FakeStore, running: impl Fn() -> bool + Send + 'static) -> P
                 Ok(Request::Usage) => Answer::Usage {
                     gpus: vec![fake_gpu()],
                 },
+                Ok(Request::Comms) => store.open_comms(),
                 Ok(Request::Comm {
                     msg_type,
                     comm_id,

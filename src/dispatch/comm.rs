@@ -2,9 +2,10 @@
 //!
 //! A widget's model lives in the evaluation process (the prelude's widgets). Its side of each
 //! comm reaches the kernel as lines of the cell's output ([`crate::display::Comm`]), which are
-//! published in order with the rest, as children of the message that caused them, and counted
-//! here as open ([`Comms`]), so `comm_info_request` lists them and a reloaded page restores its
-//! widgets. The front end's side (a slider moved, `request_state`, a closed widget) is passed
+//! published in order with the rest, as children of the message that caused them. Which comms
+//! are open is the prelude's to say (one table, in the process that holds the models):
+//! `comm_info_request` asks it, so a reloaded page restores its widgets, and a restarted
+//! evaluation process has none. The front end's side (a slider moved, `request_state`, a closed widget) is passed
 //! to the evaluation process on its panels socket as it arrives, while a cell runs too, and
 //! whatever the prelude answers (an `echo_update`, the state asked for) is published in reply.
 //!
@@ -18,8 +19,7 @@ use jupyter_protocol::{
     CommClose, CommId, CommInfo, CommInfoReply, CommInfoRequest, CommMsg, CommOpen, JupyterMessage,
     JupyterMessageContent, ReplyStatus,
 };
-use std::collections::{BTreeMap, HashMap};
-use std::sync::Mutex;
+use std::collections::HashMap;
 use std::time::Duration;
 use tchbook_wire::panels::{Answer, CommType, Request};
 use tchbook_wire::widgets;
@@ -28,67 +28,30 @@ use tchbook_wire::widgets;
 /// thread of its own at once, unless it is starting, restarting or gone.
 const PATIENCE: Duration = Duration::from_secs(2);
 
-/// The open comms of the evaluation process, by id, with their targets.
-#[derive(Default)]
-pub(crate) struct Comms {
-    open: Mutex<BTreeMap<String, String>>,
+/// Publishes one of the evaluation process's comm messages as a child of `parent`.
+pub(crate) fn publish(iopub: &IoPub, comm: Comm, parent: &JupyterMessage) {
+    let mut message = JupyterMessage::new(comm.content, Some(parent));
+    if !comm.metadata.is_empty() {
+        message.metadata = serde_json::Value::Object(comm.metadata);
+    }
+    iopub.publish(message);
 }
 
-impl Comms {
-    /// Publishes one of the evaluation process's comm messages as a child of `parent`, and
-    /// counts the comm open or closed.
-    pub(crate) fn publish(&self, iopub: &IoPub, comm: Comm, parent: &JupyterMessage) {
-        {
-            let mut open = self.open.lock().unwrap();
-            match &comm.content {
-                JupyterMessageContent::CommOpen(o) => {
-                    open.insert(o.comm_id.0.clone(), o.target_name.clone());
-                }
-                JupyterMessageContent::CommClose(c) => {
-                    open.remove(&c.comm_id.0);
-                }
-                _ => {}
-            }
+/// The open comms, as the evaluation process's widgets list them (the one table of them); none
+/// where it does not answer (starting, restarting, gone: it then holds none the front end can
+/// use).
+pub(super) async fn comm_info_request(shared: &Shared, request: &CommInfoRequest) -> CommInfoReply {
+    let open = match shared.panels.client.ask(&Request::Comms, PATIENCE).await {
+        Some(Answer::Comms { comms }) => comms,
+        other => {
+            tracing::info!("comm_info_request: no list of comms ({other:?})");
+            Default::default()
         }
-        let mut message = JupyterMessage::new(comm.content, Some(parent));
-        if !comm.metadata.is_empty() {
-            message.metadata = serde_json::Value::Object(comm.metadata);
-        }
-        iopub.publish(message);
-    }
-
-    /// Forgets every comm: the evaluation process that held them is gone.
-    pub(crate) fn forget_all(&self) {
-        self.open.lock().unwrap().clear();
-    }
-
-    fn target_of(&self, comm_id: &str) -> Option<String> {
-        self.open.lock().unwrap().get(comm_id).cloned()
-    }
-
-    fn insert(&self, comm_id: &str, target: &str) {
-        let mut open = self.open.lock().unwrap();
-        open.insert(comm_id.to_owned(), target.to_owned());
-    }
-
-    fn remove(&self, comm_id: &str) -> Option<String> {
-        self.open.lock().unwrap().remove(comm_id)
-    }
-}
-
-pub(super) fn comm_info_request(shared: &Shared, request: &CommInfoRequest) -> CommInfoReply {
-    let open = shared.comms.open.lock().unwrap();
+    };
     let comms: HashMap<CommId, CommInfo> = open
-        .iter()
-        .filter(|(_, target)| request.target_name.as_ref().is_none_or(|t| t == *target))
-        .map(|(id, target)| {
-            (
-                CommId(id.clone()),
-                CommInfo {
-                    target_name: target.clone(),
-                },
-            )
-        })
+        .into_iter()
+        .filter(|(_, target)| request.target_name.as_ref().is_none_or(|t| t == target))
+        .map(|(id, target_name)| (CommId(id), CommInfo { target_name }))
         .collect();
     CommInfoReply {
         status: ReplyStatus::Ok,
@@ -156,9 +119,6 @@ async fn comm_refused(shared: &Shared, message: &JupyterMessage, kind: &str, ref
         shared.iopub.publish(close.as_child_of(message));
         return;
     }
-    if shared.comms.target_of(&comm_id).is_none() {
-        return;
-    }
     let mut data = serde_json::Map::new();
     data.insert("method".into(), "request_state".into());
     let request = Request::Comm {
@@ -183,7 +143,6 @@ async fn comm_open(shared: &Shared, message: &JupyterMessage, open: &CommOpen) {
             data: open.data.clone(),
         };
         if let Some(messages) = ask(shared, &request).await {
-            shared.comms.insert(comm_id, &open.target_name);
             publish_all(shared, messages, message);
             return;
         }
@@ -203,10 +162,6 @@ async fn comm_open(shared: &Shared, message: &JupyterMessage, open: &CommOpen) {
 
 async fn comm_msg(shared: &Shared, message: &JupyterMessage, msg: &CommMsg) {
     let comm_id = &msg.comm_id.0;
-    if shared.comms.target_of(comm_id).is_none() {
-        tracing::info!("comm_msg for unknown comm {comm_id}");
-        return;
-    }
     let request = Request::Comm {
         msg_type: CommType::Msg,
         comm_id: comm_id.clone(),
@@ -220,10 +175,6 @@ async fn comm_msg(shared: &Shared, message: &JupyterMessage, msg: &CommMsg) {
 
 async fn comm_close(shared: &Shared, close: &CommClose) {
     let comm_id = &close.comm_id.0;
-    if shared.comms.remove(comm_id).is_none() {
-        tracing::info!("comm_close for unknown comm {comm_id}");
-        return;
-    }
     let request = Request::Comm {
         msg_type: CommType::Close,
         comm_id: comm_id.clone(),
@@ -268,7 +219,7 @@ fn publish_all(shared: &Shared, messages: Vec<tchbook_wire::Message>, parent: &J
             continue;
         }
         match Comm::from_message(message) {
-            Some(comm) => shared.comms.publish(&shared.iopub, comm, parent),
+            Some(comm) => publish(&shared.iopub, comm, parent),
             None => tracing::warn!("comm: the answer held a message that is not a comm's"),
         }
     }

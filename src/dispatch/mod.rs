@@ -25,7 +25,7 @@ mod shutdown_request;
 mod unknown_request;
 mod usage_request;
 
-pub(crate) use comm::Comms;
+pub(crate) use comm::publish as publish_comm;
 pub(crate) use control::run_control;
 pub use kernel_info_request::Facts;
 pub(crate) use panels::PanelsState;
@@ -45,8 +45,6 @@ pub(crate) struct Shared {
     pub(crate) shutdown: UnboundedSender<bool>,
     /// JupyterLab's Variables and Kernel Usage panels (`debug_request`, `usage_request`).
     pub(crate) panels: Arc<PanelsState>,
-    /// The evaluation process's open comms (widgets).
-    pub(crate) comms: Arc<Comms>,
 }
 
 impl Shared {

@@ -116,7 +116,7 @@ impl<E: Evaluator> Shell<E> {
         match event {
             Event::Stdout(line) => match display::read_line(&line) {
                 Output::Comm(comm) => match &self.last_request {
-                    Some(parent) => self.shared.comms.publish(&self.shared.iopub, comm, parent),
+                    Some(parent) => super::comm::publish(&self.shared.iopub, comm, parent),
                     None => tracing::warn!("a comm message before any request: dropped"),
                 },
                 _ => self.pending.push_back(Event::Stdout(line)),
@@ -132,10 +132,8 @@ impl<E: Evaluator> Shell<E> {
         }
     }
 
-    /// The engine's start-up report; a restarted evaluation process has none of the comms of
-    /// the one before.
+    /// The engine's start-up report.
     pub(super) fn started(&mut self, startup: Startup) {
-        self.shared.comms.forget_all();
         self.shared.facts.lock().unwrap().cuda_devices = startup.cuda_devices;
         self.startup = Some(startup);
     }
@@ -216,9 +214,11 @@ impl<E: Evaluator> Shell<E> {
             JupyterMessageContent::HistoryRequest(request) => {
                 Some(history_request(&self.history, request).as_child_of(message))
             }
-            JupyterMessageContent::CommInfoRequest(request) => {
-                Some(comm_info_request(&self.shared, request).as_child_of(message))
-            }
+            JupyterMessageContent::CommInfoRequest(request) => Some(
+                comm_info_request(&self.shared, request)
+                    .await
+                    .as_child_of(message),
+            ),
             _ if is_comm(message) => {
                 front_end_comm(&self.shared, message).await;
                 None

@@ -92,6 +92,15 @@ fn answer(line: &str) -> String {
         // GPU memory while a cell runs is the point: no lock, no variables.
         return prelude(line, &[]).unwrap_or_else(|| Answer::Usage { gpus: Vec::new() }.to_line());
     }
+    if request == Request::Comms {
+        // The widgets' own table, kept by the thread that answers comm messages.
+        return prelude(line, &[]).unwrap_or_else(|| {
+            Answer::Comms {
+                comms: Default::default(),
+            }
+            .to_line()
+        });
+    }
     if let Request::Comm { comm_id, .. } = &request {
         // A widget moved while a cell runs must reach it: no lock, no variables.
         return prelude(line, &[]).unwrap_or_else(|| {

@@ -38,7 +38,6 @@ pub async fn serve<E: Evaluator>(
         facts: Arc::new(Mutex::new(facts)),
         shutdown: shutdown_tx,
         panels: Arc::new(PanelsState::new(engine.panels_socket(), engine.debugger())),
-        comms: Arc::default(),
     };
     tokio::spawn(dispatch::run_control(
         sockets.control,

@@ -14,6 +14,7 @@
 //! {"op":"usage"}                 → {"answer":"usage","gpus":[{"index":0,"name":"NVIDIA H100","memory_used":..,"memory_total":..,"utilization":3,"allocator":null,"driver":"550.54.15","cuda":"12.4","error":null}]}
 //! {"op":"comm","msg_type":"comm_msg","comm_id":"7f3a","data":{"method":"update","state":{"value":4}}}
 //!                                → {"answer":"comm","messages":[{"op":"comm_msg","comm_id":"7f3a","data":{"method":"echo_update",..}}]}
+//! {"op":"comms"}                 → {"answer":"comms","comms":{"7f3a":"jupyter.widget"}}
 //! anything else, while a cell runs → {"answer":"busy"}
 //! ```
 //!
@@ -21,7 +22,8 @@
 //! prelude's widgets while a cell runs too, which is how a slider moved during training reaches
 //! the loop; the answer's messages are the kernel's to publish in reply (an `echo_update`, the
 //! state a `request_state` asked for). A comm the prelude does not know is an [`Answer::Error`],
-//! and the kernel closes a `comm_open` it answers so.
+//! and the kernel closes a `comm_open` it answers so. The open comms are the prelude's alone:
+//! the kernel asks for them ([`Request::Comms`]) to answer a `comm_info_request`.
 //!
 //! The runtime reads the variables from evcxr's store and hands them, each as `Box<dyn Any>` with
 //! its type's name, to the prelude's `tchbook_prelude_panels` ([`Entry`]), which knows tensors,
@@ -40,6 +42,8 @@ pub enum Request {
     Rich { name: String },
     /// The GPUs and the caching allocator's bytes.
     Usage,
+    /// The comms open in the evaluation process, with their targets: the one table of them.
+    Comms,
     /// A front end's comm message, for the prelude's widgets.
     Comm {
         msg_type: CommType,
@@ -83,6 +87,11 @@ pub enum Answer {
     Comm {
         #[serde(default)]
         messages: Vec<crate::Message>,
+    },
+    /// The open comms, by id, with their target names.
+    Comms {
+        #[serde(default)]
+        comms: std::collections::BTreeMap<String, String>,
     },
     /// A cell is running: its variables are not in the store.
     Busy,
@@ -227,6 +236,7 @@ mod tests {
             Request::Variables,
             Request::Rich { name: "x".into() },
             Request::Usage,
+            Request::Comms,
             Request::Comm {
                 msg_type: CommType::Msg,
                 comm_id: "7f3a".into(),
@@ -283,6 +293,9 @@ mod tests {
                     comm_id: "7f3a".into(),
                     data: Map::new(),
                 }],
+            },
+            Answer::Comms {
+                comms: [("7f3a".to_owned(), crate::widgets::TARGET.to_owned())].into(),
             },
             Answer::Busy,
             Answer::Error {

@@ -101,6 +101,9 @@ fn respond(request: &[u8], entries: &[Entry]) -> String {
         Request::Usage => Answer::Usage {
             gpus: crate::cuda::gpu_usage().gpus,
         },
+        Request::Comms => Answer::Comms {
+            comms: crate::widgets::open_comms(),
+        },
         Request::Comm {
             msg_type,
             comm_id,

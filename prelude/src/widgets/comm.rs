@@ -11,6 +11,18 @@ use serde_json::{Map, Value};
 use tchbook_wire::panels::{Answer, CommType};
 use tchbook_wire::widgets;
 
+/// The comms open in this process, by id, with their targets: every open model's, and the
+/// control comms reloaded pages opened. The kernel lists them for `comm_info_request`.
+pub(crate) fn open_comms() -> std::collections::BTreeMap<String, String> {
+    let registry = registry();
+    let models = registry.open_models().into_iter();
+    let controls = registry.open_controls().into_iter();
+    models
+        .map(|id| (id, widgets::TARGET.to_owned()))
+        .chain(controls.map(|id| (id, widgets::CONTROL_TARGET.to_owned())))
+        .collect()
+}
+
 /// The answer to one comm message from the front end.
 pub(crate) fn answer(
     msg_type: CommType,

@@ -69,7 +69,7 @@ mod validate;
 mod widget;
 
 pub use boxes::{HBox, VBox};
-pub(crate) use comm::answer;
+pub(crate) use comm::{answer, open_comms};
 pub use controls::{Button, Checkbox, Dropdown, HTML, Label, Text, UnknownOption};
 pub use interact::{Control, Controls, Interact, IntoOutput, interact};
 pub use numeric::{FloatProgress, FloatSlider, IntProgress, IntSlider};

@@ -471,6 +471,16 @@ impl Registry {
         lock(&self.controls).push(id.to_owned());
     }
 
+    /// The ids of the open models.
+    pub(crate) fn open_models(&self) -> Vec<String> {
+        lock(&self.models).keys().cloned().collect()
+    }
+
+    /// The ids of the open control comms.
+    pub(crate) fn open_controls(&self) -> Vec<String> {
+        lock(&self.controls).clone()
+    }
+
     pub(crate) fn is_control(&self, id: &str) -> bool {
         lock(&self.controls).iter().any(|c| c == id)
     }

@@ -33,11 +33,7 @@ impl<E: Evaluator> Shell<E> {
     /// seen as they come. Everything else (a display, an input request, the end) is published
     /// after the text printed before it, as it comes.
     pub(super) async fn run_cell(&mut self, message: &JupyterMessage, allow_stdin: bool) -> Ran {
-        let mut output = CellOutput::new(
-            self.shared.iopub.clone(),
-            self.shared.comms.clone(),
-            message,
-        );
+        let mut output = CellOutput::new(self.shared.iopub.clone(), message);
         let finished = loop {
             // The bound on iopub's backlog (`IoPub::room_for_output` says why here).
             self.shared.iopub.room_for_output().await;

@@ -5,17 +5,14 @@
 //! order; a panic on the
 //! cell's thread is kept for the cell's error.
 
-use crate::dispatch::Comms;
 use crate::display::{self, Output, Panic};
 use crate::transport::IoPub;
 use jupyter_protocol::{JupyterMessage, JupyterMessageContent, StreamContent};
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tchbook_wire::StreamName;
 
 pub(super) struct CellOutput<'a> {
     iopub: IoPub,
-    comms: Arc<Comms>,
     parent: &'a JupyterMessage,
     stdout: String,
     stderr: String,
@@ -30,10 +27,9 @@ pub(super) struct CellOutput<'a> {
 const STDERR_TAIL: usize = 40;
 
 impl<'a> CellOutput<'a> {
-    pub(crate) fn new(iopub: IoPub, comms: Arc<Comms>, parent: &'a JupyterMessage) -> Self {
+    pub(crate) fn new(iopub: IoPub, parent: &'a JupyterMessage) -> Self {
         CellOutput {
             iopub,
-            comms,
             parent,
             stdout: String::new(),
             stderr: String::new(),
@@ -66,7 +62,7 @@ impl<'a> CellOutput<'a> {
             Output::Content(content) => self.publish(content),
             Output::Comm(comm) => {
                 self.flush();
-                self.comms.publish(&self.iopub, comm, self.parent);
+                crate::dispatch::publish_comm(&self.iopub, comm, self.parent);
             }
         }
     }
