@@ -126,7 +126,9 @@ impl FakeStore {
     /// The open comms: each widget's, and the control comm.
     fn open_comms(&self) -> Answer {
         let widgets = self.widgets.lock().unwrap();
-        let models = widgets.keys().map(|id| (id.clone(), widgets::TARGET.to_owned()));
+        let models = widgets
+            .keys()
+            .map(|id| (id.clone(), widgets::TARGET.to_owned()));
         let control = self.control.lock().unwrap().clone();
         let controls = control.map(|id| (id, widgets::CONTROL_TARGET.to_owned()));
         Answer::Comms {

@@ -137,44 +137,67 @@ async fn help_says_how_to_keep_a_process_running() {
     assert!(text.contains("process_group(0)"), "{text}");
 }
 
-/// A kernel killed with SIGKILL cannot remove the directory of its panels socket; the next
-/// kernel of the same user removes it (and leaves a live kernel's alone).
+/// The side channel to the evaluation process (every variable's value, the widgets) is a socket
+/// with no file: nothing for a umask to open to others or for a killed kernel to leave behind,
+/// and it answers only its own kernel, not another process of the same user.
 #[tokio::test(flavor = "multi_thread")]
-async fn a_killed_kernels_socket_directory_is_removed_by_the_next_kernel() {
-    // The directory a kernel serves its panels from: its evaluation process's socket's.
-    let socket_dir = |pid: i32| {
-        let environ = std::fs::read(format!("/proc/{pid}/environ")).unwrap_or_default();
-        environ
-            .split(|&b| b == 0)
-            .filter_map(|entry| entry.strip_prefix(b"TCHBOOK_PANELS_SOCKET="))
-            .map(|path| std::path::PathBuf::from(String::from_utf8_lossy(path).into_owned()))
-            .next()
-            .and_then(|socket| socket.parent().map(std::path::Path::to_path_buf))
-    };
-    let mut killed = Kernel::start().await;
-    killed.run_ok("1").await;
-    let pid = killed.pid();
+async fn the_side_channel_has_no_file_and_answers_only_its_kernel() {
+    use std::io::{BufRead, Write};
+    let mut kernel = Kernel::start().await;
+    kernel
+        .run_ok("let secret = String::from(\"s3cr3t-value\");")
+        .await;
+    let pid = kernel.pid();
     let evaluation = children(pid);
-    let left = socket_dir(*evaluation.first().expect("an evaluation process")).expect("its socket");
-    assert!(left.is_dir(), "{}", left.display());
+    let environ = std::fs::read(format!("/proc/{}/environ", evaluation[0])).unwrap();
+    let address = environ
+        .split(|&b| b == 0)
+        .find_map(|entry| entry.strip_prefix(b"TCHBOOK_PANELS_SOCKET="))
+        .map(|address| String::from_utf8_lossy(address).into_owned())
+        .expect("the evaluation process's socket");
+    assert!(address.starts_with('@'), "{address}");
+    // Another process of the same user connects, and asks as the kernel does.
+    let stream = tchbook_wire::panels::connect(address.as_ref()).expect("connects");
+    stream
+        .set_read_timeout(Some(Duration::from_secs(5)))
+        .unwrap();
+    (&stream)
+        .write_all(b"{\"op\":\"rich\",\"name\":\"secret\"}\n")
+        .unwrap();
+    let mut answer = String::new();
+    // Closed unanswered (a reset, as the request was never read, or an end of file).
+    let read = std::io::BufReader::new(&stream).read_line(&mut answer);
+    let closed = match &read {
+        Ok(n) => *n == 0,
+        Err(error) => error.kind() == std::io::ErrorKind::ConnectionReset,
+    };
+    assert!(
+        closed && answer.is_empty(),
+        "answered another process: {read:?} {answer}"
+    );
+    // The kernel itself is still answered: the Variables panel lists the variable.
+    let reply = crate::support::panels::debug(
+        &mut kernel,
+        "inspectVariables",
+        serde_json::json!({}),
+        crate::support::REPLY,
+    )
+    .await;
+    assert!(reply.to_string().contains("secret"), "{reply}");
     kill(pid);
     assert!(
         wait_until_gone(&[pid], Duration::from_secs(15))
             .await
             .is_empty()
     );
-    assert!(
-        wait_until_gone(&evaluation, Duration::from_secs(15))
-            .await
-            .is_empty()
-    );
-    assert!(left.exists(), "SIGKILL leaves the directory behind");
-    let mut live = Kernel::start().await;
-    assert!(!left.exists(), "{} is still there", left.display());
-    live.run_ok("1").await;
-    let own = socket_dir(*children(live.pid()).first().expect("an evaluation process"));
-    assert!(
-        own.is_some_and(|dir| dir.is_dir()),
-        "the live kernel's own directory went"
-    );
+    let tmp = std::fs::read_dir(std::env::temp_dir()).unwrap();
+    let left: Vec<_> = tmp
+        .flatten()
+        .filter(|e| {
+            e.file_name()
+                .to_string_lossy()
+                .contains(&format!("panels-{pid}"))
+        })
+        .collect();
+    assert!(left.is_empty(), "{left:?}");
 }

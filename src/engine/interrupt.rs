@@ -166,7 +166,7 @@ fn cell_has_ended() -> bool {
     let Some(path) = std::env::var_os(tchbook_wire::env::PANELS_SOCKET) else {
         return false;
     };
-    let Ok(stream) = std::os::unix::net::UnixStream::connect(path) else {
+    let Ok(stream) = tchbook_wire::panels::connect(&path) else {
         return false;
     };
     let patience = Some(Duration::from_secs(1));

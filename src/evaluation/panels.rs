@@ -1,7 +1,10 @@
 //! The panels socket. The kernel asks this process, on the Unix socket named in
 //! `TCHBOOK_PANELS_SOCKET`, for what JupyterLab's Variables and Kernel Usage panels show
 //! (`tchbook_wire::panels`): one request per connection, one JSON line each way, served by a
-//! thread of its own, so nothing is compiled and the cell's stdout carries nothing.
+//! thread of its own, so nothing is compiled and the cell's stdout carries nothing. The socket
+//! has a name in the abstract namespace, not a file, so anyone could connect: a connection is
+//! answered only when it comes from the kernel that started this process (its parent, by the
+//! connection's credentials), and closed unanswered otherwise.
 //!
 //! The variables are evcxr's store, which the last cell returned: a cell takes its variables out
 //! of it into locals and puts them back at its end, so the store is read only under the lock a
@@ -15,7 +18,7 @@
 
 use std::ffi::c_void;
 use std::io::{BufRead, BufReader, Write};
-use std::os::unix::net::{UnixListener, UnixStream};
+use std::os::unix::net::UnixStream;
 use std::sync::atomic::{AtomicPtr, Ordering};
 use std::time::Duration;
 use tchbook_wire::panels::{
@@ -37,9 +40,7 @@ pub(super) fn start() {
     let Some(path) = std::env::var_os(tchbook_wire::env::PANELS_SOCKET) else {
         return;
     };
-    // A previous evaluation process of this kernel (before a restart) left its socket file.
-    let _ = std::fs::remove_file(&path);
-    let Ok(listener) = UnixListener::bind(&path) else {
+    let Ok(listener) = tchbook_wire::panels::bind(&path) else {
         return;
     };
     let _ = std::thread::Builder::new()
@@ -49,6 +50,27 @@ pub(super) fn start() {
                 serve(stream);
             }
         });
+}
+
+/// Whether the other end of `stream` is this process's parent, the kernel, running as the same
+/// user (`SO_PEERCRED`: the credentials the kernel had when it connected).
+fn from_the_kernel(stream: &UnixStream) -> bool {
+    // SAFETY: a zeroed ucred is valid; getsockopt(2) writes at most `len` bytes into it.
+    let credentials = unsafe {
+        let mut credentials: libc::ucred = std::mem::zeroed();
+        let mut len = std::mem::size_of::<libc::ucred>() as libc::socklen_t;
+        let read = libc::getsockopt(
+            std::os::fd::AsRawFd::as_raw_fd(stream),
+            libc::SOL_SOCKET,
+            libc::SO_PEERCRED,
+            (&raw mut credentials).cast(),
+            &mut len,
+        );
+        (read == 0).then_some(credentials)
+    };
+    // SAFETY: getppid(2) and getuid(2) cannot fail.
+    let (kernel, user) = unsafe { (libc::getppid(), libc::getuid()) };
+    credentials.is_some_and(|c| c.pid == kernel && c.uid == user)
 }
 
 /// After each cell, before its end is known to the kernel: the store it returned, and the
@@ -69,6 +91,9 @@ pub(super) fn after_cell(library: &libloading::Library, store: *mut c_void) {
 }
 
 fn serve(stream: UnixStream) {
+    if !from_the_kernel(&stream) {
+        return;
+    }
     let _ = stream.set_read_timeout(Some(Duration::from_secs(5)));
     let mut line = String::new();
     if BufReader::new(&stream).read_line(&mut line).is_err() {

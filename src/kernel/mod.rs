@@ -79,7 +79,6 @@ pub fn run(connection_file: &Path, watch_parent: bool) -> Result<()> {
         watch_parent,
     )?;
     drop(setup.build);
-    drop(setup.panels);
     crate::cellbuild::cache::remove_private_root();
     // Exit without running destructors: evcxr's would wait for the (killed) child.
     std::process::exit(0)

@@ -8,7 +8,6 @@ use crate::cellbuild::libtorch::detect_libtorch;
 use crate::completion::Completer;
 use crate::dispatch::Facts;
 use crate::engine::{EngineOptions, PRELUDE_IMPORT};
-use crate::panels::PanelsDir;
 use std::time::Duration;
 
 /// What the kernel process needs to start the real engine.
@@ -18,8 +17,6 @@ pub(super) struct Setup {
     pub(crate) facts: Facts,
     /// This kernel's build directory, its own until the process ends.
     pub(crate) build: BuildDir,
-    /// The directory of the evaluation process's panels socket.
-    pub(crate) panels: Option<PanelsDir>,
 }
 
 /// Finds libtorch and the build cache and writes the environment.
@@ -44,7 +41,7 @@ pub(super) unsafe fn setup() -> Setup {
     // SAFETY: one thread, as this function's caller promises (# Safety).
     unsafe { crate::cellbuild::setup::set_for_build(libtorch.as_ref().ok(), &build.dir) };
     // SAFETY: one thread, as this function's caller promises (# Safety).
-    let panels = unsafe { panels_socket() };
+    unsafe { panels_socket() };
     let rustc = rustc_version();
     let facts = Facts {
         rustc_version: rustc.version,
@@ -69,22 +66,21 @@ pub(super) unsafe fn setup() -> Setup {
         completer,
         facts,
         build,
-        panels,
     }
 }
 
-/// A directory for the panels socket, named in the environment the evaluation process inherits.
-/// Without one (no writable temporary directory) the panels stay empty; the kernel works on.
+/// The panels socket's address, in the environment the evaluation process inherits.
 ///
 /// # Safety
 /// Writes this process's environment: call it only while the process has one thread.
-unsafe fn panels_socket() -> Option<PanelsDir> {
-    let dir = PanelsDir::create()
-        .map_err(|error| tracing::warn!("JupyterLab's panels will be empty: {error:#}"))
-        .ok()?;
+unsafe fn panels_socket() {
     // SAFETY: one thread, as this function's caller promises (# Safety).
-    unsafe { std::env::set_var(tchbook_wire::env::PANELS_SOCKET, dir.socket()) };
-    Some(dir)
+    unsafe {
+        std::env::set_var(
+            tchbook_wire::env::PANELS_SOCKET,
+            crate::panels::new_address(),
+        )
+    };
 }
 
 /// `TCHBOOK_INTERRUPT_GRACE` seconds, 3 by default, and by default with a warning where the

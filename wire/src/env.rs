@@ -66,8 +66,9 @@ pub const PRELUDE_STATE: &str = "TCHBOOK_PRELUDE_STATE";
 /// for itself. Read by every writer and reader of the line protocol.
 pub const LINE_KEY: &str = "TCHBOOK_LINE_KEY";
 /// The Unix socket on which the evaluation process answers the kernel's requests for
-/// JupyterLab's panels ([`crate::panels`]). Set by the kernel, a path in a directory of its own;
-/// read by the vendored evcxr's runtime, which serves it.
+/// JupyterLab's panels ([`crate::panels`]). Set by the kernel to `@` and a name in the abstract
+/// socket namespace ([`crate::panels::connect`]); read by the evaluation process, which serves
+/// it.
 pub const PANELS_SOCKET: &str = "TCHBOOK_PANELS_SOCKET";
 /// When set, the prelude's `runtime::attach` leaves fds 1 and 2 alone (no stdout/stderr pump).
 pub const NO_PUMP: &str = "TCHBOOK_NO_PUMP";

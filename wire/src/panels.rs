@@ -3,7 +3,7 @@
 //!
 //! These do not travel on the cell's stdout: the evaluation process serves them on a Unix
 //! socket of its own ([`crate::env::PANELS_SOCKET`], one request per connection, one JSON line
-//! each way), from a thread of the vendored evcxr runtime, so that a request is answered while
+//! each way; [`connect`] and [`bind`] say where it is), from a thread of the vendored evcxr runtime, so that a request is answered while
 //! the kernel is idle without compiling anything, and GPU memory is answered while a cell runs.
 //! Variables are read only between cells: while a cell runs they are out of evcxr's store (in
 //! the cell's locals), and the answer is [`Answer::Busy`].
@@ -198,6 +198,30 @@ pub type PreludePanels = unsafe extern "C" fn(
 /// The symbol of [`PreludePanels`], which the runtime looks up in the cells' libraries.
 pub const PRELUDE_PANELS_SYMBOL: &str = "tchbook_prelude_panels";
 
+/// A connection to the side channel at `address` ([`crate::env::PANELS_SOCKET`]'s value): `@name`
+/// is a name in Linux's abstract socket namespace, which the kernel uses (no file: nothing is
+/// left behind when a kernel is killed, and no file mode or umask decides who connects; the
+/// evaluation process answers only its kernel, by the connecting process's credentials);
+/// anything else is a socket file's path (a test's stand-in for the evaluation process).
+pub fn connect(address: &std::ffi::OsStr) -> std::io::Result<std::os::unix::net::UnixStream> {
+    std::os::unix::net::UnixStream::connect_addr(&socket_address(address)?)
+}
+
+/// The side channel's listening socket at `address` (see [`connect`]).
+pub fn bind(address: &std::ffi::OsStr) -> std::io::Result<std::os::unix::net::UnixListener> {
+    std::os::unix::net::UnixListener::bind_addr(&socket_address(address)?)
+}
+
+fn socket_address(address: &std::ffi::OsStr) -> std::io::Result<std::os::unix::net::SocketAddr> {
+    use std::os::linux::net::SocketAddrExt;
+    use std::os::unix::ffi::OsStrExt;
+    use std::os::unix::net::SocketAddr;
+    match address.as_bytes().strip_prefix(b"@") {
+        Some(name) => SocketAddr::from_abstract_name(name),
+        None => SocketAddr::from_pathname(address),
+    }
+}
+
 /// A type's name without its module paths: `alloc::vec::Vec<tch::wrappers::tensor::Tensor>` →
 /// `Vec<Tensor>`.
 ///
@@ -229,6 +253,28 @@ pub fn short_type_name(name: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_abstract_address_has_no_file_and_a_path_has_one() {
+        use std::io::{Read, Write};
+        let name = format!("@tchbook-wire-test-{}", std::process::id());
+        let listener = bind(name.as_ref()).unwrap();
+        let mut client = connect(name.as_ref()).unwrap();
+        let (mut served, _) = listener.accept().unwrap();
+        client.write_all(b"x").unwrap();
+        let mut byte = [0u8];
+        served.read_exact(&mut byte).unwrap();
+        assert_eq!(&byte, b"x");
+        assert!(!std::path::Path::new(&name).exists());
+        assert!(!std::path::Path::new(&name[1..]).exists());
+        let dir = std::env::temp_dir().join(format!("tchbook-wire-test-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("s");
+        let _listener = bind(path.as_os_str()).unwrap();
+        assert!(path.exists());
+        connect(path.as_os_str()).unwrap();
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
 
     #[test]
     fn every_request_and_answer_reads_back_as_itself() {
