@@ -104,6 +104,51 @@ fn serve(stream: UnixStream) {
 }
 
 fn answer(line: &str) -> String {
+    // Only the request's kind is read here, its fields skipped unkept: the prelude reads the
+    // request itself, so a widget's state (up to the kernel's 16 MiB) is parsed once.
+    #[derive(serde::Deserialize)]
+    struct Kind {
+        op: String,
+        comm_id: Option<String>,
+    }
+    let kind = match serde_json::from_str::<Kind>(line) {
+        Ok(kind) => kind,
+        Err(error) => {
+            return Answer::Error {
+                message: format!("unreadable request: {error}"),
+            }
+            .to_line();
+        }
+    };
+    match kind.op.as_str() {
+        // GPU memory while a cell runs is the point: no lock, no variables.
+        "usage" => {
+            return prelude(line, &[])
+                .unwrap_or_else(|| Answer::Usage { gpus: Vec::new() }.to_line());
+        }
+        // The widgets' own table, kept by the thread that answers comm messages.
+        "comms" => {
+            return prelude(line, &[]).unwrap_or_else(|| {
+                Answer::Comms {
+                    comms: Default::default(),
+                }
+                .to_line()
+            });
+        }
+        // A widget moved while a cell runs must reach it: no lock, no variables.
+        "comm" => {
+            return prelude(line, &[]).unwrap_or_else(|| {
+                let comm_id = kind.comm_id.unwrap_or_default();
+                Answer::Error {
+                    message: format!(
+                        "no comm `{comm_id}`: the prelude is not loaded in this kernel"
+                    ),
+                }
+                .to_line()
+            });
+        }
+        _ => {}
+    }
     let request = match serde_json::from_str::<Request>(line) {
         Ok(request) => request,
         Err(error) => {
@@ -113,28 +158,6 @@ fn answer(line: &str) -> String {
             .to_line();
         }
     };
-    if request == Request::Usage {
-        // GPU memory while a cell runs is the point: no lock, no variables.
-        return prelude(line, &[]).unwrap_or_else(|| Answer::Usage { gpus: Vec::new() }.to_line());
-    }
-    if request == Request::Comms {
-        // The widgets' own table, kept by the thread that answers comm messages.
-        return prelude(line, &[]).unwrap_or_else(|| {
-            Answer::Comms {
-                comms: Default::default(),
-            }
-            .to_line()
-        });
-    }
-    if let Request::Comm { comm_id, .. } = &request {
-        // A widget moved while a cell runs must reach it: no lock, no variables.
-        return prelude(line, &[]).unwrap_or_else(|| {
-            Answer::Error {
-                message: format!("no comm `{comm_id}`: the prelude is not loaded in this kernel"),
-            }
-            .to_line()
-        });
-    }
     let running = super::guards::running();
     if *running {
         return Answer::Busy.to_line();
