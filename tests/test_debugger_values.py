@@ -15,10 +15,11 @@ def test_a_stopped_cells_tensors_read_as_the_variables_panel_shows_them(debugger
 let vs = nn::VarStore::new(Device::Cpu);
 let model = nn::linear(vs.root(), 10, 1, Default::default());
 let batch = vec![Tensor::zeros([2, 3], (Kind::Int64, Device::Cpu))];
+let wide = Tensor::ones([400, 250], (Kind::Float, Device::Cpu));
 let n = xs.size()[0];
 n"""
     debugger.switch_on()
-    debugger.breakpoint(code, [5])
+    debugger.breakpoint(code, [6])
     msg_id = debugger.start(code)
     thread = debugger.event("stopped")["body"]["threadId"]
     seen = len(debugger.events)
@@ -59,6 +60,13 @@ n"""
     layer = debugger.expand(listed["model"])
     assert layer["ws"]["value"] == parameters["weight"]["value"], layer
     assert debugger.expand(layer["ws"])["shape"]["value"] == "[1, 10]"
+
+    # Statistics over more elements than libtorch's grain (32,768), which libtorch would hand to
+    # OpenMP's workers, held while the cell is stopped: computed on the stopped thread alone
+    # (else the call waits for them until gdb's timeout unwinds it, and the cell never ends).
+    wide = {name: f["value"] for name, f in debugger.expand(listed["wide"]).items()}
+    assert (wide["numel"], wide["min"], wide["max"], wide["mean"]) == (
+        "100000", "1.000000", "1.000000", "1.000000"), wide
 
     watched = debugger.ok("evaluate", {"expression": "xs", "frameId": frame["id"], "context": "watch"})
     assert watched["result"] == local["xs"], watched

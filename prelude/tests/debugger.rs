@@ -60,7 +60,10 @@ fn plain(fields: &[Variable]) -> Vec<Field> {
 #[test]
 fn a_stopped_cells_tensor_reads_and_expands_as_the_variables_panel_shows_it() {
     let xs = Tensor::randn([64, 10], (Kind::Float, Device::Cpu)).set_requires_grad(true);
+    let threads = tch::get_num_threads();
     let (line, fields) = debugger_view(TENSOR, &xs as *const Tensor as *const c_void);
+    // Described on this thread alone (OpenMP's count at 1 for the call), then put back.
+    assert_eq!(tch::get_num_threads(), threads);
     let panel = panel_view(xs.shallow_clone());
     assert_eq!(line, "Tensor[64, 10] f32 cpu 2.5 KiB requires_grad");
     assert_eq!(line, panel.value);

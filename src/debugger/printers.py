@@ -90,10 +90,11 @@ def described(what, value):
             return None
         return json.loads(answer.string("utf-8"))
     except gdb.error as error:
-        # A fault or the timeout, unwound: most likely a local moved out of or dropped, whose
-        # memory names a freed value.
-        why = str(error).strip().splitlines()[0] if str(error).strip() else "the call failed"
-        return {"line": "%s not readable (moved out of or dropped?): %s" % (NAMES[what], why)}
+        # A fault or the timeout, unwound. A fault is most likely a local moved out of or
+        # dropped, whose memory names a freed value; a timeout, a lock a held thread has.
+        why = (str(error).strip().splitlines() or ["the call failed"])[0]
+        guess = " (moved out of or dropped?)" if "signal" in why else ""
+        return {"line": "%s not readable%s: %s" % (NAMES[what], guess, why)}
     except ValueError:
         return None
     finally:

@@ -38,18 +38,21 @@ thread_local! {
 /// # Safety
 /// `value` points to a value of that type. gdb cannot know that a local was not moved out of
 /// (its memory then names a freed tensor): its printers call this with `unwindonsignal` on and a
-/// timeout, so a fault here ends the call, not the stopped cell.
+/// timeout, so a fault here ends the call, not the stopped cell. The call runs with the
+/// process's other threads held: see [`on_this_thread_alone`].
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn tchbook_prelude_debugger_value(
     what: u32,
     value: *const std::ffi::c_void,
 ) -> *const std::ffi::c_char {
-    let answer = std::panic::catch_unwind(|| match what {
-        // SAFETY: the caller's promise above.
-        TENSOR => Some(tensor(unsafe { &*value.cast::<Tensor>() })),
-        // SAFETY: the caller's promise above.
-        VAR_STORE => Some(var_store(unsafe { &*value.cast::<VarStore>() })),
-        _ => None,
+    let answer = std::panic::catch_unwind(|| {
+        on_this_thread_alone(|| match what {
+            // SAFETY: the caller's promise above.
+            TENSOR => Some(tensor(unsafe { &*value.cast::<Tensor>() })),
+            // SAFETY: the caller's promise above.
+            VAR_STORE => Some(var_store(unsafe { &*value.cast::<VarStore>() })),
+            _ => None,
+        })
     });
     let Ok(Some(answer)) = answer else {
         return std::ptr::null();
@@ -98,4 +101,56 @@ fn var_store(vs: &VarStore) -> serde_json::Value {
         })
         .collect();
     serde_json::json!({"line": line, "fields": fields})
+}
+
+/// `describe` with libtorch's CPU kernels kept on the calling thread. gdb runs the call with every
+/// other thread of the stopped process held, OpenMP's workers too: a kernel over more than
+/// libtorch's grain (32,768 elements; a tensor's statistics) would hand its parts to those
+/// workers and wait for them forever, and when gdb's timeout unwinds the call, OpenMP's team is
+/// left mid-region and the cell never ends. With OpenMP's thread count at 1 on this thread (it is
+/// the calling thread's own setting), libtorch runs each kernel inline; the count is put back.
+fn on_this_thread_alone<T>(describe: impl FnOnce() -> T) -> T {
+    let Some(set_num_threads) = openmp_set_num_threads() else {
+        return describe();
+    };
+    // libtorch's own reading of OpenMP's count, which also makes libtorch set up this thread's
+    // threads (on a thread new to it, its first kernel would set the count again, undoing ours).
+    let before = tch::get_num_threads();
+    // SAFETY: OpenMP's `omp_set_num_threads(int)`, for the calling thread.
+    unsafe { set_num_threads(1) };
+    let described = describe();
+    // SAFETY: as above.
+    unsafe { set_num_threads(before.max(1)) };
+    described
+}
+
+/// OpenMP's `omp_set_num_threads` in the OpenMP runtime libtorch loaded (GNU's in PyTorch's
+/// builds; Intel's or LLVM's in others), found once; `None` where there is none.
+fn openmp_set_num_threads() -> Option<unsafe extern "C" fn(std::ffi::c_int)> {
+    static FOUND: std::sync::OnceLock<Option<usize>> = std::sync::OnceLock::new();
+    let found = FOUND.get_or_init(|| {
+        [c"libgomp.so.1", c"libiomp5.so", c"libomp.so"]
+            .into_iter()
+            .find_map(|runtime| {
+                // SAFETY: with RTLD_NOLOAD dlopen loads nothing: it gives a handle of a library
+                // already loaded (keeping it loaded until dlclose), or null.
+                let library =
+                    unsafe { libc::dlopen(runtime.as_ptr(), libc::RTLD_LAZY | libc::RTLD_NOLOAD) };
+                if library.is_null() {
+                    return None;
+                }
+                // SAFETY: a handle dlopen gave; the name is NUL-terminated. libtorch keeps the
+                // runtime loaded after this handle is closed.
+                let function = unsafe {
+                    let function = libc::dlsym(library, c"omp_set_num_threads".as_ptr());
+                    libc::dlclose(library);
+                    function
+                };
+                (!function.is_null()).then_some(function as usize)
+            })
+    });
+    // SAFETY: the address of OpenMP's `void omp_set_num_threads(int)`.
+    found.map(|function| unsafe {
+        std::mem::transmute::<usize, unsafe extern "C" fn(std::ffi::c_int)>(function)
+    })
 }
