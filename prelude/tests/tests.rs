@@ -2,6 +2,7 @@
 //! is written by the tests themselves, in the real formats (and broken on purpose).
 
 mod data;
+mod debugger;
 mod device;
 mod display;
 mod layer_scan;

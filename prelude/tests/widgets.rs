@@ -29,8 +29,8 @@ unsafe extern "C" {
     );
 }
 
-/// Asks the prelude as the evaluation process's socket thread does.
-fn call(request: &Request, entries: &[Entry]) -> Answer {
+/// Asks the prelude as the evaluation process's socket thread does (also for `debugger`).
+pub(crate) fn call(request: &Request, entries: &[Entry]) -> Answer {
     extern "C" fn keep(context: *mut c_void, bytes: *const u8, len: usize) {
         // SAFETY: `context` is the `String` below; the bytes are the answer's, valid for the call.
         unsafe {

@@ -1,8 +1,9 @@
 """Breakpoints in JupyterLab's debugger, as a person uses them: the bug icon switches the debugger
 on, a click in the gutter of a training loop's cell sets a breakpoint, running the cell stops on
-that line with the loss among the Variables panel's locals, "Next" steps one line, "Continue"
-goes on, and the cell finishes once the breakpoint is cleared. The call stack and breakpoint
-panels list the cell's frame and breakpoint by cell and line.
+that line with the loss among the Variables panel's locals (a tensor expanding into its shape,
+dtype, device, ...; the var store into its parameters), "Next" steps one line, "Continue" goes
+on, and the cell finishes once the breakpoint is cleared. The call stack and breakpoint panels
+list the cell's frame and breakpoint by cell and line.
 
 Needs gdb with its Debug Adapter Protocol where the kernel finds it (scripts/requirements.txt pins
 gdb-for-pwndbg into the venv). Screenshot: `debugger-stopped.png` ($TCHBOOK_SCREENSHOTS), which
@@ -33,6 +34,18 @@ BODY_LINE = 7
 def variable_row(page, name: str):
     return page.locator(".jp-DebuggerVariables jp-tree-item").filter(
         has=page.locator(".jp-DebuggerVariables-name", has_text=re.compile(f"^{re.escape(name)}$"))).last
+
+
+def fields_of(row, last: str) -> dict[str, str]:
+    """What an expanded Variables panel row shows beneath it, once its field `last` is drawn:
+    name -> value."""
+    items = row.locator(":scope > jp-tree-item")
+    name = re.compile(f"^{re.escape(last)}$")
+    items.filter(has=row.page.locator(".jp-DebuggerVariables-name", has_text=name)).first.wait_for(
+        timeout=60_000)
+    return {item.locator(".jp-DebuggerVariables-name").first.text_content().strip():
+            item.locator(".jp-DebuggerVariables-detail").first.text_content().strip()
+            for item in items.all()}
 
 
 def click_gutter(nb: Notebook, index: int, line: int) -> None:
@@ -103,6 +116,18 @@ def test_a_breakpoint_in_a_training_loop_stops_steps_and_continues(notebook, scr
     # A tensor reads as the Variables panel shows it between cells (the prelude's line).
     xs = variable_row(page, "xs").locator(".jp-DebuggerVariables-detail").first
     assert xs.text_content().strip() == "Tensor[64, 10] f32 cpu 2.5 KiB", xs.text_content()
+    # Expanded (a click on its name), it shows the fields the panel shows between cells.
+    variable_row(page, "xs").locator(".jp-DebuggerVariables-name").first.click()
+    fields = fields_of(variable_row(page, "xs"), "mean")
+    assert (fields["shape"], fields["dtype"], fields["device"], fields["numel"],
+            fields["requires_grad"], fields["grad"]) == ("[64, 10]", "f32", "cpu", "640", "false",
+                                                         "None"), fields
+    assert float(fields["min"]) < float(fields["mean"]) < float(fields["max"]), fields
+    # A var store expands into its parameters by name.
+    variable_row(page, "vs").locator(".jp-DebuggerVariables-name").first.click()
+    parameters = fields_of(variable_row(page, "vs"), "bias")
+    assert parameters == {"weight": "Tensor[1, 10] f32 cpu 40 B requires_grad",
+                          "bias": "Tensor[1] f32 cpu 4 B requires_grad"}, parameters
 
     # Next: the loss is computed (a local now), and the highlight moves to the following line.
     page.get_by_title(re.compile(r"^Next")).first.click()
@@ -111,6 +136,11 @@ def test_a_breakpoint_in_a_training_loop_stops_steps_and_continues(notebook, scr
         timeout=60_000)
     loss = variable_row(page, "loss")
     loss.wait_for(timeout=60_000)
+    # The loss: a scalar tensor of the graph, expanded.
+    loss.locator(".jp-DebuggerVariables-name").first.click()
+    fields = fields_of(variable_row(page, "loss"), "mean")
+    assert (fields["shape"], fields["dtype"], fields["requires_grad"]) == ("[]", "f32", "true"), fields
+    assert float(fields["min"]) == float(fields["max"]) == float(fields["mean"]) > 0, fields
     page.wait_for_function(
         """() => document.querySelector('.jp-DebuggerCallstackFrame-location')?.textContent
                === 'Cell [*]:%d'""" % (BODY_LINE + 1), timeout=60_000)

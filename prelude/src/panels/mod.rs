@@ -6,8 +6,11 @@
 //! The kernel asks the evaluation process on a socket of its own (`tchbook_wire::panels`); the
 //! vendored evcxr runtime serves it and calls [`tchbook_prelude_panels`] with evcxr's stored
 //! variables, each a `Box<dyn Any>`, between cells. One file per job: `summary.rs` (the line and
-//! the fields of each type this prelude knows), `rich.rs` (rich views, the tensor heat map).
+//! the fields of each type this prelude knows), `rich.rs` (rich views, the tensor heat map),
+//! `debugger.rs` (the same line and fields of a stopped cell's tensor or var store, for the
+//! kernel's debugger).
 
+mod debugger;
 mod rich;
 mod summary;
 

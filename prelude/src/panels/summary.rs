@@ -191,49 +191,6 @@ fn var_store(vs: &VarStore) -> (String, Vec<Field>) {
     (line, fields)
 }
 
-/// What [`tchbook_prelude_debugger_line`] describes: a `Tensor`.
-const DEBUGGER_TENSOR: u32 = 0;
-/// What [`tchbook_prelude_debugger_line`] describes: a `VarStore`.
-const DEBUGGER_VAR_STORE: u32 = 1;
-
-thread_local! {
-    /// The last line [`tchbook_prelude_debugger_line`] gave, kept until its next call.
-    static DEBUGGER_LINE: std::cell::RefCell<std::ffi::CString> = std::cell::RefCell::default();
-}
-
-/// The Variables panel's line of a value, for the kernel's debugger while a cell is stopped:
-/// its gdb pretty-printers call this in the stopped evaluation process for a local of type
-/// `Tensor` (`what` 0) or `VarStore` (`what` 1) at `value`, so that the Variables panel and the
-/// debug console show `Tensor[64, 10] f32 cpu 2.5 KiB requires_grad` rather than tch's
-/// `Tensor { c_tensor: 0x… }`. Returns a NUL-terminated line, valid until the next call on
-/// the same thread; null for another `what` or if describing panicked. Not for cells.
-///
-/// # Safety
-/// `value` points to a value of that type. gdb cannot know that a local was not moved out of
-/// (its memory then names a freed tensor): its printers call this with `unwindonsignal` on, so
-/// a fault here ends the call, not the stopped cell.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn tchbook_prelude_debugger_line(
-    what: u32,
-    value: *const std::ffi::c_void,
-) -> *const std::ffi::c_char {
-    let line = std::panic::catch_unwind(|| match what {
-        // SAFETY: the caller's promise above.
-        DEBUGGER_TENSOR => Some(tensor_line(unsafe { &*value.cast::<Tensor>() })),
-        // SAFETY: the caller's promise above.
-        DEBUGGER_VAR_STORE => Some(var_store(unsafe { &*value.cast::<VarStore>() }).0),
-        _ => None,
-    });
-    let Ok(Some(line)) = line else {
-        return std::ptr::null();
-    };
-    let line = std::ffi::CString::new(line.replace('\0', "")).unwrap_or_default();
-    DEBUGGER_LINE.with(|kept| {
-        *kept.borrow_mut() = line;
-        kept.borrow().as_ptr()
-    })
-}
-
 /// Numbers, `bool`, `char` and strings, as a cell would print them with `{:?}`.
 fn scalar(value: &dyn Any) -> Option<String> {
     macro_rules! debug {
