@@ -27,8 +27,8 @@
 //!
 //! Modules are layered, and each imports only from the layers below it (and, inside a module
 //! directory, each file only from its siblings below it; a `mod.rs` only declares and
-//! re-exports). `tests/layers.rs` reads every `crate::`/`super::` path in `src/` and fails on a
-//! cycle.
+//! re-exports, and `widgets`' also lists its widget types for the Variables panel).
+//! `tests/layers.rs` reads every `crate::`/`super::` path in `src/` and fails on a cycle.
 //!
 //! 1. Facts: `sys` (Linux: CPU, RAM, process; HTML escaping), `backend` (whether there is an
 //!    NVIDIA driver; loading libtorch's CUDA backend).

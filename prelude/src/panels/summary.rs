@@ -43,38 +43,11 @@ pub(super) fn describe(value: &dyn Any) -> Option<(String, Vec<Field>)> {
     if let Some(described) = collection(value) {
         return Some(described);
     }
-    if let Some(line) = widget(value) {
+    // A widget by its repr: rendering it would open its comms.
+    if let Some(line) = crate::widgets::repr(value) {
         return Some((line, Vec::new()));
     }
     rendered(value).map(|b| (first_line(&b.text), Vec::new()))
-}
-
-/// A widget's repr (`IntSlider(value=3, min=0, max=10)`), from its `Display`: rendering it would
-/// open its comms.
-fn widget(value: &dyn Any) -> Option<String> {
-    use crate::widgets::*;
-    macro_rules! repr {
-        ($($t:ty),*) => {
-            $(if let Some(w) = value.downcast_ref::<$t>() { return Some(w.to_string()); })*
-        };
-    }
-    repr!(
-        IntSlider,
-        FloatSlider,
-        IntProgress,
-        FloatProgress,
-        Button,
-        Checkbox,
-        Dropdown,
-        Text,
-        Label,
-        HTML,
-        HBox,
-        VBox,
-        Output,
-        Interact
-    );
-    None
 }
 
 /// The prelude's displayable types, rendered.

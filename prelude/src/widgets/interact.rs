@@ -2,63 +2,13 @@
 //! `Output` below the controls (ipywidgets' `interactive`).
 
 use super::boxes::VBox;
-use super::controls::{Checkbox, Dropdown, Text};
-use super::model::{Change, Model};
-use super::numeric::{FloatSlider, IntSlider};
+use super::model::Model;
 use super::output::{Output, display};
 use super::widget::sealed::AsModel;
-use super::widget::{Widget, widget};
+use super::widget::{Control, Widget, widget};
 use crate::display::Render;
 use serde_json::{Value, json};
 use std::sync::{Arc, Mutex, PoisonError};
-
-/// A widget whose value the user sets, usable in [`interact`].
-///
-/// ```
-/// use tchbook_prelude::prelude::*;
-/// fn read<C: Control>(c: &C) -> C::Value { c.current() }
-/// assert_eq!(read(&IntSlider::new().with_value(4)), 4);
-/// ```
-pub trait Control: Widget + Clone + Send + Sync + 'static {
-    /// What the control holds (`i64` for an `IntSlider`).
-    type Value: Send + 'static;
-
-    /// Its value now (the same as the type's own `value()`).
-    ///
-    /// ```
-    /// use tchbook_prelude::prelude::*;
-    /// assert!(Checkbox::new().with_value(true).current());
-    /// ```
-    fn current(&self) -> Self::Value;
-
-    /// Runs `f` on the prelude's callback thread each time the value changes.
-    ///
-    /// ```
-    /// use tchbook_prelude::prelude::*;
-    /// IntSlider::new().watch(std::sync::Arc::new(|| println!("moved")));
-    /// ```
-    fn watch(&self, f: Arc<dyn Fn() + Send + Sync>);
-}
-
-macro_rules! control {
-    ($t:ty, $value:ty, $keys:expr) => {
-        impl Control for $t {
-            type Value = $value;
-            fn current(&self) -> $value {
-                <$t>::value(self)
-            }
-            fn watch(&self, f: Arc<dyn Fn() + Send + Sync>) {
-                self.model().listen($keys, Arc::new(move |_: &Change| f()));
-            }
-        }
-    };
-}
-
-control!(IntSlider, i64, &["value"]);
-control!(FloatSlider, f64, &["value"]);
-control!(Checkbox, bool, &["value"]);
-control!(Text, String, &["value"]);
-control!(Dropdown, Option<String>, &["index", "_options_labels"]);
 
 /// The controls of an [`interact`]: a tuple of one to three [`Control`]s, whose values reach
 /// the closure as a tuple of the same shape.

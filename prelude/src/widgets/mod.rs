@@ -39,7 +39,7 @@
 //!
 //! # Callbacks
 //!
-//! `on_change`, `on_click` and [`interact`]'s closure run on one prelude thread, the callback
+//! `on_change`, `on_click` and [`interact()`]'s closure run on one prelude thread, the callback
 //! thread, one at a time in the order the changes arrived, never on the socket's thread and
 //! never inside the cell. So a callback may touch only what it captured: clones of widgets
 //! (to set a label, append to an [`Output`]), `Arc`s and atomics shared with the cell, data
@@ -50,28 +50,90 @@
 //! the thread goes on. Changes set from code (`set_value`) call the listeners too, as
 //! traitlets' observers are.
 //!
-//! One job per file: `spec` (every model's full default state), `model` (the shared model, its
-//! comm, the registry of open models and the callback thread), `render` (the text and HTML
-//! views), `widget` (the [`Widget`] trait and what every widget type gets), `numeric`
-//! (sliders, progress bars), `controls` (button, check box, drop-down, text, label, HTML),
-//! `boxes`, `output`, `interact`, and `comm` (answering the front end).
+//! # One file per widget
+//!
+//! Each widget's file holds everything about it: its public type and builders, and its kind
+//! (a `static` `kind::Kind`, a table: the model's and view's names, its full default state, its
+//! style model, its repr and static HTML for front ends without a widget manager, and its rules
+//! for the front end's values beyond the types every attribute keeps), and, for a control, what
+//! [`interact()`] reads. They are `slider`, `progress`, `button`, `checkbox`, `dropdown`, `text`,
+//! `label` (`Label` and `HTML`), `boxes`, `output` and `interact`. What they share lies beside
+//! them: `kind` (the table's type, style models, the attributes every DOM and described widget
+//! has), `layout` (the layout model every widget references), `model` (the shared model, its
+//! comm, the registry of open models), `callbacks` (the callback thread), `validate` (the checks
+//! every value gets: size, depth, type), `shown` and `render` (what a kind renders from, and the
+//! walk that renders a widget and its children), `bounded` (the sliders' and progress bars'
+//! `min..=max`), `widget` (the [`Widget`] and [`Control`] traits and the macros that give a type
+//! its builders) and `comm` (answering the front end).
+//!
+//! ## Adding a widget
+//!
+//! Write its file as `checkbox.rs` is written: a `pub struct` holding `model: Arc<Model>`, whose
+//! `new` makes `Model::new(&KIND)`; `widget!` for its traits and `attributes!` for its builders
+//! and setters; `control!` if [`interact()`] may take it; and `static KIND: Kind =
+//! Kind { repr, html, style, check, ..Kind::control(name, model, view, defaults) }`, with a
+//! `Kind::style` beside it if it has a style model (what it leaves out, `..` fills: no repr
+//! fields, no HTML, values checked by their types). Then declare the file below (`mod`) and
+//! add one line to the list at the end of this file, which exports its types and lets the
+//! Variables panel show them by their repr; and add the types to [`crate::prelude`]'s list for
+//! cells to have them in scope.
 
-mod boxes;
+// What the widgets share.
+mod bounded;
+mod callbacks;
 mod comm;
-mod controls;
-mod interact;
+mod kind;
+mod layout;
 mod model;
-mod numeric;
-mod output;
 mod render;
-mod spec;
+mod shown;
 mod validate;
 mod widget;
 
-pub use boxes::{HBox, VBox};
+// The widgets, one file each (and `interact`, which makes a widget of controls).
+mod boxes;
+mod button;
+mod checkbox;
+mod dropdown;
+mod interact;
+mod label;
+mod output;
+mod progress;
+mod slider;
+mod text;
+
 pub(crate) use comm::{answer, open_comms};
-pub use controls::{Button, Checkbox, Dropdown, HTML, Label, Text, UnknownOption};
-pub use interact::{Control, Controls, Interact, IntoOutput, interact};
-pub use numeric::{FloatProgress, FloatSlider, IntProgress, IntSlider};
-pub use output::Output;
-pub use widget::Widget;
+pub use dropdown::UnknownOption;
+pub use interact::{Controls, IntoOutput, interact};
+pub use widget::{Control, Widget};
+
+/// Exports each widget file's widget types, and lists them for [`repr`].
+macro_rules! widgets {
+    ($($file:ident::{$($t:ident),+};)*) => {
+        $(pub use $file::{$($t),+};)*
+
+        /// The repr of `value` if it is a widget (`IntSlider(value=3, min=0, max=10)`), from its
+        /// `Display`, which opens nothing: what the Variables panel shows for it.
+        pub(crate) fn repr(value: &dyn std::any::Any) -> Option<String> {
+            $($(
+                if let Some(widget) = value.downcast_ref::<$t>() {
+                    return Some(widget.to_string());
+                }
+            )+)*
+            None
+        }
+    };
+}
+
+widgets! {
+    slider::{IntSlider, FloatSlider};
+    progress::{IntProgress, FloatProgress};
+    button::{Button};
+    checkbox::{Checkbox};
+    dropdown::{Dropdown};
+    text::{Text};
+    label::{Label, HTML};
+    boxes::{HBox, VBox};
+    output::{Output};
+    interact::{Interact};
+}

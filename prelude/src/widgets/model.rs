@@ -10,12 +10,14 @@
 //! registry's lock is taken inside a model's, never the other way round (the registry hands out
 //! `Arc`s and lets go before a model is locked).
 
-use super::spec::{self, Class};
+use super::callbacks::{self, Job, Queue};
+use super::kind::{self, Kind};
+use super::layout::LAYOUT;
+use super::validate::Checked;
 use crate::runtime::{self, Message};
 use serde_json::{Map, Value};
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::mpsc::{Sender, channel};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError};
 use tchbook_wire::widgets;
 
@@ -35,7 +37,7 @@ pub(crate) type CustomListener = Arc<dyn Fn(&Value) + Send + Sync>;
 /// One widget model. Public in a private module: the sealed half of [`super::Widget`].
 pub struct Model {
     id: String,
-    class: Class,
+    kind: &'static Kind,
     /// Custom messages received (a button's clicks), counted on the socket thread.
     events: AtomicU64,
     inner: Mutex<Inner>,
@@ -59,34 +61,34 @@ fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
 }
 
 impl Model {
-    /// A model of `class` at its default state, with its own layout and, for described widgets,
+    /// A model of `kind` at its default state, with its own layout and, for described widgets,
     /// its own style model.
-    pub(crate) fn new(class: Class) -> Arc<Model> {
-        let mut state = spec::state(class);
+    pub(crate) fn new(kind: &'static Kind) -> Arc<Model> {
+        let mut state = kind::state(kind);
         let mut own = Vec::new();
-        if !matches!(class, Class::Layout | Class::Style(_)) {
-            let layout = Model::bare(Class::Layout);
-            state.insert("layout".into(), spec::reference(&layout.id));
+        if kind.has_layout {
+            let layout = Model::bare(&LAYOUT);
+            state.insert("layout".into(), kind::reference(&layout.id));
             own.push(layout);
         }
-        if let Some(style) = class.style() {
-            let style = Model::bare(Class::Style(style));
-            state.insert("style".into(), spec::reference(&style.id));
+        if let Some(style) = kind.style {
+            let style = Model::bare(style);
+            state.insert("style".into(), kind::reference(&style.id));
             own.push(style);
         }
-        let model = Arc::new(Model::with_state(class, state));
+        let model = Arc::new(Model::with_state(kind, state));
         lock(&model.inner).own = own;
         model
     }
 
-    fn bare(class: Class) -> Arc<Model> {
-        Arc::new(Model::with_state(class, spec::state(class)))
+    fn bare(kind: &'static Kind) -> Arc<Model> {
+        Arc::new(Model::with_state(kind, kind::state(kind)))
     }
 
-    fn with_state(class: Class, state: Map<String, Value>) -> Model {
+    fn with_state(kind: &'static Kind, state: Map<String, Value>) -> Model {
         Model {
             id: uuid::Uuid::new_v4().simple().to_string(),
-            class,
+            kind,
             events: AtomicU64::new(0),
             inner: Mutex::new(Inner {
                 state,
@@ -104,8 +106,9 @@ impl Model {
         &self.id
     }
 
-    pub(crate) fn class(&self) -> Class {
-        self.class
+    /// What kind of widget (or layout, or style) it is.
+    pub(crate) fn kind(&self) -> &'static Kind {
+        self.kind
     }
 
     /// One attribute's value (`Null` if the model has none of that name).
@@ -194,13 +197,12 @@ impl Model {
     }
 
     /// Applies a front end's `update`: the keys this model has, each checked first
-    /// ([`validate`](super::validate)). Returns the messages to send back: an `echo_update` of
+    /// ([`kind::check`]). Returns the messages to send back: an `echo_update` of
     /// the keys applied as they came (as ipywidgets 8 echoes them), an `update` with the model's
     /// value for each key kept within bounds or refused (so the front end shows what the model
     /// holds), and a line on stderr naming each refusal; and queues the listeners of the keys
     /// whose values changed.
     pub(crate) fn apply_front_end(&self, state: &Map<String, Value>) -> Vec<Message> {
-        use super::validate::{Checked, check};
         let (echo, corrected, refused, jobs) = {
             let mut inner = lock(&self.inner);
             let (mut echo, mut applied, mut corrected) = (Map::new(), Map::new(), Map::new());
@@ -209,7 +211,7 @@ impl Model {
                 if !inner.state.contains_key(key) {
                     continue;
                 }
-                match check(&inner.state, key, value) {
+                match kind::check(self.kind, &inner.state, key, value) {
                     Checked::Accepted => {
                         echo.insert(key.clone(), value.clone());
                         applied.insert(key.clone(), value.clone());
@@ -404,15 +406,12 @@ fn update(method: &str, state: Map<String, Value>) -> Map<String, Value> {
     data
 }
 
-/// Work for the callback thread.
-type Job = Box<dyn FnOnce() + Send>;
-
 /// The open models and control comms of this process, and the callback thread's queue: one for
 /// every copy of the prelude the cells link (`runtime::shared`).
 pub(crate) struct Registry {
     models: Mutex<HashMap<String, Arc<Model>>>,
     controls: Mutex<Vec<String>>,
-    jobs: Mutex<Option<Sender<Job>>>,
+    jobs: Queue,
 }
 
 pub(crate) fn registry() -> &'static Registry {
@@ -494,41 +493,5 @@ impl Registry {
 }
 
 fn queue_all(jobs: impl IntoIterator<Item = Job>) {
-    for job in jobs {
-        queue(job);
-    }
-}
-
-/// Runs `job` on the callback thread, started at the first job. One thread for every widget, so
-/// callbacks run one at a time, in the order their changes arrived; a callback that panics is
-/// reported (the panic hook's stderr text) and the thread goes on with the next.
-fn queue(job: Job) {
-    let mut jobs = lock(&registry().jobs);
-    if let Some(sender) = jobs.as_ref() {
-        match sender.send(job) {
-            Ok(()) => return,
-            Err(returned) => {
-                // The thread is gone (it cannot end by itself; a fork's child lacks it): start
-                // another below with the job it did not take.
-                *jobs = None;
-                return start(&mut jobs, returned.0);
-            }
-        }
-    }
-    start(&mut jobs, job);
-}
-
-fn start(slot: &mut Option<Sender<Job>>, first: Job) {
-    let (sender, receiver) = channel::<Job>();
-    let _ = sender.send(first);
-    let spawned = std::thread::Builder::new()
-        .name("tchbook-widgets".into())
-        .spawn(move || {
-            for job in receiver {
-                let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(job));
-            }
-        });
-    if spawned.is_ok() {
-        *slot = Some(sender);
-    }
+    callbacks::queue_all(&registry().jobs, jobs);
 }

@@ -2,11 +2,13 @@
 //! (a list of Jupyter output dicts), so it works from a callback between cells as well as from
 //! a cell.
 
+use super::kind::{self, Kind, Package};
 use super::model::Model;
-use super::spec::Class;
+use super::shown::Shown;
 use super::widget::widget;
 use crate::display::Render;
 use crate::runtime::StreamName;
+use crate::sys::escape_html;
 use serde_json::{Map, Value, json};
 use std::sync::Arc;
 
@@ -45,7 +47,7 @@ impl Output {
     /// ```
     pub fn new() -> Self {
         Output {
-            model: Model::new(Class::Output),
+            model: Model::new(&KIND),
         }
     }
 
@@ -162,4 +164,45 @@ pub(crate) fn display<T: Render + ?Sized>(value: &T) -> Value {
         "data": Value::Object(bundle.data()),
         "metadata": Value::Object(bundle.metadata()),
     })
+}
+
+static KIND: Kind = Kind {
+    html,
+    ..Kind::new(
+        "Output",
+        ("OutputModel", Package::Output),
+        ("OutputView", Package::Output),
+        || kind::dom(json!({"msg_id": "", "outputs": []})),
+    )
+};
+
+fn html(shown: &Shown) -> String {
+    shown
+        .state
+        .get("outputs")
+        .and_then(Value::as_array)
+        .map(|outputs| outputs.iter().map(output_html).collect())
+        .unwrap_or_default()
+}
+
+/// One Jupyter output (of an Output widget's `outputs`) as HTML.
+fn output_html(output: &Value) -> String {
+    let pre = |text: &str| format!("<pre style=\"margin:0\">{}</pre>", escape_html(text));
+    match output.get("output_type").and_then(Value::as_str) {
+        Some("stream") => pre(output.get("text").and_then(Value::as_str).unwrap_or("")),
+        Some("display_data" | "execute_result") => {
+            let data = output.get("data").cloned().unwrap_or(Value::Null);
+            let get = |mime: &str| data.get(mime).and_then(Value::as_str);
+            if let Some(html) = get("text/html") {
+                html.to_owned()
+            } else if let Some(svg) = get("image/svg+xml") {
+                svg.to_owned()
+            } else if let Some(png) = get("image/png") {
+                format!("<img src=\"data:image/png;base64,{png}\">")
+            } else {
+                pre(get("text/plain").unwrap_or(""))
+            }
+        }
+        _ => String::new(),
+    }
 }

@@ -1,9 +1,10 @@
-//! A front end's state update, checked against the model before it is applied, as ipywidgets'
-//! traits check it: each value keeps its attribute's JSON type, a number is finite (and whole
-//! for an integer attribute), a bounded `value` is kept within `min..=max` and a dropdown's
-//! `index` within its options, and no value is larger than [`MAX_VALUE_BYTES`] or nested deeper
-//! than [`MAX_DEPTH`]. Anything a front end (or whoever holds the connection) sends lands here
-//! before a loop reads it.
+//! A front end's state update, checked before it is applied, as ipywidgets' traits check it.
+//! Here are the rules every attribute of every widget has: no value larger than
+//! [`MAX_VALUE_BYTES`] or nested deeper than [`MAX_DEPTH`] ([`limits`]), and each value keeps its
+//! attribute's JSON type, a number finite and whole for an integer attribute ([`by_type`]). A
+//! widget kind adds its own rules in its file (`Kind::check`): a bounded `value` kept within
+//! `min..=max` ([`within_bounds`]), a dropdown's `index` among its options. Anything a front end
+//! (or whoever holds the connection) sends lands here before a loop reads it.
 
 use serde_json::{Map, Value};
 
@@ -24,29 +25,49 @@ pub(crate) enum Checked {
     Refused(String),
 }
 
-/// Checks `value` for the attribute `key` of a model whose state is `state` (which holds `key`).
-pub(crate) fn check(state: &Map<String, Value>, key: &str, value: &Value) -> Checked {
+/// The refusal of a value too deeply nested or too large for any attribute, if it is.
+pub(crate) fn limits(value: &Value) -> Option<Checked> {
     if depth(value) > MAX_DEPTH {
-        return Checked::Refused(format!("nested deeper than {MAX_DEPTH} levels"));
+        return Some(Checked::Refused(format!(
+            "nested deeper than {MAX_DEPTH} levels"
+        )));
     }
     let size = match value {
         Value::String(text) => text.len(),
         other => other.to_string().len(),
     };
-    if size > MAX_VALUE_BYTES {
-        return Checked::Refused(format!(
+    (size > MAX_VALUE_BYTES).then(|| {
+        Checked::Refused(format!(
             "{size} bytes, more than the {MAX_VALUE_BYTES} a widget's value may hold"
-        ));
-    }
+        ))
+    })
+}
+
+/// Checks `value` for the attribute `key` of a model whose state is `state` (which holds `key`)
+/// by its type alone: the JSON type the attribute has now, a finite number, whole where the
+/// attribute is.
+pub(crate) fn by_type(state: &Map<String, Value>, key: &str, value: &Value) -> Checked {
+    typed(state, key, value, (None, None))
+}
+
+/// A bounded widget's `value`: [`by_type`], and kept within the model's `min..=max`.
+pub(crate) fn within_bounds(state: &Map<String, Value>, value: &Value) -> Checked {
+    let bound = |name| state.get(name).and_then(Value::as_f64);
+    typed(state, "value", value, (bound("min"), bound("max")))
+}
+
+fn typed(
+    state: &Map<String, Value>,
+    key: &str,
+    value: &Value,
+    bounds: (Option<f64>, Option<f64>),
+) -> Checked {
     let current = state.get(key).unwrap_or(&Value::Null);
-    if key == "index" && state.get("_options_labels").is_some_and(Value::is_array) {
-        return option_index(state, value);
-    }
     match (current, value) {
         (Value::Null, _) => Checked::Accepted,
         (Value::Number(now), Value::Number(sent)) => {
             let whole = now.is_i64() || now.is_u64();
-            number(state, key, whole, sent.as_f64().unwrap_or(f64::NAN), value)
+            number(whole, sent.as_f64().unwrap_or(f64::NAN), value, bounds)
         }
         (Value::Bool(_), Value::Bool(_))
         | (Value::String(_), Value::String(_))
@@ -56,21 +77,17 @@ pub(crate) fn check(state: &Map<String, Value>, key: &str, value: &Value) -> Che
     }
 }
 
-/// A number for a numeric attribute: finite, whole where the attribute is, and a `value`
-/// within the model's `min..=max`.
-fn number(state: &Map<String, Value>, key: &str, whole: bool, sent: f64, raw: &Value) -> Checked {
+/// A number for a numeric attribute: finite, whole where the attribute is, and within `bounds`.
+fn number(whole: bool, sent: f64, raw: &Value, (min, max): (Option<f64>, Option<f64>)) -> Checked {
     if !sent.is_finite() {
         return Checked::Refused("expected a finite number".to_owned());
     }
     let mut kept = if whole { sent.trunc() } else { sent };
-    if key == "value" {
-        let bound = |name| state.get(name).and_then(Value::as_f64);
-        if let Some(min) = bound("min") {
-            kept = kept.max(min);
-        }
-        if let Some(max) = bound("max") {
-            kept = kept.min(max);
-        }
+    if let Some(min) = min {
+        kept = kept.max(min);
+    }
+    if let Some(max) = max {
+        kept = kept.min(max);
     }
     let kept = if whole {
         // Within i64 now: the bounds are the model's own integers, or the value was whole.
@@ -83,21 +100,6 @@ fn number(state: &Map<String, Value>, key: &str, whole: bool, sent: f64, raw: &V
         Checked::Accepted
     } else {
         Checked::Corrected(kept)
-    }
-}
-
-/// A dropdown's `index`: none, or a whole number below the number of options.
-fn option_index(state: &Map<String, Value>, value: &Value) -> Checked {
-    let options = state
-        .get("_options_labels")
-        .and_then(Value::as_array)
-        .map_or(0, Vec::len);
-    match value {
-        Value::Null => Checked::Accepted,
-        Value::Number(n) if n.as_u64().is_some_and(|i| (i as usize) < options) => Checked::Accepted,
-        _ => Checked::Refused(format!(
-            "expected none or an option's index below {options}"
-        )),
     }
 }
 
@@ -136,89 +138,61 @@ mod tests {
     use super::*;
     use serde_json::json;
 
-    fn slider() -> Map<String, Value> {
-        json!({"value": 5, "min": 0, "max": 100, "description": "lr", "disabled": false})
-            .as_object()
-            .unwrap()
-            .clone()
+    fn state(value: Value) -> Map<String, Value> {
+        value.as_object().unwrap().clone()
     }
 
     #[test]
-    fn a_slider_keeps_its_range_and_its_type() {
-        let state = slider();
-        assert_eq!(check(&state, "value", &json!(7)), Checked::Accepted);
+    fn an_attribute_keeps_its_type_and_a_whole_number_stays_whole() {
+        let state = state(json!({"step": 1, "description": "lr", "disabled": false}));
+        assert_eq!(by_type(&state, "step", &json!(7)), Checked::Accepted);
         assert_eq!(
-            check(&state, "value", &json!(1e15)),
+            by_type(&state, "step", &json!(7.9)),
+            Checked::Corrected(json!(7))
+        );
+        assert_eq!(
+            by_type(&state, "description", &json!("x")),
+            Checked::Accepted
+        );
+        for bad in [json!("abc"), json!(null), json!(true), json!([1])] {
+            let checked = by_type(&state, "step", &bad);
+            assert!(matches!(checked, Checked::Refused(_)), "{bad}: {checked:?}");
+        }
+        assert!(matches!(
+            by_type(&state, "disabled", &json!("no")),
+            Checked::Refused(why) if why == "expected true or false"
+        ));
+    }
+
+    #[test]
+    fn a_bounded_value_is_kept_within_min_and_max() {
+        let ints = state(json!({"value": 5, "min": 0, "max": 100}));
+        assert_eq!(within_bounds(&ints, &json!(7)), Checked::Accepted);
+        assert_eq!(
+            within_bounds(&ints, &json!(1e15)),
             Checked::Corrected(json!(100))
         );
         assert_eq!(
-            check(&state, "value", &json!(-5)),
+            within_bounds(&ints, &json!(-5)),
             Checked::Corrected(json!(0))
         );
+        let floats = state(json!({"value": 0.5, "min": 0.0, "max": 1.0}));
+        assert_eq!(within_bounds(&floats, &json!(0.25)), Checked::Accepted);
         assert_eq!(
-            check(&state, "value", &json!(7.9)),
-            Checked::Corrected(json!(7))
-        );
-        for bad in [json!("abc"), json!(null), json!(true), json!([1])] {
-            assert!(
-                matches!(check(&state, "value", &bad), Checked::Refused(_)),
-                "{bad}"
-            );
-        }
-        assert!(matches!(
-            check(&state, "disabled", &json!("no")),
-            Checked::Refused(_)
-        ));
-        assert_eq!(check(&state, "description", &json!("x")), Checked::Accepted);
-    }
-
-    #[test]
-    fn a_float_slider_takes_fractions_within_its_range() {
-        let state = json!({"value": 0.5, "min": 0.0, "max": 1.0})
-            .as_object()
-            .unwrap()
-            .clone();
-        assert_eq!(check(&state, "value", &json!(0.25)), Checked::Accepted);
-        assert_eq!(
-            check(&state, "value", &json!(3)),
+            within_bounds(&floats, &json!(3)),
             Checked::Corrected(json!(1.0))
         );
     }
 
     #[test]
-    fn a_dropdown_index_stays_among_its_options() {
-        let state = json!({"index": 0, "_options_labels": ["a", "b"]})
-            .as_object()
-            .unwrap()
-            .clone();
-        assert_eq!(check(&state, "index", &json!(1)), Checked::Accepted);
-        assert_eq!(check(&state, "index", &json!(null)), Checked::Accepted);
-        assert!(matches!(
-            check(&state, "index", &json!(2)),
-            Checked::Refused(_)
-        ));
-        assert!(matches!(
-            check(&state, "index", &json!(-1)),
-            Checked::Refused(_)
-        ));
-    }
-
-    #[test]
     fn values_too_large_or_too_deep_are_refused() {
-        let state = json!({"value": "", "_dom_classes": []})
-            .as_object()
-            .unwrap()
-            .clone();
+        assert_eq!(limits(&json!({"a": [1, 2]})), None);
         let large = Value::String("x".repeat(MAX_VALUE_BYTES + 1));
-        assert!(
-            matches!(check(&state, "value", &large), Checked::Refused(why) if why.contains("bytes"))
-        );
+        assert!(matches!(limits(&large), Some(Checked::Refused(why)) if why.contains("bytes")));
         let mut deep = json!(0);
         for _ in 0..126 {
             deep = json!([deep]);
         }
-        assert!(
-            matches!(check(&state, "_dom_classes", &deep), Checked::Refused(why) if why.contains("nested"))
-        );
+        assert!(matches!(limits(&deep), Some(Checked::Refused(why)) if why.contains("nested")));
     }
 }

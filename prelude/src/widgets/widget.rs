@@ -1,10 +1,12 @@
 //! What every widget is: a cheap handle on a shared [`Model`], shown by [`crate::display::show`]
 //! or as a cell's value (its comms opened first, then one display carrying the widget's view,
-//! its text and its HTML), closed by [`Widget::close`].
+//! its text and its HTML), closed by [`Widget::close`]; and what a control (a widget whose value
+//! the user sets) is to [`interact`](super::interact::interact): a [`Control`].
 
-use super::model::Model;
+use super::model::{Change, Model};
 use super::render;
 use crate::display::Bundle;
+use serde_json::Value;
 use std::sync::Arc;
 
 pub(crate) mod sealed {
@@ -142,3 +144,73 @@ macro_rules! attributes {
     };
 }
 pub(crate) use attributes;
+
+/// Runs `f` with the value of `key` each time it changes, on the callback thread.
+pub(crate) fn listen<T: 'static>(
+    model: &Model,
+    key: &'static str,
+    read: fn(&Value) -> Option<T>,
+    f: impl Fn(T) + Send + Sync + 'static,
+) {
+    model.listen(
+        &[key],
+        Arc::new(move |change: &Change| {
+            if let Some(value) = change.keys.get(key).and_then(read) {
+                f(value)
+            }
+        }),
+    );
+}
+
+/// A text attribute's value.
+pub(crate) fn text_of(value: &Value) -> Option<String> {
+    value.as_str().map(str::to_owned)
+}
+
+/// A widget whose value the user sets, usable in [`interact`](super::interact::interact).
+///
+/// ```
+/// use tchbook_prelude::prelude::*;
+/// fn read<C: Control>(c: &C) -> C::Value { c.current() }
+/// assert_eq!(read(&IntSlider::new().with_value(4)), 4);
+/// ```
+pub trait Control: Widget + Clone + Send + Sync + 'static {
+    /// What the control holds (`i64` for an `IntSlider`).
+    type Value: Send + 'static;
+
+    /// Its value now (the same as the type's own `value()`).
+    ///
+    /// ```
+    /// use tchbook_prelude::prelude::*;
+    /// assert!(Checkbox::new().with_value(true).current());
+    /// ```
+    fn current(&self) -> Self::Value;
+
+    /// Runs `f` on the prelude's callback thread each time the value changes.
+    ///
+    /// ```
+    /// use tchbook_prelude::prelude::*;
+    /// IntSlider::new().watch(std::sync::Arc::new(|| println!("moved")));
+    /// ```
+    fn watch(&self, f: Arc<dyn Fn() + Send + Sync>);
+}
+
+/// Makes a widget type a [`Control`] whose value is `$value` (its `value()`), watched through
+/// the state keys `$keys`.
+macro_rules! control {
+    ($t:ty, $value:ty, $keys:expr) => {
+        impl super::widget::Control for $t {
+            type Value = $value;
+            fn current(&self) -> $value {
+                <$t>::value(self)
+            }
+            fn watch(&self, f: ::std::sync::Arc<dyn Fn() + Send + Sync>) {
+                self.model.listen(
+                    $keys,
+                    ::std::sync::Arc::new(move |_: &super::model::Change| f()),
+                );
+            }
+        }
+    };
+}
+pub(crate) use control;
