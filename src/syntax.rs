@@ -82,13 +82,6 @@ pub(crate) const MAX_NESTING: usize = 256;
 
 /// Why `code` is not parsed: more than [`MAX_NESTING`] levels of brackets. Counted with the
 /// lexer, which does not recurse, so any text can be asked about.
-///
-/// ```
-/// use tchbook::syntax::too_deeply_nested;
-/// assert!(too_deeply_nested("vec![(1, 2)]").is_none());
-/// let deep = format!("{}1{}", "(".repeat(3000), ")".repeat(3000));
-/// assert!(too_deeply_nested(&deep).unwrap().contains("3000 levels"));
-/// ```
 pub(crate) fn too_deeply_nested(code: &str) -> Option<String> {
     use ra_ap_rustc_lexer::{FrontmatterAllowed, TokenKind, tokenize};
     let (mut depth, mut deepest) = (0usize, 0usize);
@@ -204,6 +197,13 @@ pub(crate) fn end_of_identifier(text: &str, byte: usize) -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn nesting_past_the_limit_is_named_with_its_depth() {
+        assert!(too_deeply_nested("vec![(1, 2)]").is_none());
+        let deep = format!("{}1{}", "(".repeat(3000), ")".repeat(3000));
+        assert!(too_deeply_nested(&deep).unwrap().contains("3000 levels"));
+    }
 
     #[test]
     fn open_function_is_incomplete() {

@@ -52,14 +52,6 @@ pub(crate) const MAKEFLAGS: &str = "MAKEFLAGS";
 /// relative ones: glibc reads an empty entry (a leading or trailing `:`, or `::`) as the
 /// current directory and a relative one as relative to it, so a `libcuda.so.1` or `libc.so.6`
 /// left in a notebook's folder would be loaded and run in its place.
-///
-/// ```
-/// # use tchbook::cellbuild::env::library_path;
-/// # use std::path::PathBuf;
-/// let path = library_path(&[PathBuf::from("/opt/torch/lib")], Some(":lib::/usr/lib:".as_ref()));
-/// assert_eq!(path, "/opt/torch/lib:/usr/lib");
-/// assert_eq!(library_path(&[], Some("".as_ref())), "");
-/// ```
 pub(crate) fn library_path(dirs: &[PathBuf], inherited: Option<&OsStr>) -> OsString {
     let inherited = inherited.map(std::env::split_paths).into_iter().flatten();
     let entries = dirs
@@ -102,4 +94,19 @@ pub unsafe fn drop_relative_library_path() {
 /// (bench/NOTES.md, "Cells at opt-level 0"). `:opt 2` gives a kernel's own loops the optimiser.
 pub(crate) fn cell_opt_level() -> String {
     std::env::var(OPT_LEVEL).unwrap_or_else(|_| "0".to_owned())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_loader_path_keeps_only_absolute_entries() {
+        let path = library_path(
+            &[PathBuf::from("/opt/torch/lib")],
+            Some(":lib::/usr/lib:".as_ref()),
+        );
+        assert_eq!(path, "/opt/torch/lib:/usr/lib");
+        assert_eq!(library_path(&[], Some("".as_ref())), "");
+    }
 }
