@@ -28,13 +28,14 @@ fn main() {
         println!("cargo:rerun-if-changed={name}");
     }
     println!("cargo:rerun-if-changed=runner");
+    println!("cargo:rerun-if-changed=waits");
     println!("cargo:rerun-if-changed=Cargo.toml");
-    // The evaluation process's blocking calls (src/evaluation/waits.rs, futex.rs) and its stdin's entry for the
+    // The evaluation process's blocking calls (waits/src/lib.rs, src/evaluation/futex.rs) and its stdin's entry for the
     // prelude (src/evaluation/stdin.rs): every function defined there under
     // `#[unsafe(no_mangle)]` is exported, so that the cells' libraries, loaded later, call these
     // rather than glibc's, and the prelude finds its entries.
     for file in [
-        "src/evaluation/waits.rs",
+        "waits/src/lib.rs",
         "src/evaluation/futex.rs",
         "src/evaluation/stdin.rs",
     ] {
@@ -94,30 +95,39 @@ fn main() {
     }
     out.push_str("];\n");
     std::fs::write(out_dir.join("prelude_files.rs"), out).unwrap();
-    embed_runner(&manifest_dir, &out_dir, &workspace_values);
+    for (name, constant) in [("runner", "RUNNER_FILES"), ("waits", "WAITS_FILES")] {
+        embed_exported_crate(&manifest_dir, &out_dir, &workspace_values, name, constant);
+    }
 }
 
-/// The runner crate's files as `RUNNER_FILES` (paths relative to the crate), its manifest
-/// detached from the workspace (an exported project makes it a member of its own).
-fn embed_runner(manifest_dir: &Path, out_dir: &Path, workspace_values: &[(String, String)]) {
-    let root = manifest_dir.join("runner");
+/// The files of `name`, a crate every exported project carries (the runner, and the waits it
+/// links), as `constant` in `OUT_DIR/{name}_files.rs` (paths relative to the crate), its
+/// manifest detached from the workspace (an exported project makes it a member of its own).
+fn embed_exported_crate(
+    manifest_dir: &Path,
+    out_dir: &Path,
+    workspace_values: &[(String, String)],
+    name: &str,
+    constant: &str,
+) {
+    let root = manifest_dir.join(name);
     let mut files = Vec::new();
     collect(&root, &root, &mut files);
     files.sort();
-    let mut out = String::from("pub(crate) static RUNNER_FILES: &[(&str, &[u8])] = &[\n");
+    let mut out = format!("pub(crate) static {constant}: &[(&str, &[u8])] = &[\n");
     for relative in &files {
         let embedded = if relative == "Cargo.toml" {
             let text = std::fs::read_to_string(root.join(relative)).unwrap();
             let text = detach_from_workspace(&text, workspace_values, false);
-            std::fs::write(out_dir.join("runner-Cargo.toml"), text).unwrap();
-            "concat!(env!(\"OUT_DIR\"), \"/runner-Cargo.toml\")".to_owned()
+            std::fs::write(out_dir.join(format!("{name}-Cargo.toml")), text).unwrap();
+            format!("concat!(env!(\"OUT_DIR\"), \"/{name}-Cargo.toml\")")
         } else {
-            format!("concat!(env!(\"CARGO_MANIFEST_DIR\"), \"/runner/{relative}\")")
+            format!("concat!(env!(\"CARGO_MANIFEST_DIR\"), \"/{name}/{relative}\")")
         };
         writeln!(out, "    ({relative:?}, include_bytes!({embedded})),").unwrap();
     }
     out.push_str("];\n");
-    std::fs::write(out_dir.join("runner_files.rs"), out).unwrap();
+    std::fs::write(out_dir.join(format!("{name}_files.rs")), out).unwrap();
 }
 
 /// The prelude's manifest with `path = "../NAME"` of each embedded crate made `path = "NAME"`.

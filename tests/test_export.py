@@ -24,6 +24,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import nbformat
@@ -233,6 +234,14 @@ CELLS = [
      "    let mut n = 0u64;\n"
      "    loop { n = n.wrapping_add(1); }\n"
      "}\n"
+     "if std::env::var_os(\"CONTRACT_SLEEP\").is_some() {\n"
+     "    println!(\"waiting\");\n"
+     "    std::thread::sleep(std::time::Duration::from_secs(600));\n"
+     "}\n"
+     "if std::env::var_os(\"CONTRACT_CHILD\").is_some() {\n"
+     "    println!(\"waiting\");\n"
+     "    std::process::Command::new(\"sleep\").arg(\"600\").status().unwrap();\n"
+     "}\n"
      "let mut bar = Progress::new(3, \"steps\");\n"
      "for _ in 0..3 { bar.tick(); }\n"
      "bar.finish();\n"
@@ -376,6 +385,32 @@ def test_exported_program_keeps_the_kernels_contract_and_merges_back(tmp_path):
     assert stopped["ename"] == "KeyboardInterrupt", stopped
     assert stopped["traceback"][1].startswith("  at cell line 11\n"), stopped["traceback"]
     assert "__point" not in "".join(stopped["traceback"])
+
+    # So does a blocking wait of the cell's thread: a sleep, a wait for a child process. Each ends
+    # at the interrupt (returns, or fails with ECANCELED), and the check after it, or the failed
+    # call's unwrap, ends the cell as KeyboardInterrupt, long before the grace period.
+    for wait, line in (("CONTRACT_SLEEP", 15), ("CONTRACT_CHILD", 19)):
+        waiting_record = tmp_path / f"{wait}.json"
+        waiting = subprocess.Popen([str(binary), "--record", str(waiting_record)], cwd=tmp_path,
+                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                   start_new_session=True,
+                                   env={**os.environ, wait: "1", "TCHBOOK_INTERRUPT_GRACE": "60"})
+        try:
+            for printed in waiting.stdout:
+                if printed.startswith("waiting"):
+                    break
+            time.sleep(0.2)  # into the wait
+            waiting.send_signal(signal.SIGINT)
+            _, stderr = waiting.communicate(timeout=30)
+        finally:
+            try:
+                os.killpg(waiting.pid, signal.SIGKILL)  # the child `sleep`, if it is still there
+            except ProcessLookupError:
+                pass
+        assert waiting.returncode == 1, (wait, waiting.returncode, stderr[-2000:])
+        stopped = json.loads(waiting_record.read_text())["cells"][-1]["outputs"][-1]
+        assert stopped["ename"] == "KeyboardInterrupt", (wait, stopped)
+        assert stopped["traceback"][1].startswith(f"  at cell line {line}\n"), (wait, stopped["traceback"])
 
     # A record of other code is refused rather than merged into the wrong cells.
     nb.cells[1].source = "let a = 1;"

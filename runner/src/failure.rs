@@ -6,7 +6,7 @@ use super::capture::sync;
 use super::process::{RUNNER, lock, runner};
 use super::record::write_record;
 use std::time::{Duration, Instant};
-use tchbook_wire::report::{Generated, grace_report, panic_report};
+use tchbook_wire::report::{Generated, as_interrupt, grace_report, panic_report};
 use tchbook_wire::{Message, Panic};
 
 /// Reports panics through `tchbook_wire`'s hook: one on the main thread (the cells') is kept
@@ -78,6 +78,11 @@ pub(super) fn record_panic() {
         file: "src/main.rs",
         source: runner.notebook.main_rs,
     };
-    let report = panic_report(&panic, cell, Some(generated));
+    let mut report = panic_report(&panic, cell, Some(generated));
+    // The interrupt ended what the cell waited on (a wait for a child fails with `ECANCELED`),
+    // and the cell's unwrap of that failure panicked: the interrupt it was, as in the kernel.
+    if (runner.interrupt_pending)() {
+        as_interrupt(&mut report);
+    }
     lock(runner).error(report);
 }

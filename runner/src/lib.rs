@@ -101,7 +101,10 @@ pub fn run(
         Err(code) => return code,
     };
     let ran = record::this_run(notebook);
-    if RUNNER.set(Runner::new(notebook, record_path, ran)).is_err() {
+    if RUNNER
+        .set(Runner::new(notebook, record_path, ran, interrupt_pending))
+        .is_err()
+    {
         eprintln!("tchbook_runner::run was called twice");
         return ExitCode::FAILURE;
     }
@@ -111,6 +114,10 @@ pub fn run(
     // thread below (`capture_output`), so no thread reads the environment meanwhile.
     unsafe { std::env::set_var(tchbook_wire::env::LINE_KEY, capture::new_line_key()) };
     capture::capture_output();
+    // The blocking calls an interrupt ends (a sleep, a read of a pipe, a wait for a child): the
+    // prelude's `attach` registers its flag with them (this program's build script exports the
+    // registration's name), as in the kernel's evaluation process.
+    tchbook_waits::keep();
     attach();
     failure::install_panic_hook();
     failure::watch_interrupts(interrupt_pending);

@@ -19,6 +19,8 @@ pub(super) struct Runner {
     pub(super) state: Mutex<CellState>,
     /// The main-thread panic being unwound.
     pub(super) panic: Mutex<Option<Panic>>,
+    /// Whether the user's interrupt is pending (the prelude's flag).
+    pub(super) interrupt_pending: fn() -> bool,
 }
 
 /// The running cell and the `:` command settings.
@@ -37,6 +39,7 @@ impl Runner {
         notebook: &'static Notebook,
         record: Option<std::path::PathBuf>,
         ran: Ran,
+        interrupt_pending: fn() -> bool,
     ) -> Self {
         Runner {
             recorder: Mutex::new(Recorder::default()),
@@ -46,6 +49,7 @@ impl Runner {
             ran,
             state: Mutex::new(CellState::default()),
             panic: Mutex::new(None),
+            interrupt_pending,
         }
     }
 

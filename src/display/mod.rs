@@ -13,11 +13,11 @@ mod table;
 
 pub(crate) use compile::compile_report;
 pub(crate) use reports::{
-    ErrorReport, as_interrupt, crashed_report, failure_report, interrupted_report, say_undone,
+    ErrorReport, crashed_report, failure_report, interrupted_report, say_undone,
 };
 pub(crate) use table::table_media;
 pub(crate) use tchbook_wire::Panic;
-pub(crate) use tchbook_wire::report::{Generated, panic_report};
+pub(crate) use tchbook_wire::report::{Generated, as_interrupt, panic_report};
 
 use jupyter_protocol::{
     ClearOutput, CommClose, CommId, CommMsg, CommOpen, DisplayData, JupyterMessageContent, Media,

@@ -2,7 +2,7 @@
 //! interrupted past the grace period, a dead evaluation process, a failure of the kernel's.
 
 pub(crate) use tchbook_wire::report::ErrorReport;
-use tchbook_wire::report::{INTERRUPT, RED, RESET, grace_report, headline};
+use tchbook_wire::report::{RED, RESET, grace_report};
 
 /// The evaluation process was killed after an interrupt and restarted.
 pub(crate) fn interrupted_report(lost: &[String]) -> ErrorReport {
@@ -69,22 +69,6 @@ fn failed_allocation(message: &str) -> Option<u64> {
             .then(|| bytes.parse().ok())
             .flatten()
     })
-}
-
-/// A panic in a cell the user interrupted, as the interrupt it was: the interrupt ended what the
-/// cell waited on (a read of stdin fails then), and the cell stopped there. The panic's own
-/// message stays, after the interrupt's.
-pub(crate) fn as_interrupt(report: &mut ErrorReport) {
-    if report.ename == INTERRUPT {
-        return;
-    }
-    let evalue = format!(
-        "interrupted by the user; the cell stopped with {}: {}",
-        report.ename, report.evalue
-    );
-    report.traceback[0] = headline(INTERRUPT, &evalue);
-    report.ename = INTERRUPT.to_owned();
-    report.evalue = evalue;
 }
 
 /// Adds to a panic's report (an interrupt's above all) what the panic undid of the cell's

@@ -4,9 +4,9 @@
 //!
 //! std calls glibc's `syscall(SYS_futex, ...)` for every futex wait, and loops on any wake-up
 //! until what it waits for is there; nothing it returns ends such a wait, and unwinding out of it
-//! is unsound (`cells` says why). So the kernel's binary defines `syscall` (exported, as `waits`'
-//! calls are): every call is glibc's, except a futex wait on the cells' thread while an interrupt
-//! is pending. That wait gets [`GRACE`] to end by itself (a lock another thread lets go of, a
+//! is unsound (`cells` says why). So the kernel's binary defines `syscall` (exported, as the
+//! `tchbook_waits` crate's calls are): every call is glibc's, except a futex wait on the cells'
+//! thread while an interrupt is pending. That wait gets [`GRACE`] to end by itself (a lock another thread lets go of, a
 //! wake-up during the cell's unwinding); after that the thread is left in it for good, and the
 //! loop runs the next cells on a new thread (`cells::say_held`). A wait with a shorter timeout of
 //! its own ends at it, as always: the cell's loop around it then stops at its interrupt check.
@@ -16,11 +16,11 @@
 //! thread and fails with `ECANCELED`: std's `join` then panics, which unwinds cleanly and ends
 //! the cell with `KeyboardInterrupt`, every variable kept; the joined thread runs on.
 
-use super::waits::{errno, interrupted, leave_cells, on_cells_thread};
 use std::cell::Cell;
 use std::ffi::{c_int, c_long, c_void};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
+use tchbook_waits::{errno, interrupted, leave_cells, on_cells_thread};
 
 /// How long a futex wait on the cells' thread may go on after the interrupt before the thread is
 /// left in it.
@@ -240,8 +240,8 @@ pub unsafe extern "C" fn pthread_join(thread: libc::pthread_t, result: *mut *mut
     }
 }
 
-/// Keeps the definitions above in the kernel's binary (as `waits::keep`), and looks up glibc's
-/// `syscall` now.
+/// Keeps the definitions above in the kernel's binary (as `tchbook_waits::keep`), and looks up
+/// glibc's `syscall` now.
 pub(super) fn keep() {
     let _: Syscall = next(&GLIBC_SYSCALL, c"syscall");
     std::hint::black_box([

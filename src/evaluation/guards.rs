@@ -40,7 +40,7 @@ pub(super) fn install(signal: c_int, handler: extern "C" fn(c_int), flags: c_int
 }
 
 /// SIGINT sets [`interrupted`]; `SA_RESTART`, so that no call fails just for the signal (the
-/// calls an interrupt should end, `waits` ends).
+/// calls an interrupt should end, `tchbook_waits` ends).
 pub(super) fn install_sigint_handler() {
     extern "C" fn on_sigint(_signal: c_int) {
         INTERRUPTED.store(true, Ordering::SeqCst);

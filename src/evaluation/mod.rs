@@ -18,8 +18,9 @@
 //! - `panels`: the socket on which the kernel asks for what JupyterLab's Variables and Kernel
 //!   Usage panels show, and passes on the front end's comm messages.
 //!
-//! - `waits`: the blocking calls an interrupt ends (sleep, read, write, wait), the binary's own
-//!   definitions of glibc's, whose `read` hands reads of fd 0 to `stdin`.
+//! - the `tchbook-waits` crate (shared with exported programs): the blocking calls an interrupt
+//!   ends (sleep, read, write, wait), the binary's own definitions of glibc's, whose `read` hands
+//!   reads of fd 0 to `stdin`.
 //! - `futex`: the waits an interrupt cannot end (a channel, a lock): the binary's `syscall`
 //!   leaves the cells' thread in such a wait, and its `pthread_join` ends a join.
 //! - `cells`: the thread cells run on, and a new one after a cell was left in such a wait.
@@ -31,7 +32,6 @@ mod futex;
 mod guards;
 mod panels;
 mod stdin;
-mod waits;
 
 use cells::{CellFunction, CellsThread, Outcome};
 use std::ffi::c_void;
@@ -40,7 +40,8 @@ use tchbook_wire::commands::{Command, EXECUTION_COMPLETE};
 
 /// Runs the evaluation process until its command pipe closes; never returns.
 pub(crate) fn run() -> ! {
-    waits::keep();
+    tchbook_waits::keep();
+    tchbook_waits::read_fd_0_with(stdin::read);
     futex::keep();
     stdin::keep();
     install_crash_handlers();

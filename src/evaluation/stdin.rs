@@ -4,7 +4,7 @@
 //! ([`take_over_fd_0`]), and fd 0 becomes `/dev/null`. Then:
 //!
 //! - A read of fd 0 in the process (`std::io::stdin()`, on any thread of the cell) goes through
-//!   the binary's own `read` (`waits`), which hands it here: while a cell runs, it asks
+//!   the binary's own `read` (`tchbook_waits`), which hands it here: while a cell runs, it asks
 //!   the front end for a line (evcxr's input request, one per read that finds nothing left of
 //!   the last answer), waits for the answer (`deliver`, from the command pipe's reader) and
 //!   returns it with a newline. An empty answer is end-of-file, as Ctrl-D at a terminal, so
@@ -194,7 +194,7 @@ fn ask(request: &InputRequest) -> Asked {
     asked
 }
 
-/// A read of fd 0 (from `waits::read`): `None` when it is not this module's (fd 0 is
+/// A read of fd 0 (from `tchbook_waits::read`): `None` when it is not this module's (fd 0 is
 /// not the `/dev/null` put there, or this is not the evaluation process), else what `read`
 /// returns.
 pub(super) fn read(buffer: *mut c_void, count: usize) -> Option<isize> {

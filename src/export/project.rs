@@ -1,5 +1,6 @@
 //! Writing the exported Cargo project: the manifest and `src/main.rs` (`generate.rs`), the
-//! seeded lock file, the runner's sources, and the prelude's (unless `--prelude`).
+//! seeded lock file, the build script, the runner's and its waits' sources, and the prelude's
+//! (unless `--prelude`).
 
 use super::ExportOptions;
 use super::generate::{main_rs, manifest, package_name};
@@ -8,12 +9,25 @@ use super::translate::translate;
 use anyhow::{Context, Result, bail};
 use std::path::{Path, PathBuf};
 
-// The runner every exported project carries (the `runner/` crate), as `RUNNER_FILES`: paths
-// relative to the crate, and its contents.
+// The runner every exported project carries (the `runner/` crate), as `RUNNER_FILES`, and the
+// waits it links (`waits/`), as `WAITS_FILES`: paths relative to the crate, and their contents.
 include!(concat!(env!("OUT_DIR"), "/runner_files.rs"));
+include!(concat!(env!("OUT_DIR"), "/waits_files.rs"));
 /// Where the runner goes in a project, and how its manifest names `tchbook-wire` in the workspace.
 const RUNNER_DIR: &str = "tchbook-runner";
 const RUNNER_WIRE: &str = "path = \"../wire\"";
+/// Where the waits go in a project, and how the runner's manifest names them in the workspace.
+const WAITS_DIR: &str = "tchbook-waits";
+const RUNNER_WAITS: &str = "path = \"../waits\"";
+/// The project's build script: the prelude looks up the waits' registration with `dlsym`
+/// (`tchbook_waits::tchbook_interruptible_waits`), which finds only names the executable exports.
+const BUILD_RS: &str = "\
+//! Written by `tchbook export`: exports the name the prelude looks up to make a cell's sleeps,
+//! reads and waits end at Ctrl-C (the `tchbook-waits` crate, linked by the runner).
+fn main() {
+    println!(\"cargo:rustc-link-arg-bins=-Wl,--export-dynamic-symbol=tchbook_interruptible_waits\");
+}
+";
 /// This workspace's lock file: an exported project resolves to the same versions.
 const LOCK: &str = include_str!("../../Cargo.lock");
 
@@ -61,6 +75,7 @@ pub fn export(options: &ExportOptions) -> Result<PathBuf> {
         main_rs(&name, source_commit(notebook).as_deref(), &translation).as_bytes(),
     )?;
     write_runner(&out_dir, &wire_path)?;
+    write_if_changed(&out_dir.join("build.rs"), BUILD_RS.as_bytes())?;
     // An export from before the runner was a crate left it in src/.
     let _ = std::fs::remove_file(out_dir.join("src/tchbook_runner.rs"));
     let _ = std::fs::remove_dir_all(out_dir.join("src/tchbook_runner"));
@@ -168,28 +183,40 @@ fn wire(out_dir: &Path, prelude: &str) -> Result<String> {
 
 /// Writes the runner crate into the project, its `tchbook-wire` dependency pointed at `wire`
 /// (relative to the project, or absolute): the prelude's, since cargo refuses two packages of
-/// one name at different paths.
+/// one name at different paths; and the waits crate beside it.
 fn write_runner(out_dir: &Path, wire: &str) -> Result<()> {
-    let dir = out_dir.join(RUNNER_DIR);
     let wire = if Path::new(wire).is_relative() {
         format!("../{wire}")
     } else {
         wire.to_owned()
     };
-    for (relative, contents) in RUNNER_FILES {
+    write_crate(&out_dir.join(WAITS_DIR), WAITS_FILES, |manifest| manifest)?;
+    write_crate(&out_dir.join(RUNNER_DIR), RUNNER_FILES, |manifest| {
+        assert!(
+            manifest.contains(RUNNER_WIRE) && manifest.contains(RUNNER_WAITS),
+            "runner/Cargo.toml names wire and waits so"
+        );
+        manifest
+            .replace(RUNNER_WIRE, &format!("path = {wire:?}"))
+            .replace(RUNNER_WAITS, &format!("path = \"../{WAITS_DIR}\""))
+    })
+}
+
+/// Writes an embedded crate's `files` into `dir`, its manifest through `manifest`.
+fn write_crate(
+    dir: &Path,
+    files: &[(&str, &[u8])],
+    manifest: impl Fn(String) -> String,
+) -> Result<()> {
+    for (relative, contents) in files {
         let path = dir.join(relative);
         if let Some(parent) = path.parent() {
             std::fs::create_dir_all(parent)
                 .with_context(|| format!("creating {}", parent.display()))?;
         }
         if *relative == "Cargo.toml" {
-            let manifest = String::from_utf8_lossy(contents);
-            assert!(
-                manifest.contains(RUNNER_WIRE),
-                "runner/Cargo.toml names wire so"
-            );
-            let manifest = manifest.replace(RUNNER_WIRE, &format!("path = {wire:?}"));
-            write_if_changed(&path, manifest.as_bytes())?;
+            let text = manifest(String::from_utf8_lossy(contents).into_owned());
+            write_if_changed(&path, text.as_bytes())?;
         } else {
             write_if_changed(&path, contents)?;
         }

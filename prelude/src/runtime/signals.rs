@@ -92,10 +92,11 @@ static WAKE: AtomicI32 = AtomicI32::new(0);
 
 /// Tells the kernel's evaluation process how to see a pending interrupt, so that a blocking
 /// call on this thread (the one cells run on: a sleep, a read or write of a pipe or socket, a
-/// wait for a child) ends when the user interrupts the cell; the kernel's `src/evaluation/waits.rs` says
+/// wait for a child) ends when the user interrupts the cell; the `tchbook-waits` crate says
 /// how. From then on this thread blocks SIGINT, and the handler, run on another thread, sends
-/// it the signal that ends its call. Elsewhere (an exported program, a test) the process does
-/// not define the function, and waits stay as they are. Called again on each new thread the
+/// it the signal that ends its call. An exported program defines the function too (its runner
+/// links the crate, and its build script exports the name); elsewhere (a test) the process does
+/// not, and waits stay as they are. Called again on each new thread the
 /// evaluation process runs cells on ([`super::cell`]), after it set `cell_thread`.
 pub(super) fn make_waits_interruptible() {
     extern "C" fn pending() -> bool {

@@ -102,6 +102,38 @@ pub fn headline(ename: &str, evalue: &str) -> String {
     format!("{RED}{ename}{RESET}{BOLD}: {evalue}{RESET}")
 }
 
+/// A panic in a cell the user interrupted, as the interrupt it was: the interrupt ended what the
+/// cell waited on (a read of stdin, a wait for a child process fails then), and the cell stopped
+/// there. The panic's own message stays, after the interrupt's.
+///
+/// ```
+/// use tchbook_wire::report::{ErrorReport, as_interrupt, headline};
+/// let mut report = ErrorReport {
+///     ename: "panic".into(),
+///     evalue: "called `Result::unwrap()` on an `Err` value".into(),
+///     traceback: vec![headline("panic", "called `Result::unwrap()` on an `Err` value")],
+/// };
+/// as_interrupt(&mut report);
+/// assert_eq!(report.ename, "KeyboardInterrupt");
+/// assert_eq!(
+///     report.evalue,
+///     "interrupted by the user; the cell stopped with panic: called `Result::unwrap()` on an `Err` value"
+/// );
+/// assert!(report.traceback[0].contains("KeyboardInterrupt"));
+/// ```
+pub fn as_interrupt(report: &mut ErrorReport) {
+    if report.ename == INTERRUPT {
+        return;
+    }
+    let evalue = format!(
+        "interrupted by the user; the cell stopped with {}: {}",
+        report.ename, report.evalue
+    );
+    report.traceback[0] = headline(INTERRUPT, &evalue);
+    report.ename = INTERRUPT.to_owned();
+    report.evalue = evalue;
+}
+
 /// A cell interrupted that did not stop within the grace period; `then` says what was done
 /// about it (the evaluation process restarted, the program ended) and what it cost.
 ///

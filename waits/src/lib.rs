@@ -1,33 +1,38 @@
-//! A cell's blocking waits end when the user interrupts the cell: a sleep, a read or write of a
-//! pipe or socket, an `accept`, a wait for a child process.
+//! A notebook cell's blocking waits end when the user interrupts the cell: a sleep, a read or
+//! write of a pipe or socket, an `accept`, a wait for a child process. For the two processes that
+//! run cells on one thread: the tchbook kernel's evaluation process, and an exported program
+//! (`tchbook export`).
 //!
 //! Rust cannot unwind out of a signal handler, so a SIGINT only sets the prelude's flag, and a
 //! cell blocked in a system call never reaches a check of it: std retries a call that a signal
 //! cut short (`EINTR`), and the SIGINT handler is installed with `SA_RESTART`, so most calls are
-//! not even cut short. Such a cell waited out its grace period and lost every variable with the
-//! evaluation process. Three parts end those waits instead:
+//! not even cut short. Such a cell waited out its grace period, and the kernel then ended the
+//! evaluation process with every variable (an exported program ended). Three parts end those
+//! waits instead:
 //!
 //! - The cells' thread blocks SIGINT ([`tchbook_interruptible_waits`], which the prelude's
-//!   `runtime::attach` finds with `dlsym` and calls on that thread), and a thread of this module
+//!   `runtime::attach` finds with `dlsym` and calls on that thread), and a thread of this crate
 //!   that never blocks it receives it; the prelude's handler then sends SIGUSR2 to the cells'
 //!   thread. SIGUSR2's handler does nothing and is installed without `SA_RESTART`, so the
 //!   thread's blocking call returns `EINTR`.
-//! - The kernel's binary, which is the evaluation process, defines the calls std makes for those
-//!   waits (`nanosleep`, `clock_nanosleep`, `read`, `write`, `recv`, `send`, `accept4`,
-//!   `waitpid`) and exports them (build.rs exports each `no_mangle` function here), so the
-//!   cells' libraries call these: the loader looks in the executable first. Each is the system call glibc makes; on the cells' thread,
-//!   when it returns `EINTR` (or a sleep starts) with an interrupt pending, a sleep returns with
-//!   nothing left to sleep and every other call fails with `ECANCELED`, which std does not retry
-//!   (a write cut short after some bytes returns their count, and the next one fails).
-//! - The interrupt check after each statement of the cell (`interrupt_points`) then ends the cell
-//!   with `KeyboardInterrupt`, every variable kept; a failed call the cell unwraps panics, which
-//!   the kernel reports as the interrupt it was.
+//! - This crate defines the calls std makes for those waits (`nanosleep`, `clock_nanosleep`,
+//!   `read`, `write`, `recv`, `send`, `accept4`, `waitpid`). A binary that links it ([`keep`])
+//!   calls these rather than glibc's, as the linker takes the executable's own definition first;
+//!   the kernel's binary also exports them (its build.rs), so that the cells' libraries, loaded
+//!   later, call them too. Each is the system call glibc makes; on the cells' thread, when it
+//!   returns `EINTR` (or a sleep starts) with an interrupt pending, a sleep returns with nothing
+//!   left to sleep and every other call fails with `ECANCELED`, which std does not retry (a
+//!   write cut short after some bytes returns their count, and the next one fails).
+//! - The interrupt check after each statement of the cell (the kernel's `interrupt_points`,
+//!   exported programs' too) then ends the cell with `KeyboardInterrupt`; a failed call the cell
+//!   unwraps panics, which is reported as the interrupt it was.
 //!
-//! Every other call (any other thread, the kernel's own process, a wait nothing interrupted) is
-//! the system call glibc would make, with glibc's results. A wait on a futex (a channel's
-//! `recv`, a `Mutex`, a `Condvar`) cannot be ended so: std waits again after any wake-up until
-//! the value it waits for is there, and there is no error to give it; `futex` deals with those,
-//! and with `JoinHandle::join`.
+//! Every other call (any other thread, a wait nothing interrupted, a process where nothing
+//! registered) is the system call glibc would make, with glibc's results. A wait on a futex (a
+//! channel's `recv`, a `Mutex`, a `Condvar`) cannot be ended so: std waits again after any
+//! wake-up until the value it waits for is there, and there is no error to give it. The kernel's
+//! evaluation process deals with those itself (its `futex` module); an exported program ends
+//! after its grace period, as it does at a loop without a check.
 
 use std::cell::Cell;
 use std::ffi::{c_int, c_long, c_void};
@@ -47,6 +52,17 @@ thread_local! {
 
 extern "C" fn on_wake(_signal: c_int) {}
 
+/// SIGUSR2 does nothing but cut the cells' thread's blocking call short: no `SA_RESTART`.
+fn install_wake_handler() -> bool {
+    // SAFETY: a zeroed sigaction is valid; the handler does nothing.
+    unsafe {
+        let mut action: libc::sigaction = std::mem::zeroed();
+        action.sa_sigaction = on_wake as *const () as usize;
+        libc::sigemptyset(&mut action.sa_mask);
+        libc::sigaction(libc::SIGUSR2, &action, std::ptr::null_mut()) == 0
+    }
+}
+
 /// Called by the prelude's `runtime::attach`, on the thread that runs cells, and again on each
 /// new thread cells move to (`cells`): from then on that thread's waits end at an interrupt.
 /// Returns the signal the prelude's SIGINT handler is to send that thread (SIGUSR2), or 0 when
@@ -65,7 +81,7 @@ pub extern "C" fn tchbook_interruptible_waits(pending: extern "C" fn() -> bool) 
                 }
             });
         // No SA_RESTART: the blocking call returns EINTR.
-        receiver.is_ok() && super::guards::install(libc::SIGUSR2, on_wake, 0)
+        receiver.is_ok() && install_wake_handler()
     });
     if !ready {
         return 0;
@@ -82,19 +98,20 @@ pub extern "C" fn tchbook_interruptible_waits(pending: extern "C" fn() -> bool) 
     libc::SIGUSR2
 }
 
-/// This thread runs no more cells (it is left in a stopped wait): its waits are plain again.
-pub(super) fn leave_cells() {
+/// This thread runs no more cells (the kernel left it in a stopped wait): its waits are plain
+/// again.
+pub fn leave_cells() {
     CELL_THREAD.with(|cell| cell.set(false));
 }
 
 /// Whether this thread runs cells.
-pub(super) fn on_cells_thread() -> bool {
+pub fn on_cells_thread() -> bool {
     CELL_THREAD.with(Cell::get)
 }
 
 /// Whether a wait on this thread should end now: it is the cells' thread and the user
 /// interrupted the cell.
-pub(super) fn interrupted() -> bool {
+pub fn interrupted() -> bool {
     let pending = PENDING.load(Ordering::SeqCst);
     if pending == 0 || !CELL_THREAD.with(Cell::get) {
         return false;
@@ -104,7 +121,8 @@ pub(super) fn interrupted() -> bool {
     pending()
 }
 
-pub(super) fn errno() -> c_int {
+/// This thread's `errno`.
+pub fn errno() -> c_int {
     std::io::Error::last_os_error()
         .raw_os_error()
         .unwrap_or(libc::EINVAL)
@@ -138,18 +156,31 @@ fn write_ended_at_interrupt(count: usize, call: impl FnOnce() -> c_long) -> isiz
     done as isize
 }
 
-/// glibc's `read`, ended at an interrupt on the cells' thread; in the evaluation process, a
-/// read of fd 0 asks the front end for a line (`crate::evaluation`).
+/// Reads of fd 0 go to this function first, once set ([`read_fd_0_with`]); 0 until then.
+static FD_0_READER: AtomicUsize = AtomicUsize::new(0);
+
+/// What reads fd 0 first: `reader(buffer, count)` answers a read with its result, or `None` to
+/// leave it to the system call. The kernel's evaluation process sets it, so that a cell's read of
+/// its stdin asks the front end for a line.
+pub fn read_fd_0_with(reader: fn(*mut c_void, usize) -> Option<isize>) {
+    FD_0_READER.store(reader as usize, Ordering::SeqCst);
+}
+
+/// glibc's `read`, ended at an interrupt on the cells' thread; a read of fd 0 goes to the
+/// reader set by [`read_fd_0_with`] first.
 ///
 /// # Safety
 /// As read(2).
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn read(fd: c_int, buffer: *mut c_void, count: usize) -> isize {
-    // The evaluation process's stdin asks the front end (`crate::evaluation`).
-    if fd == 0
-        && let Some(done) = super::stdin::read(buffer, count)
-    {
-        return done;
+    let reader = FD_0_READER.load(Ordering::SeqCst);
+    if fd == 0 && reader != 0 {
+        // SAFETY: a non-zero value is the `fn` stored by `read_fd_0_with`.
+        let reader: fn(*mut c_void, usize) -> Option<isize> =
+            unsafe { std::mem::transmute(reader) };
+        if let Some(done) = reader(buffer, count) {
+            return done;
+        }
     }
     // SAFETY: the caller's arguments, as read(2) takes them.
     ended_at_interrupt(unsafe { libc::syscall(libc::SYS_read, fd, buffer, count) }) as isize
@@ -290,9 +321,9 @@ pub unsafe extern "C" fn nanosleep(
     }
 }
 
-/// Keeps the definitions above in the kernel's binary: nothing in it calls them by name, and
-/// the linker takes from a library only what something asks for.
-pub(super) fn keep() {
+/// Keeps the definitions above in a binary that links this crate (call it once, early): nothing
+/// calls them by name, and the linker takes from a library only what something asks for.
+pub fn keep() {
     std::hint::black_box([
         tchbook_interruptible_waits as *const () as usize,
         nanosleep as *const () as usize,
