@@ -337,12 +337,13 @@ async fn every_image_of_a_plot_carries_alt_text_live_and_as_the_final_value() {
                 format!("{start}3 (3 points) goes from 1.0000 to 0.3333, lowest 0.3333.")
             );
         }
-        // The metadata block is the kernel's to take out, never a MIME type of the output.
+        // The metadata describes the output's own MIME types, and travels beside them, never
+        // as one more.
+        let metadata_keys: Vec<&String> = metadata.keys().collect();
         assert!(
-            !data
-                .as_object()
-                .unwrap()
-                .contains_key(tchbook_wire::METADATA_BLOCK)
+            metadata_keys.iter().all(|k| data.get(k.as_str()).is_some()),
+            "{}: {metadata_keys:?}",
+            message.header.msg_type
         );
         kinds.push(message.header.msg_type.clone());
     }

@@ -408,24 +408,23 @@ fn a_shown_box_opens_its_children_first_and_displays_view_text_and_html_at_once(
         ),
         (&json!(3), &json!(0), &json!(10), &json!("epochs"))
     );
-    // The cell's value: evcxr's content blocks, after the comm lines.
-    let view_block = out
-        .find(&format!("EVCXR_BEGIN_CONTENT {VIEW_MIME}"))
-        .expect("the view's block");
-    let last_open = out.rfind("\"op\":\"comm_open\"").unwrap();
-    assert!(last_open < view_block, "comms open before the display");
-    let block = |mime: &str| {
-        let start = out.find(&format!("EVCXR_BEGIN_CONTENT {mime}\n")).unwrap();
-        let body = &out[start..];
-        let body = &body[body.find('\n').unwrap() + 1..];
-        body[..body.find("EVCXR_END_CONTENT").unwrap()]
-            .trim_end()
-            .to_owned()
+    // The cell's value: one message, after the comm lines.
+    let value_at = messages
+        .iter()
+        .position(|m| matches!(m, Message::Value { .. }))
+        .expect("the value's message");
+    let last_open = messages
+        .iter()
+        .rposition(|m| matches!(m, Message::CommOpen { .. }))
+        .unwrap();
+    assert!(last_open < value_at, "comms open before the display");
+    let Message::Value { data, .. } = &messages[value_at] else {
+        unreachable!()
     };
-    let view: Value = serde_json::from_str(&block(VIEW_MIME)).unwrap();
+    let block = |mime: &str| data[mime].as_str().map(str::to_owned).unwrap_or_default();
     let box_id = &opened[box_at].0;
     assert_eq!(
-        view,
+        data[VIEW_MIME],
         json!({"model_id": box_id, "version_major": 2, "version_minor": 0})
     );
     assert_eq!(

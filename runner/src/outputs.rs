@@ -1,7 +1,7 @@
 //! A cell's outputs as nbformat outputs (streams coalesced, displays updated in place, clears
 //! applied as nbclient applies them), and the text printed for them on the real stdout/stderr.
 
-use serde_json::Value;
+use serde_json::{Map, Value};
 use std::collections::HashMap;
 use std::io::Write;
 use std::time::{Duration, Instant};
@@ -53,6 +53,9 @@ pub(super) struct Recorder {
     pub(super) blocks: tchbook_wire::value::ValueReader,
     /// The current cell's final value, one string per MIME type (as evcxr keeps it).
     pub(super) value: Vec<(String, String)>,
+    /// The current cell's final value as a prelude type sent it (`Message::Value`): the result
+    /// in place of `value`'s blocks.
+    pub(super) sent_value: Option<(MimeData, Map<String, Value>)>,
     pub(super) clear_pending: bool,
     pub(super) displays: HashMap<String, Shown>,
     pub(super) printed: HashMap<String, Printed>,
@@ -124,6 +127,7 @@ impl Recorder {
 
     pub(super) fn begin(&mut self, cell: usize, hash: &'static str, execution_count: usize) {
         self.value.clear();
+        self.sent_value = None;
         self.blocks = tchbook_wire::value::ValueReader::default();
         self.clear_pending = false;
         self.cells.push(CellRecord {
@@ -144,11 +148,16 @@ impl Recorder {
             );
         }
         let value = std::mem::take(&mut self.value);
-        let unit = matches!(value.as_slice(), [(mime, text)] if mime == "text/plain" && text.trim() == "()");
-        if value.is_empty() || unit {
-            return;
-        }
-        let (data, metadata) = tchbook_wire::final_value(&value);
+        let (data, metadata) = match self.sent_value.take() {
+            Some(sent) => sent,
+            None => {
+                let unit = matches!(value.as_slice(), [(mime, text)] if mime == "text/plain" && text.trim() == "()");
+                if value.is_empty() || unit {
+                    return;
+                }
+                (tchbook_wire::final_value(&value), Map::new())
+            }
+        };
         self.print(StreamName::Stdout, &format!("{}\n", plain_text(&data)));
         let execution_count = self.current().map_or(0, |c| c.execution_count);
         self.push_output(Output::ExecuteResult {

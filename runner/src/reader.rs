@@ -88,6 +88,8 @@ impl Recorder {
                 metadata,
                 display_id,
             } => self.update(data, metadata, display_id),
+            // A prelude type's final value: the cell's result, shown when the cell ends.
+            Message::Value { data, metadata } => self.sent_value = Some((data, metadata)),
             Message::Clear { wait: true } => self.clear_pending = true,
             Message::Clear { wait: false } => self.clear_now(),
             Message::Stream { name, text } => self.stream(name, &text),
@@ -219,9 +221,7 @@ mod tests {
         lines(
             &mut r,
             "EVCXR_BEGIN_CONTENT text/plain\nline 1\nline 2\nEVCXR_END_CONTENT\n\
-             EVCXR_BEGIN_CONTENT application/vnd.tchbook.x+json\n{\"n\":1}\nEVCXR_END_CONTENT\n\
-             EVCXR_BEGIN_CONTENT application/vnd.tchbook.output-metadata+json\n\
-             {\"image/png\":{\"alt\":\"a line\"}}\nEVCXR_END_CONTENT\n",
+             EVCXR_BEGIN_CONTENT application/vnd.tchbook.x+json\n{\"n\":1}\nEVCXR_END_CONTENT\n",
         );
         r.end(Some(Duration::from_millis(12)));
         let outputs = serde_json::to_value(&r.cells[0].outputs).unwrap();
@@ -230,9 +230,24 @@ mod tests {
         assert_eq!(outputs[1]["execution_count"], 1);
         assert_eq!(outputs[1]["data"]["text/plain"], "line 1\nline 2");
         assert_eq!(outputs[1]["data"]["application/vnd.tchbook.x+json"]["n"], 1);
-        // The prelude's metadata block is the output's metadata, not one of its MIME types.
-        assert_eq!(outputs[1]["metadata"]["image/png"]["alt"], "a line");
         assert_eq!(outputs[1]["data"].as_object().unwrap().len(), 2);
+    }
+
+    #[test]
+    fn a_prelude_value_message_is_the_execute_result_with_its_metadata() {
+        let mut r = recorder_with_cell();
+        lines(
+            &mut r,
+            "TCHBOOK_DISPLAY {\"op\":\"value\",\"data\":{\"text/plain\":\"a plot\",\
+             \"image/png\":\"iVBORw0KGgo=\"},\"metadata\":{\"image/png\":{\"alt\":\"a line\"}}}\n",
+        );
+        assert!(r.cells[0].outputs.is_empty(), "shown when the cell ends");
+        r.end(None);
+        let outputs = serde_json::to_value(&r.cells[0].outputs).unwrap();
+        assert_eq!(outputs.as_array().unwrap().len(), 1, "{outputs}");
+        assert_eq!(outputs[0]["output_type"], "execute_result");
+        assert_eq!(outputs[0]["data"]["text/plain"], "a plot");
+        assert_eq!(outputs[0]["metadata"]["image/png"]["alt"], "a line");
     }
 
     #[test]

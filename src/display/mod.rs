@@ -38,6 +38,9 @@ pub(crate) enum Output {
     Panic(Panic),
     /// `display_data`, `update_display_data` or `clear_output`.
     Content(JupyterMessageContent),
+    /// The cell's final value as a prelude type's `evcxr_display()` sent it: the bundle and
+    /// output metadata of its `execute_result`, published when the cell ends.
+    Value(Media, Map<String, Value>),
     /// `comm_open`, `comm_msg` or `comm_close` of a comm of the evaluation process (a widget),
     /// with the Jupyter message's metadata (a widget's protocol version).
     Comm(Comm),
@@ -137,6 +140,7 @@ pub(crate) fn read_line(line: &str) -> Output {
             }
             .into(),
         ),
+        Message::Value { data, metadata } => Output::Value(media(data), metadata),
         Message::Clear { wait } => Output::Content(ClearOutput { wait }.into()),
         Message::Stream { name, text } => Output::Stream { name, text },
         Message::Panic(panic) => Output::Panic(panic),
@@ -149,11 +153,10 @@ fn media(data: MimeData) -> Media {
     serde_json::from_value(Value::Object(data)).unwrap_or_default()
 }
 
-/// A cell's final value and its output metadata (evcxr gives one string per MIME type, and the
-/// prelude the metadata in a block of its own: `tchbook_wire::final_value`).
-pub(crate) fn value_media(mime: &[(String, String)]) -> (Media, Map<String, Value>) {
-    let (data, metadata) = tchbook_wire::final_value(mime);
-    (media(data), metadata)
+/// A cell's final value from evcxr's content blocks (one string per MIME type, no metadata:
+/// `tchbook_wire::final_value`).
+pub(crate) fn value_media(mime: &[(String, String)]) -> Media {
+    media(tchbook_wire::final_value(mime))
 }
 
 /// A cell whose final expression is `()` (a `for`, an `if` that prints): evcxr sends its Debug

@@ -10,6 +10,7 @@
 //! ```text
 //! TCHBOOK_DISPLAY {"op":"display","data":{MIME bundle},"metadata":{},"display_id":"id"|null}
 //! TCHBOOK_DISPLAY {"op":"update","data":{MIME bundle},"metadata":{},"display_id":"id"}
+//! TCHBOOK_DISPLAY {"op":"value","data":{MIME bundle},"metadata":{}}
 //! TCHBOOK_DISPLAY {"op":"clear","wait":true}
 //! TCHBOOK_DISPLAY {"op":"stream","name":"stdout"|"stderr","text":"50%"}
 //! TCHBOOK_DISPLAY {"op":"panic","message":..,"location":"file:line:col","thread":..,"main":true,"cpp_frames":true}
@@ -26,9 +27,10 @@
 //!
 //! A display's `metadata` is Jupyter's output metadata: the prelude puts each image's alt text
 //! there (`{"image/png":{"alt":"Line plot …"}}`), the key nbconvert's classic HTML template
-//! reads. A cell's final value travels as evcxr's content blocks ([`BEGIN_CONTENT`]), one per
-//! MIME type, and its metadata as one more block, [`METADATA_BLOCK`], which readers take out of
-//! the bundle with [`final_value`].
+//! reads. A cell's final value of the prelude's types is a `value` message, the bundle and
+//! metadata as for a display, sent by the value's `evcxr_display()`: the cell's result. Any
+//! other type's `evcxr_display()` prints evcxr's content blocks ([`BEGIN_CONTENT`]), one per
+//! MIME type and no metadata, which readers make a bundle of with [`final_value`].
 //!
 //! The prelude asks for input with evcxr's own lines, which evcxr answers with one line on stdin
 //! ([`InputRequest`]). Writers: the prelude (`prelude/src/runtime/`) and the panic hook
@@ -119,37 +121,25 @@ pub fn content_block(mime: &str, text: &str) -> String {
     )
 }
 
-/// The content block that carries a final value's output metadata (one JSON object) beside
-/// evcxr's blocks of its MIME types. Never part of the MIME bundle: [`final_value`] takes it out.
-pub const METADATA_BLOCK: &str = "application/vnd.tchbook.output-metadata+json";
-
 /// A MIME bundle: MIME type to content (a string, or a JSON value for `*json` types).
 pub type MimeData = Map<String, Value>;
 
-/// A cell's final value as Jupyter content, from evcxr's content blocks (`(MIME type, text)`):
-/// its MIME bundle, with JSON types read as values (text that does not read stays text), and its
-/// output metadata, from the [`METADATA_BLOCK`] when there is one.
+/// A cell's final value as a MIME bundle, from evcxr's content blocks (`(MIME type, text)`):
+/// JSON types read as values (text that does not read stays text).
 ///
 /// ```
-/// use tchbook_wire::{final_value, METADATA_BLOCK};
+/// use tchbook_wire::final_value;
 /// let blocks = [
-///     ("text/plain".to_owned(), "a plot".to_owned()),
-///     ("image/png".to_owned(), "iVBORw0KGgo=".to_owned()),
-///     (METADATA_BLOCK.to_owned(), r#"{"image/png":{"alt":"a falling line"}}"#.to_owned()),
+///     ("text/plain".to_owned(), "a table".to_owned()),
+///     ("application/json".to_owned(), r#"{"loss":[3,2]}"#.to_owned()),
 /// ];
-/// let (data, metadata) = final_value(&blocks);
-/// assert!(data.contains_key("image/png") && !data.contains_key(METADATA_BLOCK));
-/// assert_eq!(metadata["image/png"]["alt"], "a falling line");
+/// let data = final_value(&blocks);
+/// assert_eq!(data["text/plain"], "a table");
+/// assert_eq!(data["application/json"]["loss"][1], 2);
 /// ```
-pub fn final_value(blocks: &[(String, String)]) -> (MimeData, Map<String, Value>) {
-    let (mut data, mut metadata) = (MimeData::new(), Map::new());
+pub fn final_value(blocks: &[(String, String)]) -> MimeData {
+    let mut data = MimeData::new();
     for (mime, text) in blocks {
-        if mime == METADATA_BLOCK {
-            if let Ok(Value::Object(map)) = serde_json::from_str(text) {
-                metadata = map;
-            }
-            continue;
-        }
         let value = if mime == "application/json" || mime.ends_with("+json") {
             serde_json::from_str(text).unwrap_or_else(|_| Value::String(text.clone()))
         } else {
@@ -157,7 +147,7 @@ pub fn final_value(blocks: &[(String, String)]) -> (MimeData, Map<String, Value>
         };
         data.insert(mime.clone(), value);
     }
-    (data, metadata)
+    data
 }
 
 /// One message from the prelude to the kernel.
@@ -180,6 +170,15 @@ pub enum Message {
         #[serde(default, deserialize_with = "bundle_or_null")]
         metadata: Map<String, Value>,
         display_id: String,
+    },
+    /// A cell's final value, sent by the `evcxr_display()` of a prelude type: Jupyter's
+    /// `execute_result` bundle and output metadata (image alt text). The last one a cell sends is
+    /// its result.
+    Value {
+        #[serde(default, deserialize_with = "bundle_or_null")]
+        data: MimeData,
+        #[serde(default, deserialize_with = "bundle_or_null")]
+        metadata: Map<String, Value>,
     },
     /// `clear_output(wait)`.
     Clear {
@@ -420,6 +419,10 @@ mod tests {
                 metadata: bundle(json!({"isolated": true})),
                 display_id: "d1".into(),
             },
+            Message::Value {
+                data: bundle(json!({"text/plain": "tensor", "image/png": "iVBORw0KGgo="})),
+                metadata: bundle(json!({"image/png": {"alt": "a falling line"}})),
+            },
             Message::Clear { wait: true },
             Message::Clear { wait: false },
             Message::Stream {
@@ -512,27 +515,21 @@ mod tests {
     }
 
     #[test]
-    fn a_final_values_metadata_block_becomes_its_metadata_and_leaves_the_bundle() {
-        let blocks = |metadata: &str| {
-            [
-                ("text/plain", "plot"),
-                ("application/vnd.tchbook.loss-plot+json", r#"{"y":[1]}"#),
-                (METADATA_BLOCK, metadata),
-            ]
-            .map(|(mime, text)| (mime.to_owned(), text.to_owned()))
-        };
-        let (data, metadata) = final_value(&blocks(r#"{"image/png":{"alt":"a line"}}"#));
+    fn a_final_values_json_blocks_become_values_and_unreadable_json_stays_text() {
+        let blocks = [
+            ("text/plain", "plot"),
+            ("application/vnd.tchbook.loss-plot+json", r#"{"y":[1]}"#),
+            ("application/json", "{not json"),
+        ]
+        .map(|(mime, text)| (mime.to_owned(), text.to_owned()));
         assert_eq!(
-            Value::Object(data),
-            json!({"text/plain": "plot", "application/vnd.tchbook.loss-plot+json": {"y": [1]}})
+            Value::Object(final_value(&blocks)),
+            json!({
+                "text/plain": "plot",
+                "application/vnd.tchbook.loss-plot+json": {"y": [1]},
+                "application/json": "{not json",
+            })
         );
-        assert_eq!(
-            Value::Object(metadata),
-            json!({"image/png": {"alt": "a line"}})
-        );
-        // A block that does not read is no metadata, and still not data.
-        let (data, metadata) = final_value(&blocks("{not json"));
-        assert!(!data.contains_key(METADATA_BLOCK) && metadata.is_empty());
     }
 
     #[test]

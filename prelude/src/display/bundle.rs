@@ -165,11 +165,29 @@ impl Bundle {
         map
     }
 
-    /// evcxr's content blocks for this bundle (what `evcxr_display()` prints), keyed as the
-    /// kernel reads them (`tchbook_wire::content_block`), and its [`metadata`](Self::metadata)
-    /// in a block of its own (`tchbook_wire::METADATA_BLOCK`) when it has images: the way for a
-    /// type of your own to show rich output as a cell's value, since a block printed by hand is
-    /// text.
+    /// Shows this bundle as a cell's final value: what a type of your own calls in its
+    /// `evcxr_display()` (which evcxr calls for a cell's last expression). In the kernel the
+    /// bundle and its metadata (image alt text) become the cell's result; outside it, evcxr's
+    /// content blocks are printed ([`evcxr_blocks`](Self::evcxr_blocks)).
+    ///
+    /// ```
+    /// use tchbook_prelude::display::Bundle;
+    /// struct Answer;
+    /// impl Answer {
+    ///     pub fn evcxr_display(&self) {
+    ///         Bundle::text("42").with_html("<b>42</b>").evcxr_display();
+    ///     }
+    /// }
+    /// Answer.evcxr_display(); // outside a kernel: prints the two blocks
+    /// ```
+    pub fn evcxr_display(&self) {
+        evcxr_print(self);
+    }
+
+    /// evcxr's content blocks for this bundle, one per MIME type (evcxr's convention, which has
+    /// no output metadata), keyed as the kernel reads them (`tchbook_wire::content_block`): what
+    /// a prelude type's `evcxr_display()` prints outside the kernel and exported programs (evcxr's
+    /// own kernel reads them). Inside them it sends the bundle and its metadata as one message.
     ///
     /// ```
     /// let s = tchbook_prelude::display::Bundle::text("x").evcxr_blocks();
@@ -194,13 +212,6 @@ impl Bundle {
                 None => continue,
             };
             out.push_str(&tchbook_wire::content_block(mime, &text));
-        }
-        let metadata = self.metadata();
-        if !metadata.is_empty() {
-            out.push_str(&tchbook_wire::content_block(
-                tchbook_wire::METADATA_BLOCK,
-                &Value::Object(metadata).to_string(),
-            ));
         }
         out
     }
@@ -227,8 +238,17 @@ impl Render for Bundle {
     }
 }
 
-/// Prints evcxr's content blocks for a value (the body of every `evcxr_display`).
+/// Shows a cell's final value (the body of every `evcxr_display`): in the kernel and in exported
+/// programs, one `value` message, the bundle with its metadata (image alt text) as it was made;
+/// elsewhere evcxr's content blocks.
 pub(crate) fn evcxr_print(bundle: &Bundle) {
+    if crate::runtime::in_kernel() {
+        crate::runtime::emit(&crate::runtime::Message::Value {
+            data: bundle.data(),
+            metadata: bundle.metadata(),
+        });
+        return;
+    }
     let mut out = std::io::stdout().lock();
     let _ = out.write_all(bundle.evcxr_blocks().as_bytes());
     let _ = out.flush();

@@ -2,11 +2,13 @@
 //! notebook and as text elsewhere.
 //!
 //! Two routes reach the front end:
-//! - evcxr's convention: a value's `evcxr_display()` prints `EVCXR_BEGIN_CONTENT <mime>` …
-//!   `EVCXR_END_CONTENT`, which evcxr shows when the cell ends. Prelude types have it as an
-//!   inherent method, tensors through [`TensorDisplay`]. Both lines carry the kernel's line key
-//!   (`tchbook_wire::content_block`; a block printed by hand is text): a type of your own
-//!   prints [`Bundle::evcxr_blocks`] in its `evcxr_display`.
+//! - a cell's final value: evcxr calls the value's `evcxr_display()`. Prelude types have it as
+//!   an inherent method, tensors through [`TensorDisplay`]; in the kernel (and exported
+//!   programs) it sends the value's [`Bundle`] and its metadata as one message, which the kernel
+//!   shows as the cell's result when the cell ends, and elsewhere prints evcxr's content blocks
+//!   (`EVCXR_BEGIN_CONTENT <mime>` … `EVCXR_END_CONTENT`, [`Bundle::evcxr_blocks`]). A type of
+//!   your own calls [`Bundle::evcxr_display`] in its `evcxr_display`, or prints evcxr's blocks
+//!   itself, as for evcxr's own kernel.
 //! - the live protocol (DEVELOPERS.md): [`show`] returns a [`DisplayHandle`] whose
 //!   [`update`](DisplayHandle::update) replaces the output in place while the cell runs. Loss
 //!   plots, progress bars and run tables use it.

@@ -20,7 +20,6 @@
 
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet, VecDeque};
 use std::fmt::Debug;
-use std::io::Write;
 use std::ops::{Range, RangeInclusive};
 use std::path::{Path, PathBuf};
 use std::rc::Rc;
@@ -84,12 +83,9 @@ fn plain_text<T: Debug + ?Sized>(value: &T) -> String {
     }
 }
 
-/// Prints `value` as evcxr's `evcxr_send_text_plain` does: one `text/plain` content block.
+/// Shows `value` as evcxr's `evcxr_send_text_plain` does: its `text/plain` alone.
 fn send_text_plain<T: Debug + ?Sized>(value: &T) {
-    let block = tchbook_wire::content_block("text/plain", &plain_text(value));
-    let mut out = std::io::stdout().lock();
-    let _ = out.write_all(block.as_bytes());
-    let _ = out.flush();
+    super::bundle::evcxr_print(&super::Bundle::text(plain_text(value)));
 }
 
 /// `std::any::type_name::<T>()` shortened as evcxr 0.22's `evcxr_shorten_type` does it (every

@@ -5,7 +5,8 @@ use crate::dispatch::Shell;
 use crate::dispatch::comm::{front_end_comm, is_comm};
 use crate::display::Panic;
 use crate::engine::{CellError, Evaluator, Event, Finished};
-use jupyter_protocol::{JupyterMessage, Status};
+use jupyter_protocol::{JupyterMessage, Media, Status};
+use serde_json::{Map, Value};
 use std::time::Duration;
 
 /// How long printed text waits for more before it is published: lines printed within this gap
@@ -21,6 +22,8 @@ const BATCH_MAX: Duration = Duration::from_millis(200);
 pub(super) struct Ran {
     pub(crate) finished: Finished,
     pub(crate) panic: Option<Panic>,
+    /// The final value a prelude type sent, which is the cell's result.
+    pub(crate) value: Option<(Media, Map<String, Value>)>,
     /// The cell's last lines on stderr: a dying process's last words (std's `memory allocation
     /// of N bytes failed`) come there, which the error's report reads.
     pub(crate) stderr_tail: Vec<String>,
@@ -103,6 +106,7 @@ impl<E: Evaluator> Shell<E> {
                 source: None,
             }),
             panic: output.take_panic(),
+            value: output.take_value(),
             stderr_tail: output.take_stderr_tail(),
         }
     }

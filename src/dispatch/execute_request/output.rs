@@ -7,7 +7,8 @@
 
 use crate::display::{self, Output, Panic};
 use crate::transport::IoPub;
-use jupyter_protocol::{JupyterMessage, JupyterMessageContent, StreamContent};
+use jupyter_protocol::{JupyterMessage, JupyterMessageContent, Media, StreamContent};
+use serde_json::{Map, Value};
 use std::time::{Duration, Instant};
 use tchbook_wire::StreamName;
 
@@ -19,6 +20,8 @@ pub(super) struct CellOutput<'a> {
     /// When the oldest text not yet published was added.
     waiting_since: Option<Instant>,
     panic: Option<Panic>,
+    /// The last final value a prelude type sent (`Output::Value`).
+    value: Option<(Media, Map<String, Value>)>,
     /// The cell's last lines on stderr, published or not (see [`Self::take_stderr_tail`]).
     stderr_tail: std::collections::VecDeque<String>,
 }
@@ -35,6 +38,7 @@ impl<'a> CellOutput<'a> {
             stderr: String::new(),
             waiting_since: None,
             panic: None,
+            value: None,
             stderr_tail: std::collections::VecDeque::new(),
         }
     }
@@ -60,6 +64,7 @@ impl<'a> CellOutput<'a> {
             }
             Output::Panic(panic) => self.stderr.push_str(&panic.thread_text()),
             Output::Content(content) => self.publish(content),
+            Output::Value(data, metadata) => self.value = Some((data, metadata)),
             Output::Comm(comm) => {
                 self.flush();
                 crate::dispatch::publish_comm(&self.iopub, comm, self.parent);
@@ -126,6 +131,11 @@ impl<'a> CellOutput<'a> {
     /// The panic that ends the cell, if its thread panicked.
     pub(crate) fn take_panic(&mut self) -> Option<Panic> {
         self.panic.take()
+    }
+
+    /// The cell's final value, if a prelude type sent it.
+    pub(crate) fn take_value(&mut self) -> Option<(Media, Map<String, Value>)> {
+        self.value.take()
     }
 
     /// A message of its own, after the text printed before it.

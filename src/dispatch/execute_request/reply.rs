@@ -6,8 +6,9 @@ use crate::display::{self, ErrorReport};
 use crate::engine::{CellError, CellValue, Evaluator};
 use jupyter_protocol::{
     ErrorOutput, ExecuteReply, ExecuteRequest, ExecuteResult, ExecutionCount, ExpressionResult,
-    JupyterMessage, ReplyError, ReplyStatus, StreamContent, Transient,
+    JupyterMessage, Media, MediaType, ReplyError, ReplyStatus, StreamContent, Transient,
 };
+use serde_json::{Map, Value};
 use std::collections::HashMap;
 
 impl<E: Evaluator> Shell<E> {
@@ -42,31 +43,40 @@ impl<E: Evaluator> Shell<E> {
             display::say_undone(&mut report, &undone.reverted, &undone.dropped);
             return Some(report);
         }
-        self.publish_value(message, request.silent, count, value);
+        self.publish_value(message, request.silent, count, value, ran.value);
         None
     }
 
+    /// The cell's `execute_result`: a `:` command's table, the value a prelude type sent, or
+    /// the content blocks evcxr read (any other type's `evcxr_display()`, or its Debug text).
     fn publish_value(
         &mut self,
         message: &JupyterMessage,
         silent: bool,
         count: ExecutionCount,
         value: CellValue,
+        sent: Option<(Media, Map<String, Value>)>,
     ) {
         if let Some(timing) = value.timing {
             let text = format!("Took {}ms\n", timing.as_millis());
             self.publish(StreamContent::stdout(&text).as_child_of(message));
         }
-        if value.mime.is_empty() || display::is_unit(&value.mime) || silent {
+        if silent {
             return;
         }
-        if let Some((_, text)) = value.mime.iter().find(|(k, _)| k == "text/plain") {
+        let (data, metadata) = match (&value.table, sent) {
+            (Some(table), _) => (display::table_media(table), Default::default()),
+            (None, Some(sent)) => sent,
+            (None, None) if value.mime.is_empty() || display::is_unit(&value.mime) => return,
+            (None, None) => (display::value_media(&value.mime), Default::default()),
+        };
+        let text = data.content.iter().find_map(|media| match media {
+            MediaType::Plain(text) => Some(text),
+            _ => None,
+        });
+        if let Some(text) = text {
             self.history.record_output(self.execution_count, text);
         }
-        let (data, metadata) = match &value.table {
-            Some(table) => (display::table_media(table), Default::default()),
-            None => display::value_media(&value.mime),
-        };
         // `transient` must be an object when present (the message schema); jupyter-protocol
         // would write `null` for None.
         let result = ExecuteResult {
