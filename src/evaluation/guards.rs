@@ -26,18 +26,7 @@ pub(super) fn interrupted() -> bool {
     INTERRUPTED.load(Ordering::SeqCst)
 }
 
-/// Installs `handler` for `signal` with `flags`; whether it took.
-pub(super) fn install(signal: c_int, handler: extern "C" fn(c_int), flags: c_int) -> bool {
-    // SAFETY: a zeroed sigaction is valid; the handlers given here only store an atomic, do
-    // nothing, or report a crash and abort.
-    unsafe {
-        let mut action: libc::sigaction = std::mem::zeroed();
-        action.sa_sigaction = handler as *const () as usize;
-        action.sa_flags = flags;
-        libc::sigemptyset(&mut action.sa_mask);
-        libc::sigaction(signal, &action, std::ptr::null_mut()) == 0
-    }
-}
+pub(super) use tchbook_waits::install;
 
 /// SIGINT sets [`interrupted`]; `SA_RESTART`, so that no call fails just for the signal (the
 /// calls an interrupt should end, `tchbook_waits` ends).

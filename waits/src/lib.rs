@@ -54,12 +54,20 @@ extern "C" fn on_wake(_signal: c_int) {}
 
 /// SIGUSR2 does nothing but cut the cells' thread's blocking call short: no `SA_RESTART`.
 fn install_wake_handler() -> bool {
-    // SAFETY: a zeroed sigaction is valid; the handler does nothing.
+    install(libc::SIGUSR2, on_wake, 0)
+}
+
+/// Installs `handler` for `signal` with `flags` (an empty mask); whether it took. The kernel's
+/// evaluation process installs its SIGINT flag and crash reports with it too.
+pub fn install(signal: c_int, handler: extern "C" fn(c_int), flags: c_int) -> bool {
+    // SAFETY: a zeroed sigaction is valid; the handlers given here only store an atomic, do
+    // nothing, or report a crash and abort.
     unsafe {
         let mut action: libc::sigaction = std::mem::zeroed();
-        action.sa_sigaction = on_wake as *const () as usize;
+        action.sa_sigaction = handler as *const () as usize;
+        action.sa_flags = flags;
         libc::sigemptyset(&mut action.sa_mask);
-        libc::sigaction(libc::SIGUSR2, &action, std::ptr::null_mut()) == 0
+        libc::sigaction(signal, &action, std::ptr::null_mut()) == 0
     }
 }
 
