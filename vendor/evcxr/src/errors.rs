@@ -203,7 +203,9 @@ impl CompilationError {
         if let Some(user_error_json) = user_error_json {
             json = user_error_json;
         }
-        json["tchbook_top_level"] = top_level;
+        if let Some(object) = json.as_object_mut() {
+            object.insert("tchbook_top_level".to_owned(), top_level);
+        }
 
         let message = json["message"].as_str()?;
         if message.starts_with("aborting due to")
