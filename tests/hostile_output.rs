@@ -85,6 +85,17 @@ fn generated_code_keys_its_lines_with_the_wire_names() {
         let constant = format!("pub const {name}: &str = {value:?};");
         assert!(runtime.contains(&constant), "{constant} is not evcxr's");
     }
+    // evcxr reads the panic notification by its own constant, which tchbook_cellcode writes
+    // (and the prelude's cell runner prints) by tchbook_wire's.
+    let eval_context = include_str!("../vendor/evcxr/src/eval_context.rs");
+    let constant = format!(
+        "const PANIC_NOTIFICATION: &str = {:?};",
+        tchbook_wire::PANIC_NOTIFICATION
+    );
+    assert!(
+        eval_context.contains(&constant),
+        "{constant} is not evcxr's"
+    );
 }
 
 /// Text nested deeper than any parser's stack: these ended the kernel ("stack overflow") when

@@ -222,13 +222,13 @@ impl State {
 
     /// A cell's value: its MIME bundle, or the table `:help` and `:vars` become.
     fn value(&self, outputs: EvalOutputs, code: &Rewritten, interrupted: bool) -> CellValue {
-        if !outputs.lost_on_panic.is_empty() {
+        if !outputs.on_panic.lost.is_empty() {
             // Values the cell's panic (an interrupt) dropped: said, never silent.
-            let note = lost_on_panic_note(&outputs.lost_on_panic);
+            let note = lost_on_panic_note(&outputs.on_panic.lost);
             let _ = self.pump.send(PumpMessage::Event(Event::Stderr(note)));
         }
-        if !outputs.held_on_panic.is_empty() {
-            let note = held_note(&outputs.held_on_panic);
+        if !outputs.on_panic.held.is_empty() {
+            let note = held_note(&outputs.on_panic.held);
             let _ = self.pump.send(PumpMessage::Event(Event::Stderr(note)));
         }
         let mut mime: Vec<(String, String)> = outputs.content_by_mime_type.into_iter().collect();
@@ -246,8 +246,8 @@ impl State {
             table,
             timing: outputs.timing,
             undone: super::Undone {
-                reverted: outputs.reverted_on_panic,
-                dropped: outputs.dropped_on_panic,
+                reverted: outputs.on_panic.reverted,
+                dropped: outputs.on_panic.dropped,
             },
             interrupted,
         }

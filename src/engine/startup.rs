@@ -127,22 +127,23 @@ fn load_prelude(state: &mut State, startup: &mut Startup, dir: &Path, seeded: bo
     }
     match loaded {
         Ok(outputs) => {
-            // Each cell's code now runs through the prelude's compiled `run_cell` instead of
-            // carrying its own panic catching and flush (vendor/README.md, change 13).
-            state
-                .context
-                .set_cell_runner("tchbook_prelude", "::tchbook_prelude::runtime::run_cell");
-            // And the variables a cell stores go into the prelude's compiled store instead of
-            // one compiled into every cell (change 14). No cell has stored one yet: the start-up
-            // cell has no variables.
-            state
-                .context
-                .set_compiled_store("tchbook_prelude", "::tchbook_prelude::runtime::variables");
-            // A final value's display marked by the prelude's compiled function rather than by
-            // code each cell compiles (tchbook_wire::value).
-            state
-                .context
-                .set_value_marks("tchbook_prelude", super::VALUE_MARK);
+            // Cells call the prelude's compiled code instead of compiling their own copy
+            // (vendor/README.md, changes 13, 14, 17): each cell's code runs through
+            // `run_cell`; the variables go into the prelude's store (no cell has stored one
+            // yet: the start-up cell has none); a final value's display is marked by
+            // `VALUE_MARK`.
+            let hook = tchbook_cellcode::Hook::new;
+            state.context.set_hooks(tchbook_cellcode::Hooks {
+                cell_runner: Some(hook(
+                    "tchbook_prelude",
+                    "::tchbook_prelude::runtime::run_cell",
+                )),
+                compiled_store: Some(hook(
+                    "tchbook_prelude",
+                    "::tchbook_prelude::runtime::variables",
+                )),
+                value_marks: Some(hook("tchbook_prelude", super::VALUE_MARK)),
+            });
             tracing::debug!(
                 "the start-up cell took {}",
                 outputs

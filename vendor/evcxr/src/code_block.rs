@@ -345,35 +345,6 @@ impl CodeBlock {
         output
     }
 
-    /// tchbook patch: for each line of `code_string()` (index 0 is line 1), the line of the
-    /// user's code it came from, `None` for generated code.
-    pub(crate) fn user_lines(&self) -> Vec<Option<usize>> {
-        let mut lines = Vec::new();
-        for segment in &self.segments {
-            let start = match &segment.kind {
-                CodeKind::OriginalUserCode(meta) => Some(meta.start_line),
-                _ => None,
-            };
-            lines.extend((0..segment.num_lines).map(|offset| start.map(|line| line + offset)));
-        }
-        lines
-    }
-
-    /// tchbook patch: the user's code from earlier evaluations that this code holds again (the
-    /// items evcxr emits into every crate), as the line each segment starts on (from 1) and the
-    /// segment's code, so that its lines can be traced to the code that defined them.
-    pub(crate) fn earlier_user_code(&self) -> Vec<(usize, &str)> {
-        let mut line = 1;
-        let mut found = Vec::new();
-        for segment in &self.segments {
-            if segment.kind == CodeKind::OtherUserCode {
-                found.push((line, segment.code.as_str()));
-            }
-            line += segment.num_lines;
-        }
-        found
-    }
-
     /// Returns the segment type for the specified line (starts from 1) together
     /// with the line offset into that segment. Out-of-range indices will return
     /// type Unknown.

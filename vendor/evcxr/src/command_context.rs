@@ -217,21 +217,6 @@ Panic detected. Here's some useful information if you're filing a bug report.
         self.eval_context.set_opt_level(level)
     }
 
-    /// tchbook patch: see `EvalContext::set_cell_runner`.
-    pub fn set_cell_runner(&mut self, crate_name: &str, function: &str) {
-        self.eval_context.set_cell_runner(crate_name, function);
-    }
-
-    /// tchbook patch: see `EvalContext::set_value_marks`.
-    pub fn set_value_marks(&mut self, crate_name: &str, function: &str) {
-        self.eval_context.set_value_marks(crate_name, function);
-    }
-
-    /// tchbook patch: see `EvalContext::set_compiled_store`.
-    pub fn set_compiled_store(&mut self, crate_name: &str, module: &str) {
-        self.eval_context.set_compiled_store(crate_name, module);
-    }
-
     pub fn last_source(&self) -> std::io::Result<String> {
         self.eval_context.last_source()
     }
@@ -250,23 +235,23 @@ Panic detected. Here's some useful information if you're filing a bug report.
             .completions(non_command_code, state, &code_info.nodes, position)
     }
 
-    /// tchbook patch: what [`completions`](Self::completions) would give rust-analyzer, for an
-    /// analyzer that runs elsewhere (the kernel's analyzer process); `:` commands are completed
-    /// here.
-    pub fn completion_source(&mut self, src: &str, position: usize) -> Result<CompletionSource> {
+    /// tchbook patch: see `EvalContext::set_hooks`.
+    pub fn set_hooks(&mut self, hooks: tchbook_cellcode::Hooks) {
+        self.eval_context.set_hooks(hooks);
+    }
+
+    /// tchbook patch: what `completions` gives rust-analyzer, for an analyzer elsewhere (change 6).
+    pub fn completion_source(&mut self, src: &str, position: usize) -> Result<crate::CompletionSource> {
         let (user_code, code_info) = CodeBlock::from_original_user_code(src);
         if let Some((segment, offset)) = user_code.command_containing_user_offset(position) {
-            return Ok(CompletionSource::Commands(
+            return Ok(crate::CompletionSource::Commands(
                 self.command_completions(segment, offset, position)?,
             ));
         }
         let (non_command_code, state, _errors) = self.prepare_for_analysis(user_code)?;
-        Ok(CompletionSource::Rust(self.eval_context.completion_source(
-            non_command_code,
-            state,
-            &code_info.nodes,
-            position,
-        )?))
+        let nodes = &code_info.nodes;
+        let source = crate::eval_context::tchbook::analysis_source(state, non_command_code, nodes, position, true);
+        Ok(crate::CompletionSource::Rust(source?))
     }
 
     /// tchbook patch: what [`hover_at`](Self::hover_at) would give rust-analyzer.
@@ -274,12 +259,12 @@ Panic detected. Here's some useful information if you're filing a bug report.
         &mut self,
         src: &str,
         position: usize,
-    ) -> Result<AnalysisSource> {
-        let code_up_to_cursor = &src[..position];
+    ) -> Result<crate::AnalysisSource> {
         let (user_code, _code_info) = CodeBlock::from_original_user_code(src);
-        let (_, mut state, _) = self.prepare_for_analysis(user_code)?;
-        self.eval_context
-            .hover_source(code_up_to_cursor, &mut state)
+        let (_, state, _) = self.prepare_for_analysis(user_code)?;
+        let (code, offset) = tchbook_cellcode::code::hover_code(&src[..position]);
+        let (user_code, code_info) = CodeBlock::from_original_user_code(&code);
+        crate::eval_context::tchbook::analysis_source(state, user_code, &code_info.nodes, offset, false)
     }
 
     fn prepare_for_analysis(
@@ -964,19 +949,4 @@ fn text_output<T: Into<String>>(text: T) -> Result<EvalOutputs, Error> {
         .content_by_mime_type
         .insert("text/plain".to_owned(), content);
     Ok(outputs)
-}
-
-/// tchbook patch: what a completion request needs: `:` commands are answered at once, Rust code
-/// goes to rust-analyzer.
-pub enum CompletionSource {
-    Commands(Completions),
-    Rust(AnalysisSource),
-}
-
-/// tchbook patch: the source rust-analyzer is given for a completion or a hover, and the byte
-/// offset in it that the request is about.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct AnalysisSource {
-    pub code: String,
-    pub offset: usize,
 }

@@ -29,9 +29,6 @@ pub struct CompilationError {
     message: String,
     pub json: Value,
     pub(crate) code_origins: Vec<CodeKind>,
-    /// tchbook patch: the error code and code origins of rustc's top-level message, kept when a
-    /// child message pointing at user code is shown in its place.
-    pub(crate) top_level: (Option<String>, Vec<CodeKind>),
     spanned_messages: Vec<SpannedMessage>,
     spanned_helps: Vec<SpannedMessage>,
     level: String,
@@ -181,10 +178,6 @@ impl CompilationError {
             json = json["message"].clone();
         }
         let mut code_origins = get_code_origins(&json, code_block);
-        let top_level = (
-            json["code"]["code"].as_str().map(str::to_owned),
-            code_origins.iter().map(|origin| (*origin).clone()).collect(),
-        );
         let mut user_error_json = None;
         if let Value::Array(children) = &json["children"] {
             for child in children {
@@ -201,8 +194,17 @@ impl CompilationError {
                 }
             }
         }
+        // tchbook patch: rustc's top-level code, and whether it pointed at a variable's store, kept
+        // where a child message is shown in its place: the type probe reads them (change 2).
+        let at_store = get_code_origins(&json, code_block)
+            .iter()
+            .any(|origin| matches!(origin, CodeKind::PackVariable { .. }));
+        let top_level = serde_json::json!({"code": json["code"]["code"], "at_store": at_store});
         if let Some(user_error_json) = user_error_json {
             json = user_error_json;
+        }
+        if let Some(object) = json.as_object_mut() {
+            object.insert("tchbook_top_level".to_owned(), top_level);
         }
 
         let message = json["message"].as_str()?;
@@ -230,7 +232,6 @@ impl CompilationError {
             level: json["level"].as_str().unwrap_or("").to_owned(),
             json,
             code_origins: code_origins.into_iter().cloned().collect(),
-            top_level,
         })
     }
 
@@ -258,7 +259,6 @@ impl CompilationError {
             message,
             json: Value::Null,
             code_origins: vec![segment.kind.clone()],
-            top_level: (None, vec![segment.kind.clone()]),
             level: "error".to_owned(),
         }
     }

@@ -102,13 +102,8 @@ pub(crate) struct Config {
     pub(crate) allow_static_linking: bool,
     pub(crate) build_envs: HashMap<String, String>,
     subprocess_path: PathBuf,
-    /// tchbook patch: the compiled-once function that runs each cell (`tchbook::CellRunner`).
-    pub(crate) cell_runner: Option<tchbook::CellRunner>,
-    /// tchbook patch: the compiled-once variable store (`tchbook::CompiledStore`).
-    pub(crate) compiled_store: Option<tchbook::CompiledStore>,
-    /// tchbook patch: the compiled-once function that marks a final value's display
-    /// (`tchbook_wire::value`), with the crate it lives in.
-    pub(crate) value_marks: Option<tchbook::CellRunner>,
+    /// tchbook patch: what cells call instead of compiling it again (`tchbook_cellcode::Hooks`).
+    pub(crate) hooks: tchbook_cellcode::Hooks,
 }
 
 fn create_initial_config(tmpdir: PathBuf, subprocess_path: PathBuf) -> Result<Config> {
@@ -155,9 +150,7 @@ impl Config {
             subprocess_path,
             codegen_backend: None,
             build_envs: Default::default(),
-            cell_runner: None,
-            compiled_store: None,
-            value_marks: None,
+            hooks: Default::default(),
         })
     }
 
@@ -292,22 +285,26 @@ static ERROR_FORMATS: &[ErrorFormat] = &[
     },
 ];
 
-/// tchbook patch: `evcxr_send_text_plain`, its two block lines keyed (`tchbook::keyed_code`).
-fn send_text_plain_def() -> String {
-    format!(
-        r#"fn evcxr_send_text_plain(text: &str) {{
-            use std::io::Write;
-            let block = format!("{{}}\n{{}}\n{{}}\n", {}, text, {});
-            let mut output = std::io::stdout().lock();
-            if let Err(error) = output.write_all(block.as_bytes()).and_then(|_| output.flush()) {{
-                eprintln!("Failed to send content to parent: {{:?}}", error);
-                std::process::exit(1);
-            }}
-        }}"#,
-        tchbook::keyed_code("\"EVCXR_BEGIN_CONTENT text/plain\""),
-        tchbook::keyed_code("\"EVCXR_END_CONTENT\""),
-    )
-}
+// tchbook patch: unused; `tchbook_cellcode::code::send_text_plain_def` keys its lines.
+#[allow(dead_code)]
+const SEND_TEXT_PLAIN_DEF: &str = stringify!(
+    fn evcxr_send_text_plain(text: &str) {
+        use std::io::Write;
+        use std::io::{self};
+        fn try_send_text(text: &str) -> io::Result<()> {
+            let stdout = io::stdout();
+            let mut output = stdout.lock();
+            output.write_all(b"EVCXR_BEGIN_CONTENT text/plain\n")?;
+            output.write_all(text.as_bytes())?;
+            output.write_all(b"\nEVCXR_END_CONTENT\n")?;
+            Ok(())
+        }
+        if let Err(error) = try_send_text(text) {
+            eprintln!("Failed to send content to parent: {:?}", error);
+            std::process::exit(1);
+        }
+    }
+);
 
 const GET_TYPE_NAME_DEF: &str = stringify!(
     /// Shorten a type name. Convert "core::option::Option<alloc::string::String>" into "Option<String>".
@@ -338,8 +335,7 @@ const GET_TYPE_NAME_DEF: &str = stringify!(
     }
 );
 
-// tchbook patch: the name is the wire crate's, which the prelude's cell runner prints too.
-const PANIC_NOTIFICATION: &str = tchbook_wire::PANIC_NOTIFICATION;
+const PANIC_NOTIFICATION: &str = "EVCXR_PANIC_NOTIFICATION";
 
 // Outputs from an EvalContext. This is a separate struct since users may want
 // destructure this and pass its components to separate threads.
@@ -357,12 +353,8 @@ pub struct InputRequest {
 
 pub struct EvalCallbacks<'a> {
     pub input_reader: &'a dyn Fn(InputRequest) -> String,
-    /// tchbook patch: called once a cell's library is built, before it is loaded, with the
-    /// line of the user's code each line of the built crate's `src/lib.rs` came from (index 0
-    /// is line 1; `None` for generated code and for earlier code), and the earlier user code
-    /// the crate holds again, as the line each piece starts on and its code: what a debugger
-    /// needs to set a breakpoint on a line of the cell, or of an item an earlier cell defined,
-    /// before the cell runs.
+    /// tchbook patch: called before a built cell loads, with `tchbook::user_lines` and
+    /// `earlier_user_code`: where a debugger puts a breakpoint on a cell's line (change 18).
     pub before_load: &'a dyn Fn(&[Option<usize>], &[(usize, &str)]),
 }
 
@@ -374,7 +366,6 @@ impl Default for EvalCallbacks<'_> {
     fn default() -> Self {
         EvalCallbacks {
             input_reader: &default_input_reader,
-            // tchbook patch: no debugger to tell.
             before_load: &|_, _| {},
         }
     }
@@ -606,10 +597,21 @@ impl EvalContext {
     }
 
     pub fn hover(&mut self, code: &str, state: &mut ContextState) -> Result<(String, String)> {
-        // tchbook patch: the source is shaped by `hover_source`.
-        let source = self.hover_source(code, state)?;
-        self.analyzer.set_source(source.code)?;
-        let wrapped_offset = source.offset as u32;
+        let (modified_code, hover_offset) = if code == "let" {
+            (String::from("let _ = 1;"), 0)
+        } else if code.ends_with('(') {
+            //If code is a function like `Option::ok_or_else`, the hover works fine, but if it is
+            // method like `None.ok_or_else`, the hover show nothing, in order to show that, the code
+            // has to end with "(", like `None.ok_or_else(`
+            (format!("{code});"), code.len() - 1)
+        } else {
+            (format!("{code};"), code.len())
+        };
+        let (user_code, code_info) = CodeBlock::from_original_user_code(&modified_code);
+        let user_code = state.apply(user_code, &code_info.nodes)?;
+        let pad_code = state.analysis_code(user_code);
+        self.analyzer.set_source(pad_code.code_string())?;
+        let wrapped_offset = pad_code.user_offset_to_output_offset(hover_offset)? as u32;
         let text_range = TextRange::new(wrapped_offset.into(), wrapped_offset.into());
         let hover_text = self.analyzer.hover(text_range, false)?;
         let hover_markdown = self.analyzer.hover(text_range, true)?;
@@ -631,31 +633,6 @@ impl EvalContext {
 
     pub fn set_opt_level(&mut self, level: &str) -> Result<(), Error> {
         self.committed_state.set_opt_level(level)
-    }
-
-    /// tchbook patch: see `tchbook::CellRunner`.
-    pub fn set_cell_runner(&mut self, crate_name: &str, function: &str) {
-        self.committed_state.config.cell_runner = Some(tchbook::CellRunner {
-            crate_name: crate_name.to_owned(),
-            function: function.to_owned(),
-        });
-    }
-
-    /// tchbook patch: `function(end: bool)` marks the start and the end of a final value's
-    /// display (`tchbook_wire::value::display_code_through`), while `crate_name` is a dependency.
-    pub fn set_value_marks(&mut self, crate_name: &str, function: &str) {
-        self.committed_state.config.value_marks = Some(tchbook::CellRunner {
-            crate_name: crate_name.to_owned(),
-            function: function.to_owned(),
-        });
-    }
-
-    /// tchbook patch: see `tchbook::CompiledStore`. Call it before any cell stores a variable.
-    pub fn set_compiled_store(&mut self, crate_name: &str, module: &str) {
-        self.committed_state.config.compiled_store = Some(tchbook::CompiledStore {
-            crate_name: crate_name.to_owned(),
-            module: module.to_owned(),
-        });
     }
 
     pub fn set_time_passes(&mut self, value: bool) {
@@ -706,12 +683,15 @@ impl EvalContext {
         self.child_process.process_handle()
     }
 
+    /// tchbook patch: see `tchbook_cellcode::Hooks`. Call it before any cell stores a variable.
+    pub fn set_hooks(&mut self, hooks: tchbook_cellcode::Hooks) {
+        self.committed_state.config.hooks = hooks;
+    }
+
     pub(crate) fn restart_child_process(&mut self) -> Result<(), Error> {
         self.committed_state.variable_states.clear();
         self.committed_state.stored_variable_states.clear();
-        // tchbook patch: a new process starts without a store; the compiled one stays only while
-        // its crate is still a dependency (`:clear` removes every dependency), so that a store
-        // made by evcxr's own code is never handed to cells built for the other.
+        // tchbook patch: a process keeps the store it started with (`Hooks::compiled_store`).
         self.committed_state.keep_compiled_store_if_depended_on();
         self.child_process = self.child_process.restart()?;
         Ok(())
@@ -743,16 +723,10 @@ impl EvalContext {
     ) -> Result<EvalOutputs, Error> {
         self.write_cargo_toml(state)?;
         let analysis_code = state.analysis_code(user_code.clone());
-        // tchbook patch: rust-analyzer is asked only for the types of the variables a cell
-        // defines, that is of its top-level `let`s; a cell without one skips the analysis.
-        let defines_variables = code_info
-            .nodes
-            .iter()
-            .any(|node| ast::LetStmt::can_cast(node.kind()));
-        // tchbook patch: rustc is asked first (see `probe_variable_types`); rust-analyzer only
-        // when rustc's answer cannot be used, or turns out not to compile.
+        // tchbook patch: no type step without a top-level `let`; rustc's probe beside the build,
+        // or before it, then rust-analyzer (changes 2-4).
+        let defines_variables = tchbook_cellcode::names::defines_variables(&code_info.nodes);
         let mut probed = false;
-        // tchbook patch: the build's first result when `run_while_probing` built the cell.
         let mut first_result = None;
         let while_probing = if defines_variables {
             self.run_while_probing(&user_code, state, phases, callbacks)?
@@ -811,9 +785,7 @@ impl EvalContext {
                 }
 
                 Err(Error::CompilationErrors(errors)) => {
-                    // tchbook patch: a type rustc named may not be nameable where the variable
-                    // is stored (a path the cell does not import, a private module): ask
-                    // rust-analyzer, which names types as they are visible from the cell.
+                    // tchbook patch: a probed type that fails at the store: ask rust-analyzer.
                     if probed && errors.iter().any(tchbook::probed_type_failed) {
                         probed = false;
                         let analysis_code = state.analysis_code(user_code.clone());
@@ -887,7 +859,7 @@ impl EvalContext {
         }
         phases.phase_complete("Final compile");
         // tchbook patch: the built code's user lines, before its library loads.
-        (callbacks.before_load)(&code.user_lines(), &code.earlier_user_code());
+        (callbacks.before_load)(&tchbook::user_lines(&code), &tchbook::earlier_user_code(&code));
 
         let output = self.run_and_capture_output(state, &so_file, callbacks)?;
         Ok(ExecutionArtifacts { output })
@@ -971,42 +943,27 @@ impl EvalContext {
 
         let mut got_panic = false;
         let mut lost_variables = Vec::new();
-        // tchbook patch: variables a stopped wait kept (`tchbook_wire::HELD_BY_STOPPED_WAIT`).
-        let mut held = Vec::new();
-        // tchbook patch: a line is one of the protocol's only when it carries the kernel's key
-        // (`tchbook_wire::unkeyed`); any other line is the cell's text, whatever it says, except
-        // the content blocks of the final value's own `evcxr_display()` (the reader, shared with
-        // exported programs: `tchbook_wire::value`). Keyed lines evcxr does not know (the
-        // prelude's messages) go on with their key, for the kernel's own reader to check again.
-        let mut reader = tchbook_wire::value::ValueReader::default();
+        // tchbook patch: only keyed lines are commands (change 7); a stopped wait's variables.
+        let (mut reader, mut held) = (tchbook_wire::value::ValueReader::default(), Vec::new());
         loop {
-            let line = self.child_process.recv_line()?;
-            let command = match reader.line(&line) {
-                tchbook_wire::value::Read::Protocol(command) => command,
-                tchbook_wire::value::Read::Block { mime, content } => {
-                    output.content_by_mime_type.insert(mime, content);
-                    continue;
-                }
-                tchbook_wire::value::Read::Consumed => continue,
-                tchbook_wire::value::Read::Text(_) => {
-                    let _ = self.stdout_sender.send(line);
-                    continue;
-                }
+            let keyed = self.child_process.recv_line()?;
+            let Some(line) = self.protocol_line(&mut reader, &keyed, &mut output) else {
+                continue;
             };
-            if command == runtime::EVCXR_EXECUTION_COMPLETE {
+            if line == runtime::EVCXR_EXECUTION_COMPLETE {
                 break;
             }
-            if command == PANIC_NOTIFICATION {
+            if line == PANIC_NOTIFICATION {
                 got_panic = true;
-            } else if command.starts_with(evcxr_input::GET_CMD) {
-                let is_password = command.starts_with(evcxr_input::GET_CMD_PASSWORD);
-                let prompt = command.split(':').nth(1).unwrap_or_default().to_owned();
+            } else if line.starts_with(evcxr_input::GET_CMD) {
+                let is_password = line.starts_with(evcxr_input::GET_CMD_PASSWORD);
+                let prompt = line.split(':').nth(1).unwrap_or_default().to_owned();
                 self.child_process
                     .send(&(callbacks.input_reader)(InputRequest {
                         prompt,
                         is_password,
                     }))?;
-            } else if command == evcxr_internal_runtime::USER_ERROR_OCCURRED {
+            } else if line == evcxr_internal_runtime::USER_ERROR_OCCURRED {
                 // A question mark operator in user code triggered an early
                 // return. Any newly defined variables won't have been stored.
                 state
@@ -1014,64 +971,21 @@ impl EvalContext {
                     .retain(|_variable_name, variable_state| {
                         variable_state.move_state != VariableMoveState::New
                     });
-            } else if let Some(name) = command.strip_prefix(tchbook_wire::HELD_BY_STOPPED_WAIT) {
+            } else if let Some(name) = line.strip_prefix(tchbook_wire::HELD_BY_STOPPED_WAIT) {
                 held.push(name.to_owned());
             } else if let Some(variable_name) =
-                command.strip_prefix(evcxr_internal_runtime::VARIABLE_CHANGED_TYPE)
+                line.strip_prefix(evcxr_internal_runtime::VARIABLE_CHANGED_TYPE)
             {
                 lost_variables.push(variable_name.to_owned());
             } else {
                 // Note, errors sending are ignored, since it just means the
                 // user of the library has dropped the Receiver.
-                let _ = self.stdout_sender.send(line);
+                let _ = self.stdout_sender.send(keyed);
             }
         }
         if got_panic {
-            // tchbook patch: re-declared variables that are neither put back nor kept.
-            let mut lost: Vec<String> = state
-                .variable_states
-                .iter()
-                .filter(|(name, variable)| {
-                    variable.move_state == VariableMoveState::New
-                        && state.stored_variable_states.contains_key(*name)
-                        && !state.restorable_on_panic.contains_key(*name)
-                })
-                .map(|(name, _)| name.clone())
-                .collect();
-            lost.sort();
-            output.lost_on_panic = lost;
-            // tchbook patch: what else the panic undid, for the cell's error to say: the
-            // bindings declared again and put back, and the new ones that never came to be.
-            let mut reverted: Vec<String> = state.restorable_on_panic.keys().cloned().collect();
-            reverted.sort();
-            let mut dropped: Vec<String> = state
-                .variable_states
-                .iter()
-                .filter(|(name, variable)| {
-                    variable.move_state == VariableMoveState::New
-                        && !state.stored_variable_states.contains_key(*name)
-                })
-                .map(|(name, _)| name.clone())
-                .collect();
-            dropped.sort();
-            output.reverted_on_panic = reverted;
-            output.dropped_on_panic = dropped;
-            state
-                .variable_states
-                .retain(|_variable_name, variable_state| {
-                    variable_state.move_state != VariableMoveState::New
-                });
-            // tchbook patch: the generated code put these back (`restore_on_panic_statements`).
-            for (name, old) in state.restorable_on_panic.clone() {
-                state.variable_states.insert(name, old);
-            }
-            // tchbook patch: what the cell's stopped thread still holds is not in the store.
-            for name in &held {
-                state.variable_states.remove(name);
-                state.stored_variable_states.remove(name);
-            }
-            held.sort();
-            output.held_on_panic = held;
+            // tchbook patch: what the panic did to the cell's variables (changes 5, 19).
+            output.on_panic = state.after_panic(&held);
         } else if !lost_variables.is_empty() {
             return Err(Error::TypeRedefinedVariablesLost(lost_variables));
         }
@@ -1242,29 +1156,17 @@ pub struct EvalOutputs {
     pub content_by_mime_type: HashMap<String, String>,
     pub timing: Option<Duration>,
     pub phases: Vec<PhaseDetails>,
-    /// tchbook patch: variables that existed before a cell which panicked (or was
-    /// interrupted) and declared them again, and that could not be put back: they are gone.
-    pub lost_on_panic: Vec<String>,
-    /// tchbook patch: variables a panicking cell declared again that hold their value from
-    /// before the cell.
-    pub reverted_on_panic: Vec<String>,
-    /// tchbook patch: variables a panicking cell declared for the first time: never stored.
-    pub dropped_on_panic: Vec<String>,
-    /// tchbook patch: variables held by a cell interrupted in a wait that cannot be cut short
-    /// (`tchbook_wire::HELD_BY_STOPPED_WAIT`): gone from the store.
-    pub held_on_panic: Vec<String>,
+    /// tchbook patch: what a panic did to the cell's variables, for the kernel to say.
+    pub on_panic: tchbook_cellcode::PanicReport,
 }
 
 impl EvalOutputs {
     pub fn new() -> EvalOutputs {
         EvalOutputs {
+            on_panic: Default::default(),
             content_by_mime_type: HashMap::new(),
             timing: None,
             phases: Vec::new(),
-            lost_on_panic: Vec::new(),
-            reverted_on_panic: Vec::new(),
-            dropped_on_panic: Vec::new(),
-            held_on_panic: Vec::new(),
         }
     }
 
@@ -1297,10 +1199,7 @@ impl EvalOutputs {
             (t1, t2) => t1.or(t2),
         };
         self.phases.append(&mut other.phases);
-        self.lost_on_panic.append(&mut other.lost_on_panic);
-        self.reverted_on_panic.append(&mut other.reverted_on_panic);
-        self.dropped_on_panic.append(&mut other.dropped_on_panic);
-        self.held_on_panic.append(&mut other.held_on_panic);
+        self.on_panic.merge(&mut other.on_panic);
     }
 }
 
@@ -1356,33 +1255,25 @@ pub struct ContextState {
     /// code was executed. Doesn't include newly defined variables until after
     /// execution completes.
     stored_variable_states: HashMap<String, VariableState>,
-    /// tchbook patch: variables the cell being built declares again (`let x = ..` when `x`
-    /// exists) without otherwise naming them, with their old state. If the cell panics (an
-    /// interrupt does), the old value, still held by the generated function, is put back
-    /// instead of being dropped with the new declaration.
-    restorable_on_panic: HashMap<String, VariableState>,
-    /// tchbook patch: stored variables whose type (or a type in it) the cell being built defines
-    /// again differently (`lose_variables_of_redefined_types`): dropped from the store by the
-    /// cell's code, and reported, instead of being read as the new type.
-    lost_to_redefinition: Vec<String>,
     attributes: HashMap<String, CodeBlock>,
     async_mode: bool,
     allow_question_mark: bool,
     build_num: i32,
     pub(crate) config: Config,
+    /// tchbook patch: the cell being built's variables that a panic or a redefinition affects.
+    tchbook: tchbook::CellState,
 }
 
 impl ContextState {
     fn new(config: Config) -> ContextState {
         ContextState {
+            tchbook: Default::default(),
             items_by_name: HashMap::new(),
             unnamed_items: vec![],
             external_deps: HashMap::new(),
             extern_crate_stmts: HashMap::new(),
             variable_states: HashMap::new(),
             stored_variable_states: HashMap::new(),
-            restorable_on_panic: HashMap::new(),
-            lost_to_redefinition: Vec::new(),
             attributes: HashMap::new(),
             async_mode: false,
             allow_question_mark: false,
@@ -1670,30 +1561,6 @@ impl ContextState {
 
     /// Returns code suitable for analysis purposes. Doesn't attempt to preserve runtime behaviour.
     fn analysis_code(&self, user_code: CodeBlock) -> CodeBlock {
-        // Pack variable statements in analysis mode are a lot simpler than in compiled mode. We
-        // just call a function that enforces that the variable doesn't contain any non-static
-        // lifetimes.
-        self.analysis_code_packing(user_code, |var_name, _| {
-            Some(format!("evcxr_variable_store({var_name});"))
-        })
-    }
-
-    /// tchbook patch: the cell as `analysis_code` writes it, with each new variable compared to
-    /// `&()` where analysis code stores it, so that rustc's mismatch names its type.
-    fn probe_code(&self, user_code: CodeBlock) -> CodeBlock {
-        self.analysis_code_packing(user_code, |var_name, state| {
-            (state.move_state == VariableMoveState::New)
-                .then(|| format!("let _: &() = &{var_name};"))
-        })
-    }
-
-    /// tchbook patch: `analysis_code`'s wrapper, with `pack` giving the statement (if any) that
-    /// ends each variable's life in it.
-    fn analysis_code_packing(
-        &self,
-        user_code: CodeBlock,
-        pack: impl Fn(&str, &VariableState) -> Option<String>,
-    ) -> CodeBlock {
         let mut code = CodeBlock::new()
             .generated("#![allow(unused_imports, unused_mut, dead_code)]")
             .add_all(self.attributes_code())
@@ -1713,11 +1580,17 @@ impl ContextState {
         code = code
             .generated(") -> Result<(), EvcxrUserCodeError> {")
             .add_all(user_code);
-        for (var_name, state) in &self.variable_states {
-            if let Some(statement) = pack(var_name, state) {
-                code.pack_variable(var_name.clone(), statement);
-            }
+
+        // Pack variable statements in analysis mode are a lot simpler than in compiled mode. We
+        // just call a function that enforces that the variable doesn't contain any non-static
+        // lifetimes.
+        for var_name in self.variable_states.keys() {
+            code.pack_variable(
+                var_name.clone(),
+                format!("evcxr_variable_store({var_name});"),
+            );
         }
+
         code = code.generated("Ok(())").generated("}");
         code
     }
@@ -1732,9 +1605,12 @@ impl ContextState {
             .add_all(self.attributes_code())
             .add_all(self.items_code());
         // tchbook patch: a cell of items alone still drops and reports the variables it lost.
-        let has_user_code = !user_code.is_empty() || !self.lost_to_redefinition.is_empty();
+        let has_user_code = !user_code.is_empty() || !self.tchbook.lost_to_redefinition.is_empty();
         if has_user_code {
-            code = code.add_all(self.wrap_user_code(user_code, compilation_mode));
+            // tchbook patch: only the variables the cell names; those it lost dropped first.
+            let lost = self.forget_lost_variables_statements();
+            let named = self.named_only(&user_code);
+            code = code.add_all(named.wrap_user_code(lost.add_all(user_code), compilation_mode));
         } else {
             // TODO: Add a mechanism to load a crate without any function to call then remove this.
             code = code
@@ -1765,11 +1641,6 @@ impl ContextState {
     }
 
     fn error_trait_code(&self, for_analysis: bool) -> CodeBlock {
-        // tchbook patch: the line keyed.
-        let user_error_line = format!(
-            "println!(\"{{}}\", {});",
-            tchbook::keyed_code("evcxr_internal_runtime::USER_ERROR_OCCURRED")
-        );
         CodeBlock::new().generated(format!(
             r#"
             struct EvcxrUserCodeError {{}}
@@ -1784,9 +1655,10 @@ impl ContextState {
             self.config.error_fmt.format_trait,
             self.config.error_fmt.format_str,
             if for_analysis {
-                ""
+                String::new()
             } else {
-                &user_error_line
+                // tchbook patch: the line keyed.
+                tchbook_cellcode::code::user_error_line()
             }
         ))
     }
@@ -1796,14 +1668,10 @@ impl ContextState {
         mut user_code: CodeBlock,
         compilation_mode: CompilationMode,
     ) -> CodeBlock {
-        // tchbook patch: the variables the cell's text names; the others stay in the store, and
-        // a cell that names none passes the store on without the store's code.
-        let named = tchbook::names_in(&user_code.code_string());
-        let needs_variable_store = tchbook::named_only(&self.variable_states, &named)
-            .chain(tchbook::named_only(&self.stored_variable_states, &named))
-            .next()
-            .is_some()
-            || !self.lost_to_redefinition.is_empty()
+        let needs_variable_store = !self.variable_states.is_empty()
+            || !self.stored_variable_states.is_empty()
+            // tchbook patch: to drop the variables the cell lost (change 16).
+            || !self.tchbook.lost_to_redefinition.is_empty()
             || self.async_mode
             || self.allow_question_mark;
         let mut code = CodeBlock::new();
@@ -1811,13 +1679,11 @@ impl ContextState {
             code = code.add_all(self.error_trait_code(false));
         }
         if needs_variable_store {
-            // tchbook patch: the store compiled once, where it is.
-            code = code.generated("mod evcxr_internal_runtime {");
-            code = match self.compiled_store() {
-                Some(store) => code.add_all(store.module_code()),
-                None => code.generated(include_str!("evcxr_internal_runtime.rs")),
-            };
-            code = code.generated("}");
+            code = code
+                .generated("mod evcxr_internal_runtime {")
+                // tchbook patch: the compiled store, where there is one (change 14).
+                .generated(self.runtime_module())
+                .generated("}");
         }
         code = code.generated("#[unsafe(no_mangle)]").generated(format!(
             "pub extern \"C\" fn {}(",
@@ -1833,11 +1699,9 @@ impl ContextState {
                 )
                 .generated("}")
                 .generated("let evcxr_variable_store = unsafe {&mut *evcxr_variable_store};")
-                .add_all(self.forget_lost_variables_statements())
-                .add_all(self.check_variable_statements(&named))
-                .add_all(self.load_variable_statements(&named));
-            user_code =
-                user_code.add_all(self.store_variable_statements(VariableMoveState::New, &named));
+                .add_all(self.check_variable_statements())
+                .add_all(self.load_variable_statements());
+            user_code = user_code.add_all(self.store_variable_statements(VariableMoveState::New));
         } else {
             code = code.generated("evcxr_variable_store: *mut u8) -> *mut u8 {");
         }
@@ -1868,7 +1732,7 @@ impl ContextState {
                 .generated("Ok(())})();");
         }
         // tchbook patch: the cell's code runs through the runner, where its crate is a dependency.
-        let runner = self.cell_runner();
+        let runner = self.hook(&self.config.hooks.cell_runner);
         if let (CompilationMode::RunAndCatchPanics, Some(runner)) = (compilation_mode, runner) {
             code = code.add_all(self.run_through(runner, user_code, needs_variable_store));
         } else if compilation_mode == CompilationMode::RunAndCatchPanics {
@@ -1882,10 +1746,7 @@ impl ContextState {
                     .generated("})) { ")
                     .generated("  Ok(_) => {}")
                     .generated("  Err(_) => {")
-                    .generated(format!(
-                    "    println!(\"{{}}\", {});",
-                    tchbook::keyed_code(&format!("\"{PANIC_NOTIFICATION}\""))
-                ))
+                    .generated(tchbook_cellcode::code::panic_notification_line())
                     .add_all(self.restore_on_panic_statements())
                     .generated("}}");
             } else {
@@ -1893,39 +1754,27 @@ impl ContextState {
                     .generated("if std::panic::catch_unwind(||{")
                     .add_all(user_code)
                     .generated("}).is_err() {")
-                    .generated(format!(
-                    "    println!(\"{{}}\", {});",
-                    tchbook::keyed_code(&format!("\"{PANIC_NOTIFICATION}\""))
-                ))
+                    .generated(tchbook_cellcode::code::panic_notification_line())
                     .generated("}");
             }
         } else {
             code = code.add_all(user_code);
         }
-        // tchbook patch: what the cell printed without a newline is still in its stdout's buffer
-        // (the cell's own libstd, not the evaluation process's, which ends the cell): flushed
-        // here, it reaches the kernel before the cell's end instead of with the next cell.
-        // The runner flushes it itself.
+        // tchbook patch: the cell's stdout flushed at its end (change 9; the runner flushes it).
         if !(compilation_mode == CompilationMode::RunAndCatchPanics && runner.is_some()) {
-            code =
-                code.generated("{ use std::io::Write as _; let _ = std::io::stdout().flush(); }");
+            code = code.generated(tchbook_cellcode::code::FLUSH_STDOUT);
         }
         if needs_variable_store {
-            code = code.add_all(self.store_variable_statements(VariableMoveState::Available, &named));
+            code = code.add_all(self.store_variable_statements(VariableMoveState::Available));
         }
         code = code.generated("evcxr_variable_store");
         code.generated("}")
     }
 
-    fn store_variable_statements(
-        &self,
-        move_state: VariableMoveState,
-        named: &tchbook::Names,
-    ) -> CodeBlock {
+    fn store_variable_statements(&self, move_state: VariableMoveState) -> CodeBlock {
         let mut statements = CodeBlock::new();
         for (var_name, var_state) in &self.variable_states {
-            // tchbook patch: only what the cell loaded or defined, all of which it names.
-            if var_state.move_state == move_state && named.contains(var_name.as_str()) {
+            if var_state.move_state == move_state {
                 statements.pack_variable(
                     var_name.clone(),
                     format!(
@@ -1940,10 +1789,9 @@ impl ContextState {
         statements
     }
 
-    fn check_variable_statements(&self, named: &tchbook::Names) -> CodeBlock {
+    fn check_variable_statements(&self) -> CodeBlock {
         let mut statements = CodeBlock::new().generated("{let mut vars_ok = true;");
-        // tchbook patch: only the variables the cell names are loaded, so only they are checked.
-        for (var_name, var_state) in tchbook::named_only(&self.stored_variable_states, named) {
+        for (var_name, var_state) in &self.stored_variable_states {
             statements = statements.generated(format!(
                 "vars_ok &= evcxr_variable_store.check_variable::<{}>(stringify!({var_name}));",
                 var_state.type_name
@@ -1953,10 +1801,9 @@ impl ContextState {
     }
 
     // Returns code to load values from the variable store back into their variables.
-    fn load_variable_statements(&self, named: &tchbook::Names) -> CodeBlock {
+    fn load_variable_statements(&self) -> CodeBlock {
         let mut statements = CodeBlock::new();
-        // tchbook patch: only the variables the cell names.
-        for (var_name, var_state) in tchbook::named_only(&self.stored_variable_states, named) {
+        for (var_name, var_state) in &self.stored_variable_states {
             let mutability = if var_state.is_mut { "mut " } else { "" };
             statements.load_variable(format!(
                 "let {}{} = evcxr_variable_store.take_variable::<{}>(stringify!({}));",
@@ -2004,8 +1851,8 @@ impl ContextState {
 
         let mut code_out = CodeBlock::new();
         let mut previous_item_name = None;
-        // tchbook patch: each type this cell defines again, with its definition before the cell.
-        let mut replaced_types = HashMap::new();
+        // tchbook patch: see `tchbook::CellState`.
+        let replaced_types = self.types_defined_again(nodes);
         let num_statements = user_code.segments.len();
         for (statement_index, segment) in user_code.segments.into_iter().enumerate() {
             let node = if let CodeKind::OriginalUserCode(meta) = &segment.kind {
@@ -2029,25 +1876,12 @@ impl ContextState {
                     if self.config.display_final_expression {
                         code_out = code_out.code_with_fallback(
                             // First we try calling .evcxr_display().
-                            // tchbook patch: between keyed lines, after the value is computed,
-                            // so that the blocks it prints are read as its own (change 17).
-                            {
-                                let (before, after) = match self.value_marks() {
-                                    Some(marks) => {
-                                        tchbook_wire::value::display_code_through(&marks.function)
-                                    }
-                                    None => tchbook_wire::value::display_code(),
-                                };
-                                CodeBlock::new()
-                                    .generated(before)
-                                    .with_segment(segment.clone())
-                                    .generated(after)
-                                    .code_string()
-                            },
+                            // tchbook patch: between keyed marks (change 17).
+                            self.value_display(&segment),
                             // If that fails, we try debug format.
                             if self.config.display_types {
                                 CodeBlock::new()
-                                .generated(send_text_plain_def())
+                                .generated(tchbook_cellcode::code::send_text_plain_def())
                                 .generated(GET_TYPE_NAME_DEF)
                                 .generated("{ let r = &(")
                                 .with_segment(segment)
@@ -2057,7 +1891,7 @@ impl ContextState {
                                 ))
                             } else {
                                 CodeBlock::new()
-                                .generated(send_text_plain_def())
+                                .generated(tchbook_cellcode::code::send_text_plain_def())
                                 .generated(format!(
                                     "evcxr_send_text_plain(&format!(\"{}\",&(\n",
                                     self.config.output_format
@@ -2152,14 +1986,6 @@ impl ContextState {
                     item => {
                         let item_block = CodeBlock::new().with_segment(segment);
                         if let Some(item_name) = item::item_name(&item) {
-                            // tchbook patch: a type's old definition, for `replaced_types`.
-                            if tchbook::defines_a_type(&item)
-                                && let Some(old) = self.items_by_name.get(&item_name)
-                            {
-                                replaced_types
-                                    .entry(item_name.clone())
-                                    .or_insert_with(|| old.code_string());
-                            }
                             *self.items_by_name.entry(item_name.to_owned()).or_default() =
                                 item_block;
                             previous_item_name = Some(item_name);
@@ -2181,23 +2007,9 @@ impl ContextState {
                 code_out = code_out.with_segment(segment);
             }
         }
-        // tchbook patch: see `lost_to_redefinition`.
+        // tchbook patch: see `tchbook::CellState`.
         self.lose_variables_of_redefined_types(&replaced_types);
-        // tchbook patch: see `restorable_on_panic`. A cell that names the old variable
-        // anywhere but in its new `let` may move it, and then it cannot be put back.
-        self.restorable_on_panic = self
-            .variable_states
-            .iter()
-            .filter(|(_, state)| state.move_state == VariableMoveState::New)
-            .filter_map(|(name, _)| {
-                let old = self.stored_variable_states.get(name)?;
-                (!tchbook::names_other_than_binding(nodes, name)).then(|| {
-                    let mut old = old.clone();
-                    old.move_state = VariableMoveState::Available;
-                    (name.clone(), old)
-                })
-            })
-            .collect();
+        self.tchbook.restorable_on_panic = self.restorable(nodes);
         Ok(code_out)
     }
 
@@ -2330,8 +2142,8 @@ fn default_tool_path(tool: &str, fallback: &str) -> Result<PathBuf> {
     anyhow::bail!("Cannot find `{}` binary", tool);
 }
 
-// tchbook patch: most of the patch's own code (vendor/README.md) is in a module of its own.
-mod tchbook;
+// tchbook patch: the patch's glue to evcxr's state (vendor/README.md).
+pub(crate) mod tchbook;
 
 fn default_cargo_path() -> Result<PathBuf> {
     // tchbook patch: the host may put its own cargo front end in cargo's place.

@@ -12,9 +12,8 @@
 pub const VARIABLE_CHANGED_TYPE: &str = "EVCXR_VARIABLE_CHANGED_TYPE:";
 pub const USER_ERROR_OCCURRED: &str = "EVCXR_ERROR_OCCURRED";
 
-/// tchbook patch: `line` keyed as the kernel reads protocol lines (`tchbook_wire::keyed`: the
-/// record separator, the key in `TCHBOOK_LINE_KEY`, a space). Cells cannot name that crate, so
-/// the two names are spelled here; the kernel's tests check they are `tchbook_wire`'s.
+/// tchbook patch: `line` keyed as `tchbook_wire::keyed` keys it (change 7); cells cannot name
+/// that crate, so the kernel's tests check the names spelled here are its.
 #[allow(dead_code)]
 pub fn keyed(line: &str) -> String {
     match std::env::var("TCHBOOK_LINE_KEY") {
@@ -25,8 +24,7 @@ pub fn keyed(line: &str) -> String {
 
 pub struct VariableStore {
     variables: std::collections::HashMap<String, Box<dyn std::any::Any + 'static>>,
-    // tchbook patch: each variable's type name, for JupyterLab's Variables panel (a `dyn Any`
-    // cannot say it; the names live in the cells' libraries, which are never unloaded).
+    // tchbook patch: each variable's type name, for the Variables panel (change 11).
     types: std::collections::HashMap<String, &'static str>,
 }
 
@@ -50,8 +48,7 @@ impl VariableStore {
             Some(v) if v.downcast_ref::<T>().is_none() => {
                 eprintln!("The type of the variable {name} was redefined, so was lost.",);
             }
-            // tchbook patch: a variable the store no longer holds (a cell stopped in a wait kept
-            // it) is lost too, instead of a panic in the cell's non-unwinding function.
+            // tchbook patch: one a stopped cell kept is lost, not a panic (change 19).
             None => eprintln!("The variable {name} stayed with a stopped cell, so was lost."),
             Some(_) => return true,
         }
@@ -73,13 +70,6 @@ impl VariableStore {
         }
     }
 
-    /// tchbook patch: drops `name`'s value, if stored (its type was defined again).
-    #[allow(dead_code)]
-    pub fn forget_variable(&mut self, name: &str) {
-        self.variables.remove(name);
-        self.types.remove(name);
-    }
-
     pub fn lazy_arc<T: 'static, F: FnOnce() -> T>(
         &mut self,
         name: &str,
@@ -97,6 +87,13 @@ impl VariableStore {
         }
     }
 
+    /// tchbook patch: drops `name`'s value, if stored (its type was defined again: change 16).
+    #[allow(dead_code)]
+    pub fn forget_variable(&mut self, name: &str) {
+        self.variables.remove(name);
+        self.types.remove(name);
+    }
+
     pub fn merge(&mut self, mut other: VariableStore) {
         self.variables.extend(other.variables.drain());
         // tchbook patch: the type names with their values.
@@ -104,10 +101,8 @@ impl VariableStore {
     }
 }
 
-/// tchbook patch: each stored variable for JupyterLab's Variables panel, called by the
-/// evaluation process's runtime between cells (never while a cell holds the store): `visit`
-/// gets the name, the type's name and a pointer to the stored `Box<dyn Any>` (valid until the
-/// store changes), which only the prelude, built with the cells by the same rustc, reads.
+/// tchbook patch: each stored variable's name, type name and `Box<dyn Any>`, for the Variables
+/// panel; called between cells (change 11).
 #[allow(dead_code)]
 #[unsafe(no_mangle)]
 pub extern "C" fn tchbook_variables(

@@ -33,18 +33,11 @@ pub(crate) const CACHE_ENABLED_ENV: &str = "EVCXR_CACHE_ENABLED";
 const EXECUTION_SO_PATH_FILE: &str = ".evcxr-execution-so";
 const EXECUTION_SO_PATH_ENV: &str = "EVCXR_EXECUTION_SO_PATH";
 
-/// tchbook patch: names shared with the kernel, spelled once in `tchbook_wire::env`:
-/// `CHECK_SOURCE_SUPPORTED` is set (by the program that embeds evcxr) when the cargo evcxr runs
-/// accepts `CHECK_SOURCE`, the file a `cargo check` should check in place of `src/lib.rs`.
+// tchbook patch: a `cargo check` of `src/check/lib.rs` (`tchbook_wire::env::CHECK_SOURCE`), beside
+// the build, where the cargo in use supports it (change 4).
 use tchbook_wire::env::{CHECK_SOURCE, CHECK_SOURCE_SUPPORTED};
-/// tchbook patch: where a [`Checker`] writes the code it checks, under `src/`. Named `lib.rs`
-/// too, as errors are read only from a file of that name.
 const CHECK_SOURCE_DIR: &str = "check";
 
-/// tchbook patch: runs `cargo check` on code written to its own file, never touching
-/// `src/lib.rs` or the build's outputs, so that a cell's type probe can run on another thread
-/// while the cell itself is built. The cargo in use must honour [`CHECK_SOURCE`] (the
-/// tchbook kernel's cargo front end does, and checks into a directory of its own).
 pub(crate) struct Checker {
     config: Config,
 }
@@ -65,6 +58,13 @@ impl Checker {
         let (errors, _non_json_error) = errors_from_cargo_output(&cargo_output, code_block);
         Ok(errors)
     }
+}
+
+/// tchbook patch: a `Checker`, where the cargo in use can check another file (change 4).
+pub(crate) fn parallel_checker(config: &Config) -> Option<Checker> {
+    std::env::var_os(CHECK_SOURCE_SUPPORTED).map(|_| Checker {
+        config: config.clone(),
+    })
 }
 
 pub(crate) fn shared_object_prefix() -> &'static str {
@@ -203,14 +203,6 @@ impl Module {
         };
         let (errors, _non_json_error) = errors_from_cargo_output(&cargo_output, code_block);
         Ok(errors)
-    }
-
-    /// tchbook patch: a checker for type probes that can run beside a build (see
-    /// `Checker`), when the cargo in use says it can check a file other than `src/lib.rs`.
-    pub(crate) fn parallel_checker(&self, config: &Config) -> Option<Checker> {
-        std::env::var_os(CHECK_SOURCE_SUPPORTED).map(|_| Checker {
-            config: config.clone(),
-        })
     }
 
     pub(crate) fn compile(

@@ -75,10 +75,8 @@ impl ConfigToml {
     }
 
     fn find_parse_dir() -> Result<Option<PathBuf>> {
-        // tchbook patch: never the current directory's evcxr.toml. A kernel runs in the notebook's
-        // folder (a cloned repository, a shared drive), and that file's `prelude` is code run
-        // at start, its `tmpdir` a build directory where the folder's `.cargo/config.toml`
-        // applies. Only the user's own configuration directory is read.
+        // tchbook patch: never the current directory's evcxr.toml: a notebook's folder may run
+        // code at start (change 8).
         let config_path = crate::config_dir();
         if let Some(config_path) = config_path {
             let config_path = config_path.join("evcxr.toml");
