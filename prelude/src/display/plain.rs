@@ -85,7 +85,7 @@ fn plain_text<T: Debug + ?Sized>(value: &T) -> String {
 
 /// Shows `value` as evcxr's `evcxr_send_text_plain` does: its `text/plain` alone.
 fn send_text_plain<T: Debug + ?Sized>(value: &T) {
-    super::bundle::evcxr_print(&super::Bundle::text(plain_text(value)));
+    super::bundle::evcxr_print(&super::bundle::Bundle::text(plain_text(value)));
 }
 
 /// `std::any::type_name::<T>()` shortened as evcxr 0.22's `evcxr_shorten_type` does it (every
