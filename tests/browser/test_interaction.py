@@ -310,3 +310,29 @@ def test_a_value_with_evcxr_display_renders_as_html_and_printed_markup_stays_tex
     assert nb.cell(2).locator(OUTPUT + " table").count() == 0, f"printed markup was rendered: {shown(nb, 2)}"
     text = nb.cell(2).locator(OUTPUT).first.text_content()
     assert '<table class="printed">' in text, text
+
+
+def test_prelude_values_render_as_their_html_and_pictures(notebook, screenshots):
+    """A cell ending in a prelude value shows what the value renders, as PyTorch's HTML reprs do
+    in ipykernel: a tensor's card, a plot's picture; a std value its text. (The plot's alt text
+    travels in the output's metadata, `tests/display.rs`; JupyterLab 4.6 does not put it on
+    the image.)"""
+    nb = notebook(
+        "Tensor::from_slice(&[1.5f32, 2.5, 3.5]).reshape([3, 1])",
+        'let mut plot = LossPlot::new("final value");\n'
+        "for step in 1..=3 { plot.push(step as f64, 1.0 / step as f64); }\n"
+        "plot",
+        "40 + 2",
+    )
+    for index in range(3):
+        nb.run_cell(index)
+    wait_for_text(nb, 2, "42", 60)
+    card = nb.cell(0).locator(OUTPUT + " .tchbook-tensor")
+    assert card.count() == 1, f"the tensor is not its card: {shown(nb, 0)}"
+    assert "2.5" in card.text_content() and "3, 1" in card.text_content(), card.text_content()
+    # The plot showed itself live at its first point; the cell's value is the last output.
+    image = nb.cell(1).locator(OUTPUT).last.locator("img")
+    assert image.count() == 1, f"the plot is not a picture: {shown(nb, 1)}"
+    assert image.evaluate("i => i.complete && i.naturalWidth > 0"), "the picture does not load"
+    assert nb.cell(2).locator(OUTPUT).first.text_content().strip() == "42", shown(nb, 2)
+    nb.page.screenshot(path=str(screenshots / "prelude-values.png"), full_page=True)
