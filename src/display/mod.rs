@@ -38,13 +38,17 @@ pub(crate) enum Output {
     Panic(Panic),
     /// `display_data`, `update_display_data` or `clear_output`.
     Content(JupyterMessageContent),
-    /// The cell's final value as a prelude type's `evcxr_display()` sent it: the bundle and
-    /// output metadata of its `execute_result`, published when the cell ends.
-    Value(Media, Map<String, Value>),
+    /// The cell's final value as a prelude type's `evcxr_display()` sent it, published when the
+    /// cell ends.
+    Value(SentValue),
     /// `comm_open`, `comm_msg` or `comm_close` of a comm of the evaluation process (a widget),
     /// with the Jupyter message's metadata (a widget's protocol version).
     Comm(Comm),
 }
+
+/// A cell's result as a prelude type sent it: the bundle and output metadata of its
+/// `execute_result`.
+pub(crate) type SentValue = (Media, Map<String, Value>);
 
 /// A comm message of the evaluation process, as it is published.
 #[derive(Debug, Clone)]
@@ -140,7 +144,7 @@ pub(crate) fn read_line(line: &str) -> Output {
             }
             .into(),
         ),
-        Message::Value { data, metadata } => Output::Value(media(data), metadata),
+        Message::Value { data, metadata } => Output::Value((media(data), metadata)),
         Message::Clear { wait } => Output::Content(ClearOutput { wait }.into()),
         Message::Stream { name, text } => Output::Stream { name, text },
         Message::Panic(panic) => Output::Panic(panic),

@@ -3,10 +3,9 @@
 use super::output::CellOutput;
 use crate::dispatch::Shell;
 use crate::dispatch::comm::{front_end_comm, is_comm};
-use crate::display::Panic;
+use crate::display::{Panic, SentValue};
 use crate::engine::{CellError, Evaluator, Event, Finished};
-use jupyter_protocol::{JupyterMessage, Media, Status};
-use serde_json::{Map, Value};
+use jupyter_protocol::{JupyterMessage, Status};
 use std::time::Duration;
 
 /// How long printed text waits for more before it is published: lines printed within this gap
@@ -23,7 +22,7 @@ pub(super) struct Ran {
     pub(crate) finished: Finished,
     pub(crate) panic: Option<Panic>,
     /// The final value a prelude type sent, which is the cell's result.
-    pub(crate) value: Option<(Media, Map<String, Value>)>,
+    pub(crate) value: Option<SentValue>,
     /// The cell's last lines on stderr: a dying process's last words (std's `memory allocation
     /// of N bytes failed`) come there, which the error's report reads.
     pub(crate) stderr_tail: Vec<String>,

@@ -5,10 +5,9 @@
 //! order; a panic on the
 //! cell's thread is kept for the cell's error.
 
-use crate::display::{self, Output, Panic};
+use crate::display::{self, Output, Panic, SentValue};
 use crate::transport::IoPub;
-use jupyter_protocol::{JupyterMessage, JupyterMessageContent, Media, StreamContent};
-use serde_json::{Map, Value};
+use jupyter_protocol::{JupyterMessage, JupyterMessageContent, StreamContent};
 use std::time::{Duration, Instant};
 use tchbook_wire::StreamName;
 
@@ -21,7 +20,7 @@ pub(super) struct CellOutput<'a> {
     waiting_since: Option<Instant>,
     panic: Option<Panic>,
     /// The last final value a prelude type sent (`Output::Value`).
-    value: Option<(Media, Map<String, Value>)>,
+    value: Option<SentValue>,
     /// The cell's last lines on stderr, published or not (see [`Self::take_stderr_tail`]).
     stderr_tail: std::collections::VecDeque<String>,
 }
@@ -64,7 +63,7 @@ impl<'a> CellOutput<'a> {
             }
             Output::Panic(panic) => self.stderr.push_str(&panic.thread_text()),
             Output::Content(content) => self.publish(content),
-            Output::Value(data, metadata) => self.value = Some((data, metadata)),
+            Output::Value(value) => self.value = Some(value),
             Output::Comm(comm) => {
                 self.flush();
                 crate::dispatch::publish_comm(&self.iopub, comm, self.parent);
@@ -134,7 +133,7 @@ impl<'a> CellOutput<'a> {
     }
 
     /// The cell's final value, if a prelude type sent it.
-    pub(crate) fn take_value(&mut self) -> Option<(Media, Map<String, Value>)> {
+    pub(crate) fn take_value(&mut self) -> Option<SentValue> {
         self.value.take()
     }
 

@@ -6,9 +6,8 @@ use crate::display::{self, ErrorReport};
 use crate::engine::{CellError, CellValue, Evaluator};
 use jupyter_protocol::{
     ErrorOutput, ExecuteReply, ExecuteRequest, ExecuteResult, ExecutionCount, ExpressionResult,
-    JupyterMessage, Media, MediaType, ReplyError, ReplyStatus, StreamContent, Transient,
+    JupyterMessage, MediaType, ReplyError, ReplyStatus, StreamContent, Transient,
 };
-use serde_json::{Map, Value};
 use std::collections::HashMap;
 
 impl<E: Evaluator> Shell<E> {
@@ -55,7 +54,7 @@ impl<E: Evaluator> Shell<E> {
         silent: bool,
         count: ExecutionCount,
         value: CellValue,
-        sent: Option<(Media, Map<String, Value>)>,
+        sent: Option<display::SentValue>,
     ) {
         if let Some(timing) = value.timing {
             let text = format!("Took {}ms\n", timing.as_millis());
