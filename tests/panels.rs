@@ -3,8 +3,9 @@
 //! and `usage_request` measures the kernel's process tree. The replies' shapes are tested on
 //! the fake engine (`protocol::panels`); here, what the real processes put in them.
 
-use crate::support::panels::{StandInNvml, debug, named, usage};
+use crate::support::panels::{StandInNvml, debug, named, usage, variables};
 use crate::support::{Kernel, REPLY, STARTUP, children};
+use jupyter_protocol::ReplyStatus;
 use serde_json::json;
 
 #[tokio::test(flavor = "multi_thread")]
@@ -18,14 +19,7 @@ async fn the_variables_panel_lists_a_tensor_with_its_summary_expands_it_and_rend
              let layer = nn::linear(vs.root() / \"fc\", 4, 3, Default::default());",
         )
         .await;
-    debug(
-        &mut kernel,
-        "initialize",
-        json!({"clientID": "jupyterlab"}),
-        REPLY,
-    )
-    .await;
-    let reply = debug(&mut kernel, "inspectVariables", json!({}), REPLY).await;
+    let reply = variables(&mut kernel).await;
     let x = named(&reply, "x");
     assert_eq!(
         x["value"], "Tensor[64, 10] f32 cpu 2.5 KiB requires_grad",
@@ -206,4 +200,49 @@ async fn an_interrupt_never_waits_behind_a_variables_request() {
     );
     let next = kernel.run_ok("kept + 1").await;
     assert_eq!(next.result().as_deref(), Some("42"));
+}
+
+/// A cell that defines `name` and then returns early through `?` with the error `error`: the
+/// error on stderr, the store's keyed line read (not printed), `name` not kept.
+async fn returns_early(kernel: &mut Kernel, name: &str, error: &str) {
+    let cell = format!("let {name} = 1;\nlet r: Result<i32, &str> = Err({error:?});\nr?;");
+    let early = kernel.execute(&cell).await;
+    let printed = (early.stdout(), early.stderr());
+    assert_eq!(printed, (String::new(), format!("{error}\n")));
+    let gone = kernel.execute(name).await;
+    assert_eq!(gone.reply_status(), ReplyStatus::Error);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_cleared_notebook_keeps_its_variables_in_the_kernels_own_store() {
+    let mut kernel = Kernel::start().await;
+    // A `?` that returns early, through the prelude's store.
+    returns_early(&mut kernel, "lost", "bad").await;
+
+    // Without the prelude, cells carry the store's code themselves (tchbook_cellcode's).
+    kernel.run_ok(":clear").await;
+    kernel.run_ok("struct Net { width: i32 }").await;
+    kernel
+        .run_ok("let n = 41_i64;\nlet net = Net { width: 7 };")
+        .await;
+    let source = kernel.last_cell_source().await;
+    assert!(
+        source.contains("pub extern \"C\" fn tchbook_variables("),
+        "{source}"
+    );
+    assert!(!source.contains("tchbook_prelude"), "{source}");
+    let reply = variables(&mut kernel).await;
+    // No prelude to summarise them: each is listed by the type name its store kept.
+    assert_eq!(named(&reply, "n")["value"], "i64", "{reply}");
+    assert_eq!(named(&reply, "net")["value"], "Net", "{reply}");
+
+    returns_early(&mut kernel, "gone", "worse").await;
+    let redefined = kernel.run_ok("struct Net { depth: i64, width: i32 }").await;
+    let line = "The type of the variable net was redefined, so was lost.";
+    assert!(redefined.stderr().contains(line), "{}", redefined.stderr());
+    assert_eq!(kernel.run_ok("n + 1").await.result().as_deref(), Some("42"));
+    assert_eq!(
+        kernel.execute("net.width").await.reply_status(),
+        ReplyStatus::Error
+    );
 }

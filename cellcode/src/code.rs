@@ -4,7 +4,7 @@
 //! (`tchbook_wire::keyed`), so that text a cell prints is never read as a command; a cell cannot
 //! name `tchbook_wire`, so the code reads the key from the environment itself ([`keyed_code`]).
 
-use tchbook_wire::{MARK, PANIC_NOTIFICATION, USER_ERROR_OCCURRED, env::LINE_KEY};
+use tchbook_wire::{MARK, PANIC_NOTIFICATION, env::LINE_KEY};
 
 /// Rust code for a `String` holding `line` (Rust code for a `&str`) keyed as
 /// `tchbook_wire::keyed` keys it: unchanged where the key's variable is unset or empty.
@@ -22,14 +22,6 @@ pub fn panic_notification_line() -> String {
     format!(
         "    println!(\"{{}}\", {});",
         keyed_code(&format!("{PANIC_NOTIFICATION:?}"))
-    )
-}
-
-/// The statement that tells evcxr a `?` in the cell returned early (`USER_ERROR_OCCURRED`).
-pub fn user_error_line() -> String {
-    format!(
-        "println!(\"{{}}\", {});",
-        keyed_code(&format!("{USER_ERROR_OCCURRED:?}"))
     )
 }
 
@@ -71,6 +63,16 @@ pub fn run_through(function: &str, with_store: bool) -> (String, &'static str) {
         (format!("{function}(::std::boxed::Box::new(||{{"), "}));")
     }
 }
+
+/// The body of a cell's `evcxr_internal_runtime` module: the store compiled once in `compiled`
+/// ([`compiled_store_module`]) where there is one, else the store's code itself
+/// (`store.rs`: evcxr's, with the kernel's additions).
+pub fn store_module(compiled: Option<&str>) -> String {
+    compiled.map_or_else(|| STORE.to_owned(), compiled_store_module)
+}
+
+/// The variable store written into a cell without the prelude (`store.rs`).
+const STORE: &str = include_str!("store.rs");
 
 /// The body of a cell's `evcxr_internal_runtime` module where the store is compiled once in
 /// `module` ([`crate::Hooks::compiled_store`]): its names, and the cell's own
@@ -131,8 +133,17 @@ mod tests {
     #[test]
     fn protocol_lines_name_the_wire_constants() {
         assert!(panic_notification_line().contains("\"EVCXR_PANIC_NOTIFICATION\""));
-        assert!(user_error_line().contains("\"EVCXR_ERROR_OCCURRED\""));
         assert!(panic_notification_line().starts_with("    println!("));
+    }
+
+    #[test]
+    fn a_cell_without_the_prelude_gets_the_whole_store() {
+        assert_eq!(store_module(None), STORE);
+        assert!(STORE.contains("pub extern \"C\" fn tchbook_variables("));
+        assert_eq!(
+            store_module(Some("::p::runtime::variables")),
+            compiled_store_module("::p::runtime::variables")
+        );
     }
 
     #[test]

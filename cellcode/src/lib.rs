@@ -15,12 +15,16 @@
 //! - [`names`]: which variables a cell names, and which it only declares again.
 //! - [`probe`]: the type probe's reading of rustc's mismatch diagnostics.
 //! - [`panic`]: what a cell's panic did to the variables it declared.
+//! - `store.rs`: the variable store written into a cell without the prelude
+//!   ([`code::store_module`]).
 
 pub mod code;
 pub mod hooks;
 pub mod names;
 pub mod panic;
 pub mod probe;
+#[cfg(test)]
+mod store_tests;
 
 pub use hooks::{Hook, Hooks};
 pub use names::Names;

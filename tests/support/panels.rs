@@ -35,6 +35,14 @@ pub async fn debug(
     response
 }
 
+/// What JupyterLab's Variables panel asks when it opens: `initialize`, then `inspectVariables`'s
+/// response.
+pub async fn variables(client: &mut Client) -> Value {
+    let initialize = json!({"clientID": "jupyterlab"});
+    debug(client, "initialize", initialize, super::REPLY).await;
+    debug(client, "inspectVariables", json!({}), super::REPLY).await
+}
+
 /// The `usage_reply`'s content.
 pub async fn usage(client: &mut Client, timeout: Duration) -> Value {
     let request = UnknownMessage {

@@ -42,6 +42,22 @@ pub fn keyed(line: &str) -> String {
     keyed_with(line_key().as_deref(), line)
 }
 
+/// A protocol line that shows itself [`keyed`], for generated code that prints a constant with
+/// `{}` (evcxr's `println!("{}", evcxr_internal_runtime::USER_ERROR_OCCURRED)`).
+///
+/// ```
+/// let line = tchbook_wire::Keyed(tchbook_wire::USER_ERROR_OCCURRED);
+/// assert_eq!(line.to_string(), tchbook_wire::keyed("EVCXR_ERROR_OCCURRED"));
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Keyed(pub &'static str);
+
+impl std::fmt::Display for Keyed {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&keyed(self.0))
+    }
+}
+
 /// [`keyed`] with the key given.
 ///
 /// ```

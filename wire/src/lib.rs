@@ -60,7 +60,7 @@ pub mod value;
 pub mod widgets;
 
 pub use key::{
-    MARK, carries_key, keyed, keyed_with, line_key, new_line_key, unkeyed, unkeyed_with,
+    Keyed, MARK, carries_key, keyed, keyed_with, line_key, new_line_key, unkeyed, unkeyed_with,
 };
 pub use panic::{
     Panic, cpp_frames_wanted, install_panic_hook, install_panic_hook_for, payload_text, print_line,

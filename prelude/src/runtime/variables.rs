@@ -19,7 +19,12 @@ use std::any::{Any, TypeId};
 use std::collections::HashMap;
 use std::ffi::c_void;
 
-pub use tchbook_wire::{USER_ERROR_OCCURRED, VARIABLE_CHANGED_TYPE};
+pub use tchbook_wire::VARIABLE_CHANGED_TYPE;
+
+/// The line a cell prints, keyed, when a `?` in it returned an error: evcxr's generated code
+/// prints this constant with `{}`.
+pub const USER_ERROR_OCCURRED: tchbook_wire::Keyed =
+    tchbook_wire::Keyed(tchbook_wire::USER_ERROR_OCCURRED);
 
 /// The variables a notebook has stored, by name, each with its type's name (for the Variables
 /// panel: a `dyn Any` cannot say it).

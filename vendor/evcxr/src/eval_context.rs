@@ -1655,10 +1655,9 @@ impl ContextState {
             self.config.error_fmt.format_trait,
             self.config.error_fmt.format_str,
             if for_analysis {
-                String::new()
+                ""
             } else {
-                // tchbook patch: the line keyed.
-                tchbook_cellcode::code::user_error_line()
+                "println!(\"{}\", evcxr_internal_runtime::USER_ERROR_OCCURRED);"
             }
         ))
     }

@@ -225,12 +225,10 @@ impl ContextState {
     }
 
     /// tchbook patch: the body of a cell's `evcxr_internal_runtime` module: the compiled store's
-    /// names while its crate is a dependency, else evcxr's own store.
+    /// names while its crate is a dependency, else the project's store (change 11).
     pub(super) fn runtime_module(&self) -> String {
-        match self.hook(&self.config.hooks.compiled_store) {
-            Some(store) => tchbook_cellcode::code::compiled_store_module(&store.path),
-            None => include_str!("../evcxr_internal_runtime.rs").to_owned(),
-        }
+        let compiled = self.hook(&self.config.hooks.compiled_store);
+        tchbook_cellcode::code::store_module(compiled.map(|store| store.path.as_str()))
     }
 
     /// tchbook patch: forgets the compiled store unless its crate is a dependency now.
