@@ -14,6 +14,7 @@
 //!   the runner's call, the compiled store's module, restores, forgets).
 //! - [`names`]: which variables a cell names, and which it only declares again.
 //! - [`probe`]: the type probe's reading of rustc's mismatch diagnostics.
+//! - [`origin`]: where each piece of a built cell's source came from.
 //! - [`panic`]: what a cell's panic did to the variables it declared.
 //! - `store.rs`: the variable store written into a cell without the prelude
 //!   ([`code::store_module`]).
@@ -21,6 +22,7 @@
 pub mod code;
 pub mod hooks;
 pub mod names;
+pub mod origin;
 pub mod panic;
 pub mod probe;
 #[cfg(test)]
@@ -28,4 +30,5 @@ mod store_tests;
 
 pub use hooks::{Hook, Hooks};
 pub use names::Names;
+pub use origin::CodeOrigin;
 pub use panic::PanicReport;

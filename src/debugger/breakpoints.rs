@@ -13,6 +13,7 @@ use super::{PATIENCE, Session};
 use serde_json::{Value, json};
 use std::path::Path;
 use std::sync::Arc;
+use tchbook_cellcode::CodeOrigin;
 
 impl Session {
     /// `setBreakpoints`: kept for the cell's file; passed on for each crate built for the
@@ -90,19 +91,14 @@ impl Session {
 
     /// A cell built for the debugger is about to load: where its crate's lines came from is
     /// kept, and the breakpoints on them go to gdb, which places them as its library loads.
-    /// `earlier` is the earlier cells' code the crate holds again (evcxr's items), traced by
-    /// its text to the cells' files in the folder JupyterLab and the kernel dump them to.
-    pub(crate) fn cell_built(
-        &self,
-        source: &Path,
-        user_lines: &[Option<usize>],
-        earlier: &[(usize, &str)],
-    ) {
+    /// The earlier cells' code the crate holds again (evcxr's items) is traced by its text to
+    /// the cells' files in the folder JupyterLab and the kernel dump them to.
+    pub(crate) fn cell_built(&self, source: &Path, segments: &[(CodeOrigin, &str)]) {
         let path = source.to_string_lossy().into_owned();
         let own: Arc<str> = Arc::from(path.as_str());
         let built_files = self.state.lock().unwrap().cells.built_files();
         let codes = cell_codes(built_files);
-        let map = cells::line_map(&own, user_lines, earlier, &codes);
+        let map = cells::line_map(&own, segments, &codes);
         let (adapter, arguments) = {
             let mut state = self.state.lock().unwrap();
             state.cells.built(&path, map);

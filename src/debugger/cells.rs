@@ -11,6 +11,7 @@ use serde_json::{Value, json};
 use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::Arc;
+use tchbook_cellcode::CodeOrigin;
 use tchbook_wire::INTERRUPT_POINT;
 
 /// JupyterLab's `hashSeed` (ipykernel's value): any seed works, as long as both sides use it.
@@ -88,38 +89,35 @@ pub(crate) enum Origin {
 /// For each line of a built crate's source (index 0 is line 1), where it came from.
 type LineMap = Vec<Origin>;
 
-/// The line map of a crate built for the cell in `own`: its own lines from evcxr's
-/// `user_lines`; the items earlier cells defined (evcxr emits every item again into each
-/// crate, from the code it was given) traced by their text to the cell that holds it, among
-/// `cells` (file, code; the first that holds it wins).
+/// The line map of a crate built for the cell in `own`, from evcxr's segments (`before_load`):
+/// the cell's own lines; the items earlier cells defined (evcxr emits every item again into
+/// each crate, from the code it was given) traced by their text to the cell that holds it,
+/// among `cells` (file, code; the first that holds it wins).
 pub(crate) fn line_map(
     own: &Arc<str>,
-    user_lines: &[Option<usize>],
-    earlier: &[(usize, &str)],
+    segments: &[(CodeOrigin, &str)],
     cells: &[(Arc<str>, String)],
 ) -> LineMap {
-    let mut map: LineMap = user_lines
-        .iter()
-        .map(|line| match line {
-            Some(line) => Origin::Cell(Arc::clone(own), *line),
-            None => Origin::Generated,
-        })
-        .collect();
-    for (first, code) in earlier {
-        // As the user wrote it: the kernel put interrupt checks into the cell's code, each on
-        // the line of the `{` or `;` it follows (`interrupt_points`).
-        let code = code.replace(INTERRUPT_POINT, "");
-        let code = code.strip_suffix('\n').unwrap_or(&code);
-        let found = cells.iter().find_map(|(file, text)| {
-            let at = text.find(code)?;
-            Some((file, text[..at].matches('\n').count() + 1))
-        });
-        for offset in 0..=code.matches('\n').count() {
-            if let Some(slot) = map.get_mut(first - 1 + offset) {
-                *slot = match found {
+    let mut map = LineMap::new();
+    for (origin, code) in segments {
+        let lines = 0..code.matches('\n').count();
+        match origin {
+            CodeOrigin::Cell(first) => {
+                map.extend(lines.map(|offset| Origin::Cell(Arc::clone(own), first + offset)));
+            }
+            CodeOrigin::Generated => map.extend(lines.map(|_| Origin::Generated)),
+            CodeOrigin::EarlierCell => {
+                // As the user wrote it: the kernel put interrupt checks into the cell's code,
+                // each on the line of the `{` or `;` it follows (`interrupt_points`).
+                let code = code.replace(INTERRUPT_POINT, "");
+                let found = cells.iter().find_map(|(file, text)| {
+                    let at = text.find(code.strip_suffix('\n').unwrap_or(&code))?;
+                    Some((file, text[..at].matches('\n').count() + 1))
+                });
+                map.extend(lines.map(|offset| match found {
                     Some((file, line)) => Origin::Cell(Arc::clone(file), line + offset),
                     None => Origin::Unknown,
-                };
+                }));
             }
         }
     }
@@ -340,8 +338,13 @@ mod tests {
         }
     }
 
+    /// A crate of one-line segments: the cell's line, or generated where `None`.
     fn own(lines: &[Option<usize>]) -> LineMap {
-        line_map(&Arc::from("/c.rs"), lines, &[], &[])
+        let segments: Vec<(CodeOrigin, &str)> = lines
+            .iter()
+            .map(|line| (line.map_or(CodeOrigin::Generated, CodeOrigin::Cell), "x\n"))
+            .collect();
+        line_map(&Arc::from("/c.rs"), &segments, &[])
     }
 
     #[test]
@@ -376,12 +379,15 @@ mod tests {
         let item = format!("fn train(n: i64) -> i64 {{{INTERRUPT_POINT}\n    n * 2\n}}\n");
         // Cell b's crate: line 1 generated, 2-4 the item of cell a, 5 generated, 6 b's line 1;
         // an item whose cell is not known (7) stops the fallback of the generated line after it.
-        let map = line_map(
-            &b,
-            &[None, None, None, None, None, Some(1), None, None],
-            &[(2, item.as_str()), (7, "fn gone() {}\n")],
-            &[(Arc::clone(&a), code_a.to_owned())],
-        );
+        let segments = [
+            (CodeOrigin::Generated, "x\n"),
+            (CodeOrigin::EarlierCell, item.as_str()),
+            (CodeOrigin::Generated, "x\n"),
+            (CodeOrigin::Cell(1), "x\n"),
+            (CodeOrigin::EarlierCell, "fn gone() {}\n"),
+            (CodeOrigin::Generated, "x\n"),
+        ];
+        let map = line_map(&b, &segments, &[(Arc::clone(&a), code_a.to_owned())]);
         assert_eq!(to_cell(&map, 3), Some((Arc::clone(&a), 3)));
         assert_eq!(to_cell(&map, 5), Some((Arc::clone(&a), 4)));
         assert_eq!(to_cell(&map, 6), Some((Arc::clone(&b), 1)));

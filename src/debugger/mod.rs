@@ -35,6 +35,7 @@ use serde_json::{Value, json};
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
+use tchbook_cellcode::CodeOrigin;
 
 /// How long gdb may take to attach: it reads the symbols of the evaluation process and of
 /// every library loaded there (libtorch's are hundreds of megabytes).
@@ -210,16 +211,16 @@ impl Session {
         session: &Arc<Session>,
         code: &str,
         build_dir: &std::path::Path,
-    ) -> impl Fn(&[Option<usize>], &[(usize, &str)]) + use<> {
+    ) -> impl Fn(&[(CodeOrigin, &str)]) + use<> {
         let source = session.cell_source(code);
         tracing::debug!("debugger: the cell builds for {source:?}");
         if let Err(error) = set_debug_source(build_dir, source.as_deref()) {
             tracing::warn!("debugger: {error}");
         }
         let session = Arc::clone(session);
-        move |lines: &[Option<usize>], earlier: &[(usize, &str)]| {
+        move |segments: &[(CodeOrigin, &str)]| {
             if let Some(source) = &source {
-                session.cell_built(source, lines, earlier);
+                session.cell_built(source, segments);
             }
         }
     }

@@ -16,6 +16,7 @@ use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Instant;
+use tchbook_cellcode::CodeOrigin;
 use tchbook_wire::commands::Command::Answer;
 
 /// The panic hook of a process without the prelude: panics as `tchbook_wire` messages on stdout.
@@ -157,8 +158,8 @@ impl State {
         // With the debugger on: the build's debug information, the cell's breakpoints.
         let prepared = Session::prepare_build(&self.debugger, code, &self.build_dir);
         let loading = self.interrupter.clone();
-        let before_load = move |lines: &[Option<usize>], earlier: &[(usize, &str)]| {
-            prepared(lines, earlier);
+        let before_load = move |segments: &[(CodeOrigin, &str)]| {
+            prepared(segments);
             loading.loading();
         };
         // evcxr does not export its `InputRequest` type; the closure's parameter type comes

@@ -353,9 +353,9 @@ pub struct InputRequest {
 
 pub struct EvalCallbacks<'a> {
     pub input_reader: &'a dyn Fn(InputRequest) -> String,
-    /// tchbook patch: called before a built cell loads, with `tchbook::user_lines` and
-    /// `earlier_user_code`: where a debugger puts a breakpoint on a cell's line (change 18).
-    pub before_load: &'a dyn Fn(&[Option<usize>], &[(usize, &str)]),
+    /// tchbook patch: called before a built cell loads, with where each piece of its source
+    /// came from: where a debugger puts a breakpoint on a cell's line (change 18).
+    pub before_load: &'a dyn Fn(&[(tchbook_cellcode::CodeOrigin, &str)]),
 }
 
 fn default_input_reader(_: InputRequest) -> String {
@@ -366,7 +366,7 @@ impl Default for EvalCallbacks<'_> {
     fn default() -> Self {
         EvalCallbacks {
             input_reader: &default_input_reader,
-            before_load: &|_, _| {},
+            before_load: &|_| {},
         }
     }
 }
@@ -724,23 +724,19 @@ impl EvalContext {
         self.write_cargo_toml(state)?;
         let analysis_code = state.analysis_code(user_code.clone());
         // tchbook patch: no type step without a top-level `let`; rustc's probe beside the build,
-        // or before it, then rust-analyzer (changes 2-4).
-        let defines_variables = tchbook_cellcode::names::defines_variables(&code_info.nodes);
-        let mut probed = false;
-        let mut first_result = None;
-        let while_probing = if defines_variables {
+        // else rust-analyzer (changes 2-4).
+        let while_probing = if tchbook_cellcode::names::defines_variables(&code_info.nodes) {
             self.run_while_probing(&user_code, state, phases, callbacks)?
         } else {
-            tchbook::WhileProbing::NotTried
+            tchbook::WhileProbing::Typed
         };
+        let mut probed = !matches!(while_probing, tchbook::WhileProbing::Analyzer);
+        let mut first_result = None;
         if let tchbook::WhileProbing::Ran(outputs) = while_probing {
             return Ok(outputs);
         } else if let tchbook::WhileProbing::BuildFailed(error) = while_probing {
-            probed = true;
             first_result = Some(Err(error));
-        } else if !defines_variables {
-        } else if self.probe_variable_types(state, &user_code)? {
-            probed = true;
+        } else if probed {
         } else if let Err(errors) = self.fix_variable_types(state, analysis_code) {
             let mut check_res = self.check(user_code.clone(), state.clone(), code_info)?;
             if !check_res.is_empty() {
@@ -859,7 +855,7 @@ impl EvalContext {
         }
         phases.phase_complete("Final compile");
         // tchbook patch: the built code's user lines, before its library loads.
-        (callbacks.before_load)(&tchbook::user_lines(&code), &tchbook::earlier_user_code(&code));
+        (callbacks.before_load)(&tchbook::origins(&code));
 
         let output = self.run_and_capture_output(state, &so_file, callbacks)?;
         Ok(ExecutionArtifacts { output })

@@ -3,7 +3,7 @@
 
 use super::*;
 use tchbook_cellcode::probe::{self, Probe};
-use tchbook_cellcode::{Hook, Names, code};
+use tchbook_cellcode::{CodeOrigin, Hook, Names, code};
 
 impl EvalContext {
     /// tchbook patch: `line` unkeyed where it is a protocol line (change 7); else `None`: the
@@ -28,27 +28,6 @@ impl EvalContext {
         None
     }
 
-    /// tchbook patch: the new variables' types from rustc (`tchbook_cellcode::probe`); false
-    /// where the caller must ask rust-analyzer, as before.
-    pub(super) fn probe_variable_types(
-        &mut self,
-        state: &mut ContextState,
-        user_code: &CodeBlock,
-    ) -> Result<bool, Error> {
-        let new_variables = new_variable_names(state);
-        if new_variables.is_empty() {
-            return Ok(true);
-        }
-        let code = state.probe_code(user_code.clone());
-        let errors = self.module.check(&code, &state.config)?;
-        match probe_outcome(&errors, &new_variables) {
-            Probe::Typed(types) => apply_variable_types(state, types),
-            Probe::NeedsAnalyzer => return Ok(false),
-            Probe::Refused(message) => return Err(Error::Message(message)),
-        }
-        Ok(true)
-    }
-
     /// tchbook patch: a cell that defines variables, built and run (its variables stored as
     /// `put_variable::<_>`) while its type probe runs on another thread (change 4).
     pub(super) fn run_while_probing(
@@ -59,12 +38,12 @@ impl EvalContext {
         callbacks: &mut EvalCallbacks,
     ) -> Result<WhileProbing, Error> {
         let new_variables = new_variable_names(state);
-        let Some(checker) = crate::module::parallel_checker(&state.config) else {
-            return Ok(WhileProbing::NotTried);
-        };
         if new_variables.is_empty() {
-            return Ok(WhileProbing::NotTried);
+            return Ok(WhileProbing::Typed);
         }
+        let Some(checker) = crate::module::parallel_checker(&state.config) else {
+            return Ok(WhileProbing::Analyzer);
+        };
         let probe_code = state.probe_code(user_code.clone());
         let mut typed_state = state.clone();
         let typed_user_code = user_code.clone();
@@ -127,7 +106,8 @@ impl EvalContext {
                         apply_variable_types(state, types);
                         Ok(WhileProbing::BuildFailed(error))
                     }
-                    Probe::NeedsAnalyzer | Probe::Refused(_) => Ok(WhileProbing::NotTried),
+                    Probe::NeedsAnalyzer => Ok(WhileProbing::Analyzer),
+                    Probe::Refused(message) => Err(Error::Message(message)),
                 }
             }
             Err(error) => Err(error),
@@ -351,12 +331,14 @@ pub(super) struct CellState {
 
 /// tchbook patch: what `run_while_probing` did.
 pub(super) enum WhileProbing {
-    /// Nothing: the sequential path runs the cell.
-    NotTried,
+    /// The cell defines no variable: no type step.
+    Typed,
     /// The cell ran; its outputs.
     Ran(EvalOutputs),
     /// The build failed; the state has the probe's types, for the sequential loop.
     BuildFailed(Error),
+    /// Nothing: the types are rust-analyzer's to find, before the sequential loop.
+    Analyzer,
 }
 
 /// tchbook patch: the variables a cell defines.
@@ -403,31 +385,13 @@ pub(super) fn probed_type_failed(error: &CompilationError) -> bool {
         && probe::blames_probed_type(top_level["code"].as_str())
 }
 
-/// tchbook patch: for each line of `code` (index 0 is line 1), the user's line it came from,
-/// `None` for generated code (change 18).
-pub(super) fn user_lines(code: &CodeBlock) -> Vec<Option<usize>> {
-    let mut lines = Vec::new();
-    for segment in &code.segments {
-        let start = match &segment.kind {
-            CodeKind::OriginalUserCode(meta) => Some(meta.start_line),
-            _ => None,
-        };
-        let count = segment.code.matches('\n').count();
-        lines.extend((0..count).map(|offset| start.map(|line| line + offset)));
-    }
-    lines
-}
-
-/// tchbook patch: the earlier cells' code `code` holds again (the items evcxr emits into every
-/// crate), by the line each segment starts on (from 1) (change 18).
-pub(super) fn earlier_user_code(code: &CodeBlock) -> Vec<(usize, &str)> {
-    let mut line = 1;
-    let mut found = Vec::new();
-    for segment in &code.segments {
-        if segment.kind == CodeKind::OtherUserCode {
-            found.push((line, segment.code.as_str()));
-        }
-        line += segment.code.matches('\n').count();
-    }
-    found
+/// tchbook patch: each segment of `code`, in order, with where it came from (change 18).
+pub(super) fn origins(code: &CodeBlock) -> Vec<(CodeOrigin, &str)> {
+    let origin = |kind: &CodeKind| match kind {
+        CodeKind::OriginalUserCode(meta) => CodeOrigin::Cell(meta.start_line),
+        CodeKind::OtherUserCode => CodeOrigin::EarlierCell,
+        _ => CodeOrigin::Generated,
+    };
+    let segments = code.segments.iter();
+    segments.map(|segment| (origin(&segment.kind), segment.code.as_str())).collect()
 }
