@@ -35,8 +35,9 @@ pub struct Hooks {
     /// environment, the flush): about half of a trivial cell's rustc time (~110 ms with it,
     /// ~65 ms through the runner, on a 2-core machine). Code: [`crate::code::run_through`].
     pub cell_runner: Option<Hook>,
-    /// The variable store's module: evcxr's `evcxr_internal_runtime.rs` names
-    /// (`VariableStore` with `put_variable`, `check_variable`, `take_variable`,
+    /// The variable store's module: the names of the store a cell otherwise carries
+    /// (`store.rs`, evcxr's `evcxr_internal_runtime.rs` with the kernel's additions:
+    /// `VariableStore` with `put_variable`, `check_variable`, `take_variable`,
     /// `forget_variable`, `lazy_arc`; `create_variable_store`; `USER_ERROR_OCCURRED`,
     /// `VARIABLE_CHANGED_TYPE`) and `walk_variables` with `tchbook_variables`' signature.
     /// evcxr writes the store into every cell that has variables: 8 ms of a trivial cell's

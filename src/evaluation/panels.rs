@@ -77,9 +77,10 @@ fn from_the_kernel(stream: &UnixStream) -> bool {
 /// functions its library brings.
 pub(super) fn after_cell(library: &libloading::Library, store: *mut c_void) {
     STORE.store(store, Ordering::SeqCst);
-    // SAFETY: the symbols have the types their definitions give them (evcxr_internal_runtime.rs,
-    // the prelude's `panels` module, both spelled in `tchbook_wire::panels`); the cells'
-    // libraries are never unloaded, so the pointers stay valid.
+    // SAFETY: the symbols have the types their definitions give them (the stores' walk, in
+    // tchbook_cellcode's `store.rs` and the prelude, and the prelude's `panels` module, all
+    // spelled in `tchbook_wire::panels`); the cells' libraries are never unloaded, so the
+    // pointers stay valid.
     unsafe {
         if let Ok(walk) = library.get::<WalkStore>(b"tchbook_variables") {
             WALK_STORE.store(*walk as *mut c_void, Ordering::SeqCst);

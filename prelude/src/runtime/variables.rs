@@ -9,7 +9,8 @@
 //! `tchbook_variables` that calls [`walk_variables`], while the prelude is a dependency from the
 //! evaluation process's start (vendor/README.md, change 14).
 //!
-//! The contract is evcxr's `evcxr_internal_runtime.rs`: the same names ([`VariableStore`] with
+//! The contract is the store evcxr writes into a cell (`evcxr_internal_runtime.rs`, as the
+//! kernel's `tchbook_cellcode` crate extends it in `store.rs`): the same names ([`VariableStore`] with
 //! `put_variable`, `check_variable`, `take_variable`, `forget_variable`, `lazy_arc`;
 //! [`create_variable_store`]; the two line constants), the same lines printed. What a cell
 //! instantiates per variable type is only a `Box::new`, a `TypeId` and a downcast; the map's
