@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from debugger_client import Debugger, gdb_dir
 from hosted_notebook import KERNEL
 from wheel_venv import build_wheel, pinned, venv_with_wheel
 
@@ -35,3 +36,14 @@ def hosted(tmp_path_factory, wheel) -> dict:
     env = hosted["env"]
     env["JUPYTER_PATH"] = os.pathsep.join(p for p in [str(specs), env.get("JUPYTER_PATH", "")] if p)
     return dict(hosted, jupyter_path=specs)
+
+
+@pytest.fixture
+def debugger():
+    d = Debugger(env={"PATH": gdb_dir() + os.pathsep + os.environ["PATH"]})
+    try:
+        reply = d.run("1")
+        assert reply["status"] == "ok", reply
+        yield d
+    finally:
+        d.close()
