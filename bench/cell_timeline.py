@@ -21,7 +21,8 @@ from pathlib import Path
 
 sys.dont_write_bytecode = True
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-import kernels as kb  # noqa: E402
+import kernel_session as ks  # noqa: E402
+from process_tree import process_tree  # noqa: E402
 
 LINE = re.compile(r"^(?:\[pid\s+)?(\d+)\]?\s+(\d+\.\d+) (.*)$")
 
@@ -52,7 +53,7 @@ def main():
     p.add_argument("--runs", type=int, default=3)
     p.add_argument("--first", action="store_true",
                    help="trace the first tch cell of a fresh kernel instead of --code")
-    p.add_argument("--tchbook", type=Path, default=kb.ROOT / "target" / "release" / "tchbook")
+    p.add_argument("--tchbook", type=Path, default=ks.ROOT / "target" / "release" / "tchbook")
     p.add_argument("--evcxr", type=Path, default=Path.home() / ".cache/tchbook/evcxr/bin/evcxr_jupyter")
     p.add_argument("--evcxr-tmpdir", type=Path,
                    default=Path.home() / ".cache" / "tchbook" / "bench" / "evcxr-tmpdir")
@@ -64,9 +65,9 @@ def main():
         tmp = Path(tmpname)
         runtime = tmp / "runtime"
         runtime.mkdir()
-        kernels, ksm = kb.kernel_specs(args, tmp)
+        kernels, ksm = ks.kernel_specs(args, tmp)
         k = kernels[args.kernel]
-        s = kb.Session(ksm, k, runtime)
+        s = ks.Session(ksm, k, runtime)
         try:
             s.start(args.timeout)
             if args.first:
@@ -78,7 +79,7 @@ def main():
                 s.execute(args.code, args.timeout)
             for run in range(args.runs):
                 trace = tmp / f"trace-{run}"
-                pids = kb.process_tree(s.pid)
+                pids = process_tree(s.pid)
                 st = subprocess.Popen(["strace", "-f", "-ttt", "-e", "trace=execve,exit_group",
                                        "-o", str(trace)] + sum((["-p", str(x)] for x in pids), []),
                                       stderr=subprocess.DEVNULL)

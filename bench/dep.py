@@ -34,7 +34,7 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
-import kernels as kb  # noqa: E402
+import kernel_session as ks  # noqa: E402
 
 # crate: (its requirement, an expression that uses it, what the expression's text must contain)
 CRATES = {
@@ -72,7 +72,7 @@ def cargo_build(pkg, target):
 def kernel_cell(ksm, kernel, runtime, crate, timeout):
     """Seconds for the crate's `:dep` cell in a fresh kernel, start excluded."""
     requirement, expression, expected = CRATES[crate]
-    session = kb.Session(ksm, kernel, runtime)
+    session = ks.Session(ksm, kernel, runtime)
     try:
         session.start(timeout)
         idle, _, value, out = session.execute(f":dep {crate} = {requirement}\n{expression}", timeout)
@@ -117,12 +117,12 @@ def main():
         for version in (user_cache / "build").glob("*"):
             shutil.copytree(version, cache / "build" / version.name, symlinks=True,
                             ignore=lambda d, names: ["slots"] if Path(d) == version else [])
-        tchbook = kb.tchbook_kernel("tchbook", args.tchbook, {"TCHBOOK_CACHE_DIR": str(cache)}, tmp)
+        tchbook = ks.tchbook_kernel("tchbook", args.tchbook, {"TCHBOOK_CACHE_DIR": str(cache)}, tmp)
         kernels = {"tchbook": tchbook}
         # The copy's prelude sits at another path, so cargo builds the prelude's own crates once
         # more in the first kernel's build folder: done here, untimed, by one trivial cell.
-        prep = kb.write_specs(tmp / "kernels-prep", kernels)
-        session = kb.Session(prep, tchbook, runtime)
+        prep = ks.write_specs(tmp / "kernels-prep", kernels)
+        session = ks.Session(prep, tchbook, runtime)
         try:
             session.start(args.timeout)
             session.execute("1 + 1", args.timeout)
@@ -134,10 +134,10 @@ def main():
             evcxr_dir.mkdir()
             if args.evcxr:
                 ns = argparse.Namespace(kernels=["evcxr"], evcxr=args.evcxr, evcxr_tmpdir=evcxr_dir)
-                evcxr_kernels, _ = kb.kernel_specs(ns, tmp / f"spec-{crate}")
+                evcxr_kernels, _ = ks.kernel_specs(ns, tmp / f"spec-{crate}")
                 # The same cell as tchbook's, in evcxr's kernel without tch.
                 kernels["evcxr"] = evcxr_kernels["evcxr"]
-            ksm = kb.write_specs(tmp / f"kernels-{crate}", kernels)
+            ksm = ks.write_specs(tmp / f"kernels-{crate}", kernels)
             target = tmp / f"cargo-target-{crate}"
             sides = {"cargo build": lambda i: cargo_build(
                 cargo_package(tmp / f"cargo-{crate}-{i}", f"depbench{i}", crate), target)}

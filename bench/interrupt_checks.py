@@ -24,7 +24,7 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
-import kernels as kb  # noqa: E402
+import kernel_session as ks  # noqa: E402
 
 INTEGER_LOOP = """{
     let start = std::time::Instant::now();
@@ -53,7 +53,7 @@ def alternated(ksm, specs, runtime, cells, args, setup=None):
     times = {name: {cell: [] for cell in cells} for name in names}
     try:
         for name in names:
-            s = kb.Session(ksm, specs[name], runtime)
+            s = ks.Session(ksm, specs[name], runtime)
             sessions[name] = s
             s.start(args.timeout)
             if setup:
@@ -65,7 +65,7 @@ def alternated(ksm, specs, runtime, cells, args, setup=None):
             for name in turn:
                 for cell, code in cells.items():
                     times[name][cell].append(loop_seconds(sessions[name], code, args.timeout))
-            kb.log(f"turn {rep + 1}/{args.reps}: " + ", ".join(
+            ks.log(f"turn {rep + 1}/{args.reps}: " + ", ".join(
                 f"{name} {cell} {times[name][cell][-1]:.3f} s" for name in names for cell in cells))
     finally:
         for s in sessions.values():
@@ -77,7 +77,7 @@ def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--out", type=Path, required=True)
     p.add_argument("--reps", type=int, default=5)
-    p.add_argument("--tchbook", type=Path, default=kb.ROOT / "target" / "release" / "tchbook")
+    p.add_argument("--tchbook", type=Path, default=ks.ROOT / "target" / "release" / "tchbook")
     p.add_argument("--timeout", type=float, default=600)
     p.add_argument("--no-cifar", action="store_true", help="the integer loops only")
     args = p.parse_args()
@@ -88,12 +88,12 @@ def main():
         tmp = Path(tmpname)
         runtime = tmp / "runtime"
         runtime.mkdir()
-        specs = {name: kb.tchbook_kernel(name, args.tchbook, env, tmp) for name, env in SIDES.items()}
-        ksm = kb.write_specs(tmp / "kernels", specs)
+        specs = {name: ks.tchbook_kernel(name, args.tchbook, env, tmp) for name, env in SIDES.items()}
+        ksm = ks.write_specs(tmp / "kernels", specs)
         names = list(SIDES)
         cells = {"integer": INTEGER_LOOP}
         if not args.no_cifar:
-            cells["cifar"] = (kb.CELLS / "tchbook_cifar.rs").read_text()
+            cells["cifar"] = (ks.CELLS / "tchbook_cifar.rs").read_text()
         times = alternated(ksm, specs, runtime, cells, args)
         times_opt = alternated(ksm, specs, runtime, {"integer-opt2": INTEGER_LOOP}, args, setup=":opt 2")
         for name in names:
@@ -112,7 +112,7 @@ def main():
     print("| loop | with checks | without | ratio |\n| --- | ---: | ---: | ---: |")
     for cell, row in rows.items():
         print(f"| {cell} | {row['checks']:.3f} s | {row['no_checks']:.3f} s | {row['ratio']:.3f} |")
-    kb.log(f"wrote {args.out}")
+    ks.log(f"wrote {args.out}")
 
 
 if __name__ == "__main__":

@@ -17,7 +17,7 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
-import kernels as kb  # noqa: E402
+import kernel_session as ks  # noqa: E402
 
 CELLS = {
     "loop": "let mut n = 0u64;\nloop { n = n.wrapping_add(1); }",
@@ -73,14 +73,14 @@ def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--out", type=Path, required=True)
     p.add_argument("--reps", type=int, default=5)
-    p.add_argument("--tchbook", type=Path, default=kb.ROOT / "target" / "release" / "tchbook")
+    p.add_argument("--tchbook", type=Path, default=ks.ROOT / "target" / "release" / "tchbook")
     p.add_argument("--timeout", type=float, default=120)
     args = p.parse_args()
     results = {"reps": args.reps, "started": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "cells": {}}
-    with kb.bench_dirs() as (tmp, runtime):
-        spec = kb.tchbook_kernel("tchbook", args.tchbook, {"TCHBOOK_INTERRUPT_GRACE": "60"}, tmp)
-        ksm = kb.write_specs(tmp / "kernels", {"tchbook": spec})
-        session = kb.Session(ksm, spec, runtime)
+    with ks.bench_dirs() as (tmp, runtime):
+        spec = ks.tchbook_kernel("tchbook", args.tchbook, {"TCHBOOK_INTERRUPT_GRACE": "60"}, tmp)
+        ksm = ks.write_specs(tmp / "kernels", {"tchbook": spec})
+        session = ks.Session(ksm, spec, runtime)
         try:
             session.start(args.timeout)
             session.execute("let kept = 41;", args.timeout)
@@ -93,7 +93,7 @@ def main():
                         raise RuntimeError(f"{name}: {ename}, kept + 1 = {value!r}")
                     times.append(took)
                 results["cells"][name] = {"median": statistics.median(times), "max": max(times), "all": times}
-                kb.log(f"{name}: median {statistics.median(times) * 1000:.0f} ms, max {max(times) * 1000:.0f} ms")
+                ks.log(f"{name}: median {statistics.median(times) * 1000:.0f} ms, max {max(times) * 1000:.0f} ms")
         finally:
             session.stop()
     results["ended"] = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())

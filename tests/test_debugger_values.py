@@ -2,12 +2,11 @@
 read and expand as the Variables panel shows them between cells (the prelude's line and fields,
 had by gdb's printers in the stopped process), inside a `Vec` and a model's layer too, without
 the adapter announcing the calls as a resume; a local whose tensor was dropped costs only its own
-line. The client and the kernel are `test_debugger`'s."""
+line. The client and the kernel are tests/debugger_client.py's, the `debugger` fixture
+conftest.py's."""
 from __future__ import annotations
 
 import pytest
-
-from test_debugger import debugger  # noqa: F401 (the fixture)
 
 
 def test_a_stopped_cells_tensors_read_as_the_variables_panel_shows_them(debugger):

@@ -18,7 +18,7 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
-import kernels as kb  # noqa: E402
+import kernel_session as ks  # noqa: E402
 
 CELLS = {
     "channel ping-pong, 20,000 round trips":
@@ -50,20 +50,20 @@ def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--baseline", type=Path, required=True)
     p.add_argument("--baseline-cache", type=Path, help="TCHBOOK_CACHE_DIR of the baseline kernel")
-    p.add_argument("--tchbook", type=Path, default=kb.ROOT / "target" / "release" / "tchbook")
+    p.add_argument("--tchbook", type=Path, default=ks.ROOT / "target" / "release" / "tchbook")
     p.add_argument("--reps", type=int, default=10)
     p.add_argument("--timeout", type=float, default=300)
     p.add_argument("--out", type=Path)
     args = p.parse_args()
     results = {"reps": args.reps, "started": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "cells": {}}
-    with kb.bench_dirs() as (tmp, runtime):
+    with ks.bench_dirs() as (tmp, runtime):
         base_env = {"TCHBOOK_CACHE_DIR": str(args.baseline_cache)} if args.baseline_cache else {}
         specs = {
-            "baseline": kb.tchbook_kernel("baseline", args.baseline, base_env, tmp),
-            "tchbook": kb.tchbook_kernel("tchbook", args.tchbook, {}, tmp),
+            "baseline": ks.tchbook_kernel("baseline", args.baseline, base_env, tmp),
+            "tchbook": ks.tchbook_kernel("tchbook", args.tchbook, {}, tmp),
         }
-        ksm = kb.write_specs(tmp / "kernels", specs)
-        sessions = {name: kb.Session(ksm, spec, runtime) for name, spec in specs.items()}
+        ksm = ks.write_specs(tmp / "kernels", specs)
+        sessions = {name: ks.Session(ksm, spec, runtime) for name, spec in specs.items()}
         try:
             for session in sessions.values():
                 session.start(args.timeout)
@@ -81,7 +81,7 @@ def main():
                 row["min_ratio"] = row["min"]["tchbook"] / row["min"]["baseline"]
                 row["all"] = times
                 results["cells"][name] = row
-                kb.log(f"{name}: baseline {row['baseline'] * 1000:.1f} ms, this {row['tchbook'] * 1000:.1f} ms, "
+                ks.log(f"{name}: baseline {row['baseline'] * 1000:.1f} ms, this {row['tchbook'] * 1000:.1f} ms, "
                        f"{row['ratio']:.3f}x")
         finally:
             for session in sessions.values():
