@@ -28,7 +28,7 @@
 //!   kernel sets.
 //! - `evaluation`: the evaluation process, the role that loads and runs the cells and holds the
 //!   notebook's variables: its loop, its command pipe, its stdin, the guards around each cell and
-//!   the panels socket, and the blocking calls (sleep, read, write, wait) an interrupt ends on the
+//!   the side channel, and the blocking calls (sleep, read, write, wait) an interrupt ends on the
 //!   cells' thread.
 //! - `role`: which of its roles (kernel, evaluation process, cargo front end, rustc wrapper,
 //!   linker) this binary plays, decided once at the top of `main`.
@@ -38,8 +38,10 @@
 //! - [`launch`]: `tchbook launch`, the kernel launcher Enterprise Gateway and gateway_provisioners
 //!   start in a pod, a container or on a remote host, and the kernelspecs that make them do so.
 //! - [`download`]: `tchbook download`, the real data sets where the prelude's loaders look.
-//! - `panels` and `usage`: what JupyterLab's Variables and Kernel Usage panels show: the
-//!   evaluation process's answers on a socket of its own, and the process tree's CPU and memory.
+//! - `side_channel`: the kernel's end of the evaluation process's side channel, which carries
+//!   what JupyterLab's Variables and Kernel Usage panels show and the front end's comm messages,
+//!   answered while a cell runs.
+//! - `usage`: the process tree's CPU and memory, for the Kernel Usage panel.
 //!
 //! `tests/layers.rs` fails on an import cycle between these modules, and on the engine, display
 //! or transport importing what the list above says they know nothing of.
@@ -83,8 +85,8 @@ mod display;
 mod evaluation;
 mod history;
 mod interrupt_points;
-mod panels;
 mod role;
+mod side_channel;
 mod syntax;
 mod usage;
 

@@ -15,12 +15,12 @@
 //! - `wait`: runs until interrupted, then ends as the prelude's `interrupt::check()` does, with
 //!   a `KeyboardInterrupt` panic;
 //! - `sleep MS`;
-//! - `let NAME TYPE = VALUE`: a variable, as its panels socket reports it (`fake_panels`);
+//! - `let NAME TYPE = VALUE`: a variable, as its side channel reports it (`fake_side_channel`);
 //! - `widget ID VALUE`: opens an IntSlider's comm; `set ID VALUE`: changes its value from the
 //!   cell; `close ID`; `await-value ID VALUE`: runs until the front end set the value (or an
-//!   interrupt), then prints `saw VALUE` (`fake_panels` keeps the widgets).
+//!   interrupt), then prints `saw VALUE` (`fake_side_channel` keeps the widgets).
 
-use crate::fake_panels::{self, FakeStore};
+use crate::fake_side_channel::{self, FakeStore};
 use crate::support::Client;
 use crossbeam_channel::bounded;
 use jupyter_protocol::ConnectionInfo;
@@ -50,7 +50,7 @@ pub struct FakeEngine {
     requests: std::sync::mpsc::Sender<String>,
     events: mpsc::UnboundedReceiver<Event>,
     interrupter: FakeInterrupter,
-    panels: std::path::PathBuf,
+    side_channel: std::path::PathBuf,
 }
 
 impl FakeEngine {
@@ -62,7 +62,7 @@ impl FakeEngine {
         let store = FakeStore::default();
         store.print_callbacks_to(events.clone());
         let busy = interrupter.clone();
-        let panels = fake_panels::serve(store.clone(), move || busy.running());
+        let side_channel = fake_side_channel::serve(store.clone(), move || busy.running());
         let running = interrupter.clone();
         std::thread::spawn(move || {
             for code in queue {
@@ -84,7 +84,7 @@ impl FakeEngine {
             requests,
             events: receiver,
             interrupter,
-            panels,
+            side_channel,
         }
     }
 }
@@ -109,8 +109,8 @@ impl Evaluator for FakeEngine {
         self.events.try_recv().ok()
     }
 
-    fn panels_socket(&self) -> Option<std::path::PathBuf> {
-        Some(self.panels.clone())
+    fn side_channel(&self) -> Option<std::path::PathBuf> {
+        Some(self.side_channel.clone())
     }
 
     /// Offers `compute_thing` for the identifier that ends at `position`, as the engine

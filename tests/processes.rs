@@ -152,12 +152,12 @@ async fn the_side_channel_has_no_file_and_answers_only_its_kernel() {
     let environ = std::fs::read(format!("/proc/{}/environ", evaluation[0])).unwrap();
     let address = environ
         .split(|&b| b == 0)
-        .find_map(|entry| entry.strip_prefix(b"TCHBOOK_PANELS_SOCKET="))
+        .find_map(|entry| entry.strip_prefix(b"TCHBOOK_SIDE_CHANNEL="))
         .map(|address| String::from_utf8_lossy(address).into_owned())
         .expect("the evaluation process's socket");
     assert!(address.starts_with('@'), "{address}");
     // Another process of the same user connects, and asks as the kernel does.
-    let stream = tchbook_wire::panels::connect(address.as_ref()).expect("connects");
+    let stream = tchbook_wire::side_channel::connect(address.as_ref()).expect("connects");
     stream
         .set_read_timeout(Some(Duration::from_secs(5)))
         .unwrap();
@@ -203,7 +203,7 @@ async fn the_side_channel_has_no_file_and_answers_only_its_kernel() {
         .filter(|e| {
             e.file_name()
                 .to_string_lossy()
-                .contains(&format!("panels-{pid}"))
+                .contains(&format!("side-channel-{pid}"))
         })
         .collect();
     assert!(left.is_empty(), "{left:?}");

@@ -7,7 +7,7 @@
 //! compiles tch.
 
 mod fake_engine;
-mod fake_panels;
+mod fake_side_channel;
 mod support;
 // The prelude's import scan, which checks the kernel's layers too.
 #[path = "../prelude/tests/layer_scan.rs"]

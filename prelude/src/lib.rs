@@ -43,9 +43,9 @@
 //! 5. [`device`] (over `cuda`), [`models`] (over `torch_nn`).
 //! 6. [`data`] (loaders use `cuda` for pinned memory; downloads show `progress`).
 //! 7. [`train`] (over `data` and `device`), and the [`prelude`] that re-exports all of it.
-//! 8. `panels`: what JupyterLab's Variables and Kernel Usage panels show, and the front end's
-//!    widget messages, over all of the above (the evaluation process's runtime calls it; no
-//!    cell does).
+//! 8. `side_channel`: the prelude's answers on the kernel's side channel (what JupyterLab's
+//!    Variables and Kernel Usage panels show, the front end's widget messages), over all of the
+//!    above (the evaluation process calls it; no cell does).
 //!
 //! The data set catalog and downloads are the `tchbook-fetch` crate's (shared with the kernel's
 //! `tchbook download`); the line messages to the kernel are `tchbook-wire`'s.
@@ -59,11 +59,11 @@ pub mod device;
 pub mod display;
 pub mod interrupt;
 pub mod models;
-mod panels;
 pub mod plot;
 pub mod progress;
 pub mod pyrepr;
 pub mod runtime;
+mod side_channel;
 mod sys;
 #[cfg(feature = "tensorboard")]
 pub mod tensorboard;

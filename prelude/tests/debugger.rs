@@ -6,7 +6,7 @@ use crate::widgets::call;
 use std::any::Any;
 use std::ffi::{CStr, c_char, c_void};
 use tchbook_prelude::prelude::*;
-use tchbook_wire::panels::{Answer, Entry, Field, Request, Variable};
+use tchbook_wire::side_channel::{Answer, Entry, Field, Request, Variable};
 
 unsafe extern "C" {
     /// The prelude's entry point for the kernel's gdb printers.

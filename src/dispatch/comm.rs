@@ -6,7 +6,7 @@
 //! are open is the prelude's to say (one table, in the process that holds the models):
 //! `comm_info_request` asks it, so a reloaded page restores its widgets, and a restarted
 //! evaluation process has none. The front end's side (a slider moved, `request_state`, a closed widget) is passed
-//! to the evaluation process on its panels socket as it arrives, while a cell runs too, and
+//! to the evaluation process on its side channel as it arrives, while a cell runs too, and
 //! whatever the prelude answers (an `echo_update`, the state asked for) is published in reply.
 //!
 //! A `comm_open` from the front end for a target the prelude does not serve is closed at once,
@@ -21,7 +21,7 @@ use jupyter_protocol::{
 };
 use std::collections::HashMap;
 use std::time::Duration;
-use tchbook_wire::panels::{Answer, CommType, Request};
+use tchbook_wire::side_channel::{Answer, CommType, Request};
 use tchbook_wire::widgets;
 
 /// How long a front end's comm message waits for the evaluation process: it answers from a
@@ -41,7 +41,7 @@ pub(crate) fn publish(iopub: &IoPub, comm: Comm, parent: &JupyterMessage) {
 /// where it does not answer (starting, restarting, gone: it then holds none the front end can
 /// use).
 pub(super) async fn comm_info_request(shared: &Shared, request: &CommInfoRequest) -> CommInfoReply {
-    let open = match shared.panels.client.ask(&Request::Comms, PATIENCE).await {
+    let open = match shared.side_channel.ask(&Request::Comms, PATIENCE).await {
         Some(Answer::Comms { comms }) => comms,
         other => {
             tracing::info!("comm_info_request: no list of comms ({other:?})");
@@ -187,7 +187,7 @@ async fn comm_close(shared: &Shared, close: &CommClose) {
 /// The evaluation process's answer to a comm request: the messages to publish, or `None`
 /// (logged) when it does not know the comm or did not answer.
 async fn ask(shared: &Shared, request: &Request) -> Option<Vec<tchbook_wire::Message>> {
-    match shared.panels.client.ask(request, PATIENCE).await {
+    match shared.side_channel.ask(request, PATIENCE).await {
         Some(Answer::Comm { messages }) => Some(messages),
         Some(Answer::Error { message }) => {
             tracing::info!("comm: {message}");

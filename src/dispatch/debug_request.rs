@@ -23,7 +23,7 @@ use jupyter_protocol::{DebugReply, DebugRequest, JupyterMessage, UnknownMessage}
 use serde_json::{Map, Value, json};
 use std::sync::Arc;
 use std::time::Duration;
-use tchbook_wire::panels::{Answer, Request, Variable};
+use tchbook_wire::side_channel::{Answer, Request, Variable};
 
 /// How long the variables may take (a few small tensors' statistics).
 const VARIABLES_PATIENCE: Duration = Duration::from_secs(3);
@@ -213,8 +213,7 @@ async fn inspect_variables(shared: &Shared, stopped: bool) -> Vec<Value> {
         Some(Answer::Busy)
     } else {
         shared
-            .panels
-            .client
+            .side_channel
             .ask(&Request::Variables, VARIABLES_PATIENCE)
             .await
     };
@@ -290,8 +289,7 @@ async fn rich_inspect_variables(shared: &Shared, name: &str) -> Option<Value> {
     }
     let text = |text: String| json!({"data": {"text/plain": text}, "metadata": {}});
     let answer = shared
-        .panels
-        .client
+        .side_channel
         .ask(
             &Request::Rich {
                 name: name.to_owned(),

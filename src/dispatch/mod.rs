@@ -31,6 +31,7 @@ pub use kernel_info_request::Facts;
 pub(crate) use panels::PanelsState;
 pub(crate) use shell::Shell;
 
+use crate::side_channel::SideChannel;
 use crate::transport::IoPub;
 use jupyter_protocol::{JupyterMessage, Status};
 use std::sync::{Arc, Mutex};
@@ -45,6 +46,8 @@ pub(crate) struct Shared {
     pub(crate) shutdown: UnboundedSender<bool>,
     /// JupyterLab's Variables and Kernel Usage panels (`debug_request`, `usage_request`).
     pub(crate) panels: Arc<PanelsState>,
+    /// The evaluation process's side channel: the panels' values, comm messages, open comms.
+    pub(crate) side_channel: SideChannel,
 }
 
 impl Shared {

@@ -1,17 +1,13 @@
-//! What the control loop keeps for JupyterLab's panels between requests: the client of the
-//! evaluation process's panels socket, the debugger's state and the last variables, and the
-//! usage meter's previous sample.
+//! What the control loop keeps for JupyterLab's panels between requests: the debugger's state
+//! and the last variables, and the usage meter's previous sample.
 
 use crate::debugger::Session;
-use crate::panels::PanelsClient;
 use crate::usage::UsageMeter;
-use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
-use tchbook_wire::panels::Variable;
+use tchbook_wire::side_channel::Variable;
 
 /// Shared by the control loop's handlers (`debug_request`, `usage_request`).
 pub(crate) struct PanelsState {
-    pub(super) client: PanelsClient,
     pub(super) debugger: Mutex<Debugger>,
     /// Breakpoints, stepping and the adapter (shared with the engine).
     pub(super) session: Arc<Session>,
@@ -19,10 +15,9 @@ pub(crate) struct PanelsState {
 }
 
 impl PanelsState {
-    /// The state of a kernel whose evaluation process listens at `socket`.
-    pub(crate) fn new(socket: Option<PathBuf>, session: Arc<Session>) -> PanelsState {
+    /// The state of a kernel whose debugger is `session`.
+    pub(crate) fn new(session: Arc<Session>) -> PanelsState {
         PanelsState {
-            client: PanelsClient::new(socket),
             session,
             debugger: Mutex::new(Debugger::default()),
             usage: Mutex::new(UsageMeter::default()),

@@ -7,7 +7,7 @@ use super::Shared;
 use crate::usage::ProcessUsage;
 use jupyter_protocol::{JupyterMessage, UnknownMessage};
 use std::time::Duration;
-use tchbook_wire::panels::{Answer, Request};
+use tchbook_wire::side_channel::{Answer, Request};
 
 /// How long the GPUs may take: NVML answers in milliseconds, and the panel waits 10 s for all.
 const GPU_PATIENCE: Duration = Duration::from_secs(3);
@@ -19,12 +19,7 @@ pub(super) async fn usage_request(shared: &Shared, message: &JupyterMessage) -> 
         .lock()
         .unwrap()
         .measure(std::process::id());
-    let gpus = match shared
-        .panels
-        .client
-        .ask(&Request::Usage, GPU_PATIENCE)
-        .await
-    {
+    let gpus = match shared.side_channel.ask(&Request::Usage, GPU_PATIENCE).await {
         Some(Answer::Usage { gpus }) => gpus,
         _ => Vec::new(),
     };

@@ -42,9 +42,9 @@ pub trait Evaluator: Send + 'static {
         std::sync::Arc::default()
     }
 
-    /// The Unix socket on which the evaluation process answers for JupyterLab's panels
-    /// (`tchbook_wire::panels`), if it has one.
-    fn panels_socket(&self) -> Option<std::path::PathBuf> {
+    /// The address of the evaluation process's side channel (`tchbook_wire::side_channel`), if
+    /// it has one.
+    fn side_channel(&self) -> Option<std::path::PathBuf> {
         None
     }
 

@@ -5,7 +5,7 @@ use std::process::Child;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
-use tchbook_wire::panels::{Answer, Request};
+use tchbook_wire::side_channel::{Answer, Request};
 
 /// Interrupts the running cell: SIGINT to the evaluation process first (the prelude turns it
 /// into a `KeyboardInterrupt` panic at the next check, keeping every variable), SIGKILL after
@@ -157,16 +157,16 @@ impl Interrupter {
     }
 }
 
-/// Whether the evaluation process says no cell runs there any more, asked on its panels socket
+/// Whether the evaluation process says no cell runs there any more, asked on its side channel
 /// (a Variables request is answered `busy` while a cell runs): the cell stopped, and the kernel
 /// is still busy after it (naming its variables' types, say), which is no reason to lose them.
 /// No answer within a second counts as running.
 fn cell_has_ended() -> bool {
     use std::io::{BufRead, Write};
-    let Some(path) = std::env::var_os(tchbook_wire::env::PANELS_SOCKET) else {
+    let Some(path) = std::env::var_os(tchbook_wire::env::SIDE_CHANNEL) else {
         return false;
     };
-    let Ok(stream) = tchbook_wire::panels::connect(&path) else {
+    let Ok(stream) = tchbook_wire::side_channel::connect(&path) else {
         return false;
     };
     let patience = Some(Duration::from_secs(1));

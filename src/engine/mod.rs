@@ -259,8 +259,8 @@ impl Evaluator for Engine {
     }
 
     /// The evaluation process inherits the socket's name from the kernel's set-up.
-    fn panels_socket(&self) -> Option<PathBuf> {
-        std::env::var_os(tchbook_wire::env::PANELS_SOCKET).map(PathBuf::from)
+    fn side_channel(&self) -> Option<PathBuf> {
+        std::env::var_os(tchbook_wire::env::SIDE_CHANNEL).map(PathBuf::from)
     }
 
     /// For Rust, the cell as evcxr wraps it, with the notebook's variables and items; evcxr's

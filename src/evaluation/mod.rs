@@ -15,8 +15,9 @@
 //!   cell ended) gets end-of-file.
 //! - `guards`: what a cell may break and the next cell needs: fds 0, 1 and 2 put back after a
 //!   cell that closed or replaced them; whether a cell runs, which the panels and stdin read.
-//! - `panels`: the socket on which the kernel asks for what JupyterLab's Variables and Kernel
-//!   Usage panels show, and passes on the front end's comm messages.
+//! - `side_channel`: the socket on which the kernel asks for what JupyterLab's Variables and
+//!   Kernel Usage panels show, and passes on the front end's comm messages and asks for the open
+//!   comms.
 //!
 //! - the `tchbook-waits` crate (shared with exported programs): the blocking calls an interrupt
 //!   ends (sleep, read, write, wait), the binary's own definitions of glibc's, whose `read` hands
@@ -30,7 +31,7 @@ pub(crate) use cells::CELLS_THREAD_NAME;
 mod commands;
 mod futex;
 mod guards;
-mod panels;
+mod side_channel;
 mod stdin;
 
 use cells::{CellFunction, CellsThread, Outcome};
@@ -54,7 +55,7 @@ pub(crate) fn run() -> ! {
     };
     guards::install_sigint_handler();
     allow_the_debugger();
-    panels::start();
+    side_channel::start();
     let loads = commands::start(commands);
     let mut store: *mut c_void = std::ptr::null_mut();
     let mut libraries = Vec::new();
@@ -121,7 +122,7 @@ fn load_and_run(
     // SAFETY: evcxr generates the function with this signature.
     let cell = *unsafe { loaded.get::<CellFunction>(function.as_bytes()) }?;
     // What the store holds before the cell, for naming what a held cell keeps.
-    let before = panels::stored_names();
+    let before = side_channel::stored_names();
     let guard = guards::CellGuard::begin();
     stdin::cell_begins();
     let outcome = cells.run(cell, store);
@@ -129,7 +130,7 @@ fn load_and_run(
         Outcome::Returned(returned) => returned,
         Outcome::Held => store,
     };
-    panels::after_cell(&loaded, returned);
+    side_channel::after_cell(&loaded, returned);
     guard.end();
     stdin::cell_ends();
     match outcome {
@@ -144,7 +145,7 @@ fn load_and_run(
 /// Tells the kernel (through evcxr, on stdout) that the cell ended at the user's interrupt and
 /// which variables its thread keeps: those that were in the store before it and are not now.
 fn say_what_the_held_cell_keeps(before: &[String]) {
-    let after = panels::stored_names();
+    let after = side_channel::stored_names();
     let mut out = std::io::stdout().lock();
     let report = tchbook_wire::Message::Panic(tchbook_wire::Panic {
         message: tchbook_wire::report::INTERRUPTED.to_owned(),

@@ -37,7 +37,8 @@ pub async fn serve<E: Evaluator>(
         iopub: sockets.iopub.clone(),
         facts: Arc::new(Mutex::new(facts)),
         shutdown: shutdown_tx,
-        panels: Arc::new(PanelsState::new(engine.panels_socket(), engine.debugger())),
+        panels: Arc::new(PanelsState::new(engine.debugger())),
+        side_channel: crate::side_channel::SideChannel::new(engine.side_channel()),
     };
     tokio::spawn(dispatch::run_control(
         sockets.control,

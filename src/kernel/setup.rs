@@ -41,7 +41,7 @@ pub(super) unsafe fn setup() -> Setup {
     // SAFETY: one thread, as this function's caller promises (# Safety).
     unsafe { crate::cellbuild::setup::set_for_build(libtorch.as_ref().ok(), &build.dir) };
     // SAFETY: one thread, as this function's caller promises (# Safety).
-    unsafe { panels_socket() };
+    unsafe { side_channel_address() };
     let rustc = rustc_version();
     let facts = Facts {
         rustc_version: rustc.version,
@@ -69,16 +69,16 @@ pub(super) unsafe fn setup() -> Setup {
     }
 }
 
-/// The panels socket's address, in the environment the evaluation process inherits.
+/// The side channel's address, in the environment the evaluation process inherits.
 ///
 /// # Safety
 /// Writes this process's environment: call it only while the process has one thread.
-unsafe fn panels_socket() {
+unsafe fn side_channel_address() {
     // SAFETY: one thread, as this function's caller promises (# Safety).
     unsafe {
         std::env::set_var(
-            tchbook_wire::env::PANELS_SOCKET,
-            crate::panels::new_address(),
+            tchbook_wire::env::SIDE_CHANNEL,
+            crate::side_channel::new_address(),
         )
     };
 }

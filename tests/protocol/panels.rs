@@ -1,10 +1,10 @@
 //! JupyterLab's panels on the fake engine: the debugger's requests as the Variables panel
 //! sends them (`debug_request`), and `usage_request`, each answered on control with ipykernel's
-//! shapes, from the fake's panels socket (`fake_panels`).
+//! shapes, from the fake's side channel (`fake_side_channel`).
 
 use super::{SOON, run, types};
 use crate::fake_engine::FakeKernel;
-use crate::fake_panels::fake_gpu;
+use crate::fake_side_channel::fake_gpu;
 use crate::support::panels::{debug, named, usage};
 use jupyter_protocol::{ExecuteRequest, JupyterMessageContent, KernelInfoRequest};
 use serde_json::{Value, json};

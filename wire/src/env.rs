@@ -65,11 +65,12 @@ pub const PRELUDE_STATE: &str = "TCHBOOK_PRELUDE_STATE";
 /// time it starts, and inherited by its evaluation process; set by an exported notebook's runner
 /// for itself. Read by every writer and reader of the line protocol.
 pub const LINE_KEY: &str = "TCHBOOK_LINE_KEY";
-/// The Unix socket on which the evaluation process answers the kernel's requests for
-/// JupyterLab's panels ([`crate::panels`]). Set by the kernel to `@` and a name in the abstract
-/// socket namespace ([`crate::panels::connect`]); read by the evaluation process, which serves
-/// it.
-pub const PANELS_SOCKET: &str = "TCHBOOK_PANELS_SOCKET";
+/// The side channel: the Unix socket on which the evaluation process answers the kernel's
+/// requests beside the cell's output ([`crate::side_channel`]: the Variables and Kernel Usage
+/// panels' values, the front end's comm messages, the open comms). Set by the kernel to `@` and
+/// a name in the abstract socket namespace ([`crate::side_channel::connect`]); read by the
+/// evaluation process, which serves it.
+pub const SIDE_CHANNEL: &str = "TCHBOOK_SIDE_CHANNEL";
 /// When set, the prelude's `runtime::attach` leaves fds 1 and 2 alone (no stdout/stderr pump).
 pub const NO_PUMP: &str = "TCHBOOK_NO_PUMP";
 /// A base URL that replaces the data sets' canonical download locations; read by the

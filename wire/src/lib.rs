@@ -21,7 +21,7 @@
 //!
 //! The comm messages are the evaluation process's half of Jupyter's comms (ipywidgets, whose
 //! models live in the prelude: [`widgets`]); the front end's half reaches the evaluation process
-//! on the panels socket ([`panels::Request::Comm`]), even while a cell runs. Between cells the
+//! on the side channel ([`side_channel::Request::Comm`]), even while a cell runs. Between cells the
 //! kernel still reads these lines (a widget's callback runs then), and keeps any other output
 //! for the next cell.
 //!
@@ -52,10 +52,10 @@
 pub mod commands;
 pub mod env;
 pub mod key;
-pub mod panels;
 mod panic;
 pub mod record;
 pub mod report;
+pub mod side_channel;
 pub mod value;
 pub mod widgets;
 

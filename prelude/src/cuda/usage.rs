@@ -11,7 +11,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::thread::JoinHandle;
 use std::time::Duration;
-pub use tchbook_wire::panels::{Allocator, Gpu};
+pub use tchbook_wire::side_channel::{Allocator, Gpu};
 
 /// (domain, bus, device) on the PCI bus.
 type PciLocation = (u32, u32, u32);

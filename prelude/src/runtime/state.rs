@@ -38,7 +38,7 @@ pub(crate) struct Shared {
     /// evcxr's `:types` for std values.
     pub(crate) plain_types: AtomicBool,
     /// The widgets' registry (`crate::widgets`), set once by the first copy that opens a widget:
-    /// a comm opened by one cell's copy must be found by the copy the panels socket calls.
+    /// a comm opened by one cell's copy must be found by the copy the side channel calls.
     /// Untyped because this layer is below the widgets'.
     pub(crate) widgets: AtomicPtr<c_void>,
 }

@@ -1,6 +1,6 @@
 //! The callback thread: where every widget's listeners run (`on_change`, `on_click`,
 //! `interact`'s closure), one at a time, in the order their changes arrived, never on the
-//! panels socket's thread and never inside the cell.
+//! side channel's thread and never inside the cell.
 
 use std::sync::mpsc::{Sender, channel};
 use std::sync::{Mutex, PoisonError};

@@ -1,14 +1,14 @@
-//! The front end's half of the protocol: a comm request from the kernel (the panels socket's
+//! The front end's half of the protocol: a comm request from the kernel (the side channel's
 //! `Request::Comm`), answered at once with the comm messages the kernel publishes in reply.
 //!
-//! This runs on the panels socket's thread, at any time, a cell running or not: it applies a
+//! This runs on the side channel's thread, at any time, a cell running or not: it applies a
 //! state change to the model (so a loop reading the value sees it at its next read), and
 //! leaves the user's callbacks to the callback thread.
 
 use super::model::registry;
 use crate::runtime::Message;
 use serde_json::{Map, Value};
-use tchbook_wire::panels::{Answer, CommType};
+use tchbook_wire::side_channel::{Answer, CommType};
 use tchbook_wire::widgets;
 
 /// The comms open in this process, by id, with their targets: every open model's, and the

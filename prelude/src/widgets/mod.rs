@@ -30,7 +30,7 @@
 //! whether or not a variable still names it. Outside a kernel (`cargo test`, an exported
 //! program) nothing is opened and showing prints the text form.
 //!
-//! The front end's messages reach the evaluation process on the kernel's panels socket, whose
+//! The front end's messages reach the evaluation process on the kernel's side channel, whose
 //! thread applies them at once, even while a cell runs: a loop that reads `lr.value()` each
 //! step sees the slider moved the moment the message arrives, with no cell boundary. That
 //! thread answers an `update` with an `echo_update` (as ipywidgets 8 does), a `request_state`

@@ -2,7 +2,7 @@
 //! by `close`), its listeners, and the process-wide registry of open models the front end's
 //! messages are answered from.
 //!
-//! Two threads besides the cell's touch a model: the panels socket's thread, which applies the
+//! Two threads besides the cell's touch a model: the side channel's thread, which applies the
 //! front end's updates the moment they arrive (so a loop reading a value sees them), and the one
 //! callback thread, which runs the listeners those updates queue. Nothing runs user code while
 //! holding a model's lock or the registry's. A model's messages to the front end (open, update,

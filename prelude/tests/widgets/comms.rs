@@ -13,7 +13,7 @@ use tchbook_prelude::display::show;
 use tchbook_prelude::prelude::*;
 use tchbook_prelude::runtime;
 use tchbook_wire::Message;
-use tchbook_wire::panels::{Answer, CommType};
+use tchbook_wire::side_channel::{Answer, CommType};
 use tchbook_wire::widgets::{CONTROL_TARGET, TARGET};
 
 const COMM_CHILD: &str = "widgets::comms::comm_child";

@@ -8,7 +8,7 @@ use std::ffi::c_void;
 use tchbook_prelude::prelude::*;
 use tchbook_prelude::runtime;
 use tchbook_wire::Message;
-use tchbook_wire::panels::{Answer, Entry, Request};
+use tchbook_wire::side_channel::{Answer, Entry, Request};
 use tchbook_wire::widgets::VIEW_MIME;
 
 const SHOW_CHILD: &str = "widgets::display::show_child";

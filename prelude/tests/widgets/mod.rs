@@ -12,13 +12,13 @@ mod spec;
 
 use serde_json::{Map, Value, json};
 use std::ffi::c_void;
-use tchbook_wire::panels::{Answer, CommType, Entry, Request};
+use tchbook_wire::side_channel::{Answer, CommType, Entry, Request};
 use tchbook_wire::widgets::{PROTOCOL_VERSION, TARGET};
 use tchbook_wire::{Message, PREFIX};
 
 unsafe extern "C" {
-    /// The prelude's entry point for the kernel's panels socket (`tchbook_wire::panels`).
-    fn tchbook_prelude_panels(
+    /// The prelude's entry point for the kernel's side channel (`tchbook_wire::side_channel`).
+    fn tchbook_prelude_answer(
         request: *const u8,
         request_len: usize,
         entries: *const Entry,
@@ -42,7 +42,7 @@ pub(crate) fn call(request: &Request, entries: &[Entry]) -> Answer {
     // SAFETY: the request is `len` bytes; the entries point to live `Box<dyn Any>`s; `keep`
     // writes into `answer`.
     unsafe {
-        tchbook_prelude_panels(
+        tchbook_prelude_answer(
             request.as_ptr(),
             request.len(),
             entries.as_ptr(),

@@ -14,7 +14,7 @@ use std::any::Any;
 use std::collections::{BTreeMap, HashMap};
 use tch::nn::VarStore;
 use tch::{Device, Kind, Tensor};
-use tchbook_wire::panels::Field;
+use tchbook_wire::side_channel::Field;
 
 /// The longest value line, in characters.
 const LINE: usize = 120;
@@ -249,7 +249,7 @@ impl<T: std::fmt::Debug + 'static> ItemText for T {
         match any.downcast_ref::<Tensor>() {
             Some(t) => ("Tensor".to_owned(), tensor_line(t)),
             None => (
-                tchbook_wire::panels::short_type_name(std::any::type_name::<T>()),
+                tchbook_wire::side_channel::short_type_name(std::any::type_name::<T>()),
                 clip(&format!("{self:?}")),
             ),
         }

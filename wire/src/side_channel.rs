@@ -1,10 +1,13 @@
-//! What the kernel asks the evaluation process for JupyterLab's panels (the debugger's Variables
-//! panel, jupyter-resource-usage's Kernel Usage), and the answers.
+//! The side channel: what the kernel asks the evaluation process beside the cell's output, and
+//! the answers. It carries the values JupyterLab's panels show (the debugger's Variables panel,
+//! jupyter-resource-usage's Kernel Usage), the front end's comm messages to the prelude's
+//! widgets, and the list of open comms.
 //!
-//! These do not travel on the cell's stdout: the evaluation process serves them on a Unix
-//! socket of its own ([`crate::env::PANELS_SOCKET`], one request per connection, one JSON line
-//! each way; [`connect`] and [`bind`] say where it is), from a thread of the vendored evcxr runtime, so that a request is answered while
-//! the kernel is idle without compiling anything, and GPU memory is answered while a cell runs.
+//! None of these travel on the cell's stdout: the evaluation process serves them on a Unix
+//! socket of its own ([`crate::env::SIDE_CHANNEL`], one request per connection, one JSON line
+//! each way; [`connect`] and [`bind`] say where it is), from a thread of its own, so that a
+//! request is answered while the kernel is idle without compiling anything, and GPU memory and
+//! comm messages are answered while a cell runs.
 //! Variables are read only between cells: while a cell runs they are out of evcxr's store (in
 //! the cell's locals), and the answer is [`Answer::Busy`].
 //!
@@ -26,7 +29,7 @@
 //! the kernel asks for them ([`Request::Comms`]) to answer a `comm_info_request`.
 //!
 //! The runtime reads the variables from evcxr's store and hands them, each as `Box<dyn Any>` with
-//! its type's name, to the prelude's `tchbook_prelude_panels` ([`Entry`]), which knows tensors,
+//! its type's name, to the prelude's `tchbook_prelude_answer` ([`Entry`]), which knows tensors,
 //! var stores and std values; without the prelude the runtime answers with names and types.
 
 use serde::{Deserialize, Serialize};
@@ -168,7 +171,7 @@ pub struct Allocator {
     pub peak: u64,
 }
 
-/// One variable as the runtime hands it to the prelude's `tchbook_prelude_panels`, across a C
+/// One variable as the runtime hands it to the prelude's `tchbook_prelude_answer`, across a C
 /// function call between two separately built libraries (the kernel binary and the cells'):
 /// the name and type name as UTF-8, and the value as a pointer to the `Box<dyn Any>` evcxr's
 /// store holds, which only the cells' code (which made it) and the prelude (built with them, by
@@ -183,10 +186,10 @@ pub struct Entry {
     pub value: *const std::ffi::c_void,
 }
 
-/// The prelude's entry point, `tchbook_prelude_panels`: the request's JSON, the variables
+/// The prelude's entry point, `tchbook_prelude_answer`: the request's JSON, the variables
 /// (none for [`Request::Usage`], or while a cell runs), and where to write the answer's JSON
 /// (`answer(context, bytes, len)`, called once).
-pub type PreludePanels = unsafe extern "C" fn(
+pub type PreludeAnswer = unsafe extern "C" fn(
     request: *const u8,
     request_len: usize,
     entries: *const Entry,
@@ -195,10 +198,10 @@ pub type PreludePanels = unsafe extern "C" fn(
     context: *mut std::ffi::c_void,
 );
 
-/// The symbol of [`PreludePanels`], which the runtime looks up in the cells' libraries.
-pub const PRELUDE_PANELS_SYMBOL: &str = "tchbook_prelude_panels";
+/// The symbol of [`PreludeAnswer`], which the runtime looks up in the cells' libraries.
+pub const PRELUDE_ANSWER_SYMBOL: &str = "tchbook_prelude_answer";
 
-/// A connection to the side channel at `address` ([`crate::env::PANELS_SOCKET`]'s value): `@name`
+/// A connection to the side channel at `address` ([`crate::env::SIDE_CHANNEL`]'s value): `@name`
 /// is a name in Linux's abstract socket namespace, which the kernel uses (no file: nothing is
 /// left behind when a kernel is killed, and no file mode or umask decides who connects; the
 /// evaluation process answers only its kernel, by the connecting process's credentials);
@@ -226,7 +229,7 @@ fn socket_address(address: &std::ffi::OsStr) -> std::io::Result<std::os::unix::n
 /// `Vec<Tensor>`.
 ///
 /// ```
-/// use tchbook_wire::panels::short_type_name;
+/// use tchbook_wire::side_channel::short_type_name;
 /// assert_eq!(short_type_name("alloc::vec::Vec<tch::wrappers::tensor::Tensor>"), "Vec<Tensor>");
 /// assert_eq!(short_type_name("(f64, std::collections::hash::map::HashMap<alloc::string::String, i32>)"),
 ///            "(f64, HashMap<String, i32>)");

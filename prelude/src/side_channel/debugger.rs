@@ -8,7 +8,7 @@ use super::summary;
 use std::any::Any;
 use tch::Tensor;
 use tch::nn::VarStore;
-use tchbook_wire::panels::Variable;
+use tchbook_wire::side_channel::Variable;
 
 /// What [`tchbook_prelude_debugger_value`] describes: a `Tensor`.
 const TENSOR: u32 = 0;

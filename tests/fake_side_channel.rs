@@ -1,5 +1,5 @@
-//! The fake engine's evaluation process as JupyterLab's panels see it: a panels socket
-//! (`tchbook_wire::panels`) served on a thread of the test process, answering from the
+//! The fake engine's evaluation process as the kernel's side channel sees it: a socket
+//! (`tchbook_wire::side_channel`) served on a thread of the test process, answering from the
 //! variables the fake's cells defined (`let NAME TYPE = VALUE`), `busy` while a fake cell runs,
 //! one made-up GPU, and widgets (`widget ID VALUE`) answering the front end's comm messages at
 //! any time, as the prelude's do.
@@ -11,7 +11,7 @@ use std::os::unix::net::UnixListener;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use tchbook::engine::Event;
-use tchbook_wire::panels::{Allocator, Answer, CommType, Field, Gpu, Request, Variable};
+use tchbook_wire::side_channel::{Allocator, Answer, CommType, Field, Gpu, Request, Variable};
 use tchbook_wire::{Message, widgets};
 use tokio::sync::mpsc;
 
@@ -246,11 +246,11 @@ pub fn fake_gpu() -> Gpu {
 /// Serves the socket at a fresh path; `running` says whether a fake cell runs.
 pub fn serve(store: FakeStore, running: impl Fn() -> bool + Send + 'static) -> PathBuf {
     let dir = tempfile::Builder::new()
-        .prefix("tchbook-fake-panels-")
+        .prefix("tchbook-fake-side-channel-")
         .tempdir()
         .unwrap()
         .keep();
-    let path = dir.join("panels.sock");
+    let path = dir.join("side-channel.sock");
     let listener = UnixListener::bind(&path).unwrap();
     std::thread::spawn(move || {
         for stream in listener.incoming().flatten() {

@@ -1,11 +1,11 @@
-//! What JupyterLab's panels show of a notebook: each variable's one-line value and fields (the
-//! debugger's Variables panel), a variable's rich view ("Render variable"), and GPU usage (the
-//! Kernel Usage panel); and the front end's messages to the prelude's widgets, which the same
-//! socket carries ([`crate::widgets`]).
+//! The prelude's answers on the kernel's side channel (`tchbook_wire::side_channel`): what
+//! JupyterLab's panels show of a notebook (each variable's one-line value and fields for the
+//! debugger's Variables panel, a variable's rich view for "Render variable", GPU usage for the
+//! Kernel Usage panel), and the front end's messages to the prelude's widgets
+//! ([`crate::widgets`]).
 //!
-//! The kernel asks the evaluation process on a socket of its own (`tchbook_wire::panels`); the
-//! vendored evcxr runtime serves it and calls [`tchbook_prelude_panels`] with evcxr's stored
-//! variables, each a `Box<dyn Any>`, between cells. One file per job: `summary.rs` (the line and
+//! The evaluation process serves the channel and calls [`tchbook_prelude_answer`] with the
+//! notebook's stored variables, each a `Box<dyn Any>`, between cells. One file per job: `summary.rs` (the line and
 //! the fields of each type this prelude knows), `rich.rs` (rich views, the tensor heat map),
 //! `debugger.rs` (the same line and fields of a stopped cell's tensor or var store, for the
 //! kernel's debugger).
@@ -16,9 +16,9 @@ mod summary;
 
 use std::any::Any;
 use std::ffi::c_void;
-use tchbook_wire::panels::{Answer, Entry, Request, Variable, short_type_name};
+use tchbook_wire::side_channel::{Answer, Entry, Request, Variable, short_type_name};
 
-/// The evaluation process's runtime calls this with a request of `tchbook_wire::panels`
+/// The evaluation process's runtime calls this with a request of `tchbook_wire::side_channel`
 /// (JSON), the stored variables and where to write the answer (JSON). Not for cells.
 ///
 /// # Safety
@@ -26,7 +26,7 @@ use tchbook_wire::panels::{Answer, Entry, Request, Variable, short_type_name};
 /// `Box<dyn Any>`s of evcxr's store, made by cells built with this prelude, valid for the call,
 /// with no cell running.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn tchbook_prelude_panels(
+pub unsafe extern "C" fn tchbook_prelude_answer(
     request: *const u8,
     request_len: usize,
     entries: *const Entry,
@@ -76,7 +76,7 @@ fn respond(request: &[u8], entries: &[Entry]) -> String {
     let mut stored: Vec<Stored> = entries
         .iter()
         .map(|e| {
-            // SAFETY: `tchbook_prelude_panels`'s contract: UTF-8 names (the store's `String`s and
+            // SAFETY: `tchbook_prelude_answer`'s contract: UTF-8 names (the store's `String`s and
             // `type_name`s) and a `Box<dyn Any>` behind `value`.
             unsafe {
                 Stored {

@@ -1,6 +1,6 @@
-//! The panels socket. The kernel asks this process, on the Unix socket named in
-//! `TCHBOOK_PANELS_SOCKET`, for what JupyterLab's Variables and Kernel Usage panels show
-//! (`tchbook_wire::panels`): one request per connection, one JSON line each way, served by a
+//! The side channel. The kernel asks this process, on the Unix socket named in
+//! `TCHBOOK_SIDE_CHANNEL`, for what JupyterLab's Variables and Kernel Usage panels show
+//! (`tchbook_wire::side_channel`): one request per connection, one JSON line each way, served by a
 //! thread of its own, so nothing is compiled and the cell's stdout carries nothing. The socket
 //! has a name in the abstract namespace, not a file, so anyone could connect: a connection is
 //! answered only when it comes from the kernel that started this process (its parent, by the
@@ -11,7 +11,7 @@
 //! cell's start takes (`super::guards::running`), and a request while a cell runs is answered
 //! `busy`; GPU usage and the front end's comm messages (the prelude's widgets) are answered at
 //! any time. Each cell's library that has variables carries evcxr's `tchbook_variables`, which
-//! walks the store; the prelude (in the cells' dependencies) exports `tchbook_prelude_panels`,
+//! walks the store; the prelude (in the cells' dependencies) exports `tchbook_prelude_answer`,
 //! which turns each value (the store's `Box<dyn Any>`) into its summary. Both are C functions
 //! looked up after each cell, so this binary and the cells, built by different compilers, share
 //! no Rust types. A kernel without the prelude still gets each variable's name and type.
@@ -21,8 +21,8 @@ use std::io::{BufRead, BufReader, Write};
 use std::os::unix::net::UnixStream;
 use std::sync::atomic::{AtomicPtr, Ordering};
 use std::time::Duration;
-use tchbook_wire::panels::{
-    Answer, Entry, PRELUDE_PANELS_SYMBOL, PreludePanels, Request, Variable, short_type_name,
+use tchbook_wire::side_channel::{
+    Answer, Entry, PRELUDE_ANSWER_SYMBOL, PreludeAnswer, Request, Variable, short_type_name,
 };
 
 type Visit = extern "C" fn(*mut c_void, *const u8, usize, *const u8, usize, *const c_void);
@@ -32,19 +32,19 @@ type WalkStore = extern "C" fn(*const c_void, Visit, *mut c_void);
 static STORE: AtomicPtr<c_void> = AtomicPtr::new(std::ptr::null_mut());
 /// The last `tchbook_variables` found in a cell's library ([`WalkStore`]).
 static WALK_STORE: AtomicPtr<c_void> = AtomicPtr::new(std::ptr::null_mut());
-/// `tchbook_prelude_panels` ([`PreludePanels`]), once a cell links the prelude.
+/// `tchbook_prelude_answer` ([`PreludeAnswer`]), once a cell links the prelude.
 static PRELUDE: AtomicPtr<c_void> = AtomicPtr::new(std::ptr::null_mut());
 
 /// Binds the socket the kernel named, if it named one, and serves it on a thread.
 pub(super) fn start() {
-    let Some(path) = std::env::var_os(tchbook_wire::env::PANELS_SOCKET) else {
+    let Some(path) = std::env::var_os(tchbook_wire::env::SIDE_CHANNEL) else {
         return;
     };
-    let Ok(listener) = tchbook_wire::panels::bind(&path) else {
+    let Ok(listener) = tchbook_wire::side_channel::bind(&path) else {
         return;
     };
     let _ = std::thread::Builder::new()
-        .name("tchbook-panels".to_owned())
+        .name("tchbook-side-channel".to_owned())
         .spawn(move || {
             for stream in listener.incoming().flatten() {
                 serve(stream);
@@ -79,13 +79,13 @@ pub(super) fn after_cell(library: &libloading::Library, store: *mut c_void) {
     STORE.store(store, Ordering::SeqCst);
     // SAFETY: the symbols have the types their definitions give them (the stores' walk, in
     // tchbook_cellcode's `store.rs` and the prelude, and the prelude's `panels` module, all
-    // spelled in `tchbook_wire::panels`); the cells' libraries are never unloaded, so the
+    // spelled in `tchbook_wire::side_channel`); the cells' libraries are never unloaded, so the
     // pointers stay valid.
     unsafe {
         if let Ok(walk) = library.get::<WalkStore>(b"tchbook_variables") {
             WALK_STORE.store(*walk as *mut c_void, Ordering::SeqCst);
         }
-        if let Ok(prelude) = library.get::<PreludePanels>(PRELUDE_PANELS_SYMBOL.as_bytes()) {
+        if let Ok(prelude) = library.get::<PreludeAnswer>(PRELUDE_ANSWER_SYMBOL.as_bytes()) {
             PRELUDE.store(*prelude as *mut c_void, Ordering::SeqCst);
         }
     }
@@ -233,10 +233,10 @@ fn prelude(request: &str, entries: &[Entry]) -> Option<String> {
         return None;
     }
     let mut answer: Option<String> = None;
-    // SAFETY: `function` is a `PreludePanels` (`after_cell`), which catches its own panics; the
+    // SAFETY: `function` is a `PreludeAnswer` (`after_cell`), which catches its own panics; the
     // entries point into the store, which no cell touches meanwhile.
     unsafe {
-        let function: PreludePanels = std::mem::transmute(function);
+        let function: PreludeAnswer = std::mem::transmute(function);
         function(
             request.as_ptr(),
             request.len(),

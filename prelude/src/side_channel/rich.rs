@@ -8,7 +8,7 @@ use crate::display::{Bundle, Render, encode_png};
 use std::any::Any;
 use tch::nn::VarStore;
 use tch::{Kind, Tensor};
-use tchbook_wire::panels::Variable;
+use tchbook_wire::side_channel::Variable;
 
 use base64::Engine;
 use serde_json::{Map, Value};
