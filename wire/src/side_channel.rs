@@ -28,9 +28,10 @@
 //! and the kernel closes a `comm_open` it answers so. The open comms are the prelude's alone:
 //! the kernel asks for them ([`Request::Comms`]) to answer a `comm_info_request`.
 //!
-//! The runtime reads the variables from evcxr's store and hands them, each as `Box<dyn Any>` with
-//! its type's name, to the prelude's `tchbook_prelude_answer` ([`Entry`]), which knows tensors,
-//! var stores and std values; without the prelude the runtime answers with names and types.
+//! The evaluation process reads the variables from evcxr's store and hands them, each as
+//! `Box<dyn Any>` with its type's name, to the prelude's `tchbook_prelude_answer` ([`Entry`]),
+//! which knows tensors, var stores and std values; without the prelude it answers with names
+//! and types.
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
@@ -171,11 +172,11 @@ pub struct Allocator {
     pub peak: u64,
 }
 
-/// One variable as the runtime hands it to the prelude's `tchbook_prelude_answer`, across a C
-/// function call between two separately built libraries (the kernel binary and the cells'):
-/// the name and type name as UTF-8, and the value as a pointer to the `Box<dyn Any>` evcxr's
-/// store holds, which only the cells' code (which made it) and the prelude (built with them, by
-/// the same rustc) read.
+/// One variable as the evaluation process hands it to the prelude's `tchbook_prelude_answer`,
+/// across a C function call between two separately built libraries (the kernel binary and the
+/// cells'): the name and type name as UTF-8, and the value as a pointer to the `Box<dyn Any>`
+/// evcxr's store holds, which only the cells' code (which made it) and the prelude (built with
+/// them, by the same rustc) read.
 #[repr(C)]
 #[derive(Debug, Clone, Copy)]
 pub struct Entry {
@@ -198,7 +199,8 @@ pub type PreludeAnswer = unsafe extern "C" fn(
     context: *mut std::ffi::c_void,
 );
 
-/// The symbol of [`PreludeAnswer`], which the runtime looks up in the cells' libraries.
+/// The symbol of [`PreludeAnswer`], which the evaluation process looks up in the cells'
+/// libraries.
 pub const PRELUDE_ANSWER_SYMBOL: &str = "tchbook_prelude_answer";
 
 /// A connection to the side channel at `address` ([`crate::env::SIDE_CHANNEL`]'s value): `@name`

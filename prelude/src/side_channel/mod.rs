@@ -45,7 +45,7 @@ pub unsafe extern "C" fn tchbook_prelude_answer(
             },
         )
     };
-    // A panic must not unwind into the runtime (a C caller): it becomes an error answer.
+    // A panic must not unwind into the evaluation process (a C caller): it becomes an error answer.
     let line = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| respond(request, entries)))
         .unwrap_or_else(|_| {
             Answer::Error {

@@ -728,7 +728,7 @@ impl EvalContext {
         let while_probing = if tchbook_cellcode::names::defines_variables(&code_info.nodes) {
             self.run_while_probing(&user_code, state, phases, callbacks)?
         } else {
-            tchbook::WhileProbing::Typed
+            tchbook::WhileProbing::NoVariables
         };
         let mut probed = !matches!(while_probing, tchbook::WhileProbing::Analyzer);
         let mut first_result = None;

@@ -39,7 +39,7 @@ impl EvalContext {
     ) -> Result<WhileProbing, Error> {
         let new_variables = new_variable_names(state);
         if new_variables.is_empty() {
-            return Ok(WhileProbing::Typed);
+            return Ok(WhileProbing::NoVariables);
         }
         let Some(checker) = crate::module::parallel_checker(&state.config) else {
             return Ok(WhileProbing::Analyzer);
@@ -332,7 +332,7 @@ pub(super) struct CellState {
 /// tchbook patch: what `run_while_probing` did.
 pub(super) enum WhileProbing {
     /// The cell defines no variable: no type step.
-    Typed,
+    NoVariables,
     /// The cell ran; its outputs.
     Ran(EvalOutputs),
     /// The build failed; the state has the probe's types, for the sequential loop.
