@@ -73,11 +73,8 @@ extern "C" fn collect(
 #[test]
 fn the_variables_panel_walks_each_name_with_its_type() {
     let store = create_variable_store();
-    // SAFETY: `create_variable_store` returns a valid, owned store, dropped at the end.
-    let owned = unsafe { Box::from_raw(store) };
-    let mut owned = owned;
-    owned.put_variable("v", vec![1_i32]);
-    let store = Box::into_raw(owned);
+    // SAFETY: `create_variable_store` returns a valid store, owned here until the end.
+    unsafe { (*store).put_variable("v", vec![1_i32]) };
     let mut seen: Vec<(String, String)> = Vec::new();
     tchbook_variables(store, collect, &mut seen as *mut _ as *mut c_void);
     tchbook_variables(
