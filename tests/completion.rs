@@ -194,3 +194,33 @@ async fn inspect_shows_the_type_of_a_variable() {
     let text = serde_json::to_string(&reply.data).unwrap();
     assert!(text.contains("Vec<u32>"), "{text}");
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_command_line_is_completed_with_commands_and_the_code_after_it_with_rust() {
+    let mut kernel = Kernel::start().await;
+    kernel.run_ok("let numbers: Vec<u32> = vec![1, 2];").await;
+    // Commands come before a cell's Rust (evcxr reads none after it).
+    let code = ":timing\n:de";
+    let reply = complete(&mut kernel, code).await;
+    assert!(
+        reply.matches.iter().any(|m| m == ":dep"),
+        "{:?}",
+        reply.matches
+    );
+    assert!(
+        reply.matches.iter().all(|m| m.starts_with(":de")),
+        "{:?}",
+        reply.matches
+    );
+    let start = code.chars().count() - ":de".len();
+    assert_eq!((reply.cursor_start, reply.cursor_end), (start, start + 3));
+    assert_eq!(kind_of(&reply, ":dep").as_deref(), Some("magic"));
+
+    // Rust below a command line is Rust's to complete.
+    let reply = complete(&mut kernel, ":timing\nnumbers.le").await;
+    assert!(
+        reply.matches.iter().any(|m| m == "len"),
+        "{:?}",
+        reply.matches
+    );
+}

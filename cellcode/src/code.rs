@@ -31,8 +31,30 @@ pub fn panic_notification_line() -> String {
 /// cell.
 pub const FLUSH_STDOUT: &str = "{ use std::io::Write as _; let _ = std::io::stdout().flush(); }";
 
-/// evcxr's `evcxr_send_text_plain` (a final value's text when it has no `evcxr_display`), with
-/// its two block lines keyed.
+/// evcxr's definition of `evcxr_send_text_plain` (`evcxrs`: how a final value without an
+/// `evcxr_display` sends its text), with the two lines of its block keyed. A definition that does
+/// not write them as evcxr 0.22's does (a later evcxr's) gives [`send_text_plain_def`], which
+/// does the same with its own code.
+pub fn keyed_send_text_plain(evcxrs: &str) -> String {
+    const BEGIN: &str = r#"b"EVCXR_BEGIN_CONTENT text/plain\n""#;
+    const END: &str = r#"b"\nEVCXR_END_CONTENT\n""#;
+    if evcxrs.matches(BEGIN).count() != 1 || evcxrs.matches(END).count() != 1 {
+        return send_text_plain_def();
+    }
+    let begin = keyed_code("\"EVCXR_BEGIN_CONTENT text/plain\"");
+    let end = keyed_code("\"EVCXR_END_CONTENT\"");
+    evcxrs
+        .replace(
+            BEGIN,
+            &format!("::std::format!(\"{{}}\\n\", {begin}).as_bytes()"),
+        )
+        .replace(
+            END,
+            &format!("::std::format!(\"\\n{{}}\\n\", {end}).as_bytes()"),
+        )
+}
+
+/// evcxr's `evcxr_send_text_plain` with its two block lines keyed, written here.
 pub fn send_text_plain_def() -> String {
     format!(
         r#"fn evcxr_send_text_plain(text: &str) {{
@@ -153,6 +175,47 @@ mod tests {
         assert_eq!(def.matches(LINE_KEY).count(), 2);
         assert!(def.contains("\"EVCXR_BEGIN_CONTENT text/plain\""));
         assert!(def.contains("\"EVCXR_END_CONTENT\""));
+    }
+
+    /// evcxr 0.22's `SEND_TEXT_PLAIN_DEF`, token for token.
+    const EVCXRS_SEND_TEXT_PLAIN: &str = stringify!(
+        fn evcxr_send_text_plain(text: &str) {
+            use std::io::Write;
+            use std::io::{self};
+            fn try_send_text(text: &str) -> io::Result<()> {
+                let stdout = io::stdout();
+                let mut output = stdout.lock();
+                output.write_all(b"EVCXR_BEGIN_CONTENT text/plain\n")?;
+                output.write_all(text.as_bytes())?;
+                output.write_all(b"\nEVCXR_END_CONTENT\n")?;
+                Ok(())
+            }
+            if let Err(error) = try_send_text(text) {
+                eprintln!("Failed to send content to parent: {:?}", error);
+                std::process::exit(1);
+            }
+        }
+    );
+
+    #[test]
+    fn evcxrs_send_text_plain_gets_both_block_lines_keyed() {
+        let keyed = keyed_send_text_plain(EVCXRS_SEND_TEXT_PLAIN);
+        assert!(!keyed.contains("b\"EVCXR_"));
+        assert_eq!(keyed.matches(LINE_KEY).count(), 2);
+        let begin = keyed_code("\"EVCXR_BEGIN_CONTENT text/plain\"");
+        let end = keyed_code("\"EVCXR_END_CONTENT\"");
+        assert!(keyed.contains(&format!(
+            "write_all(::std::format!(\"{{}}\\n\", {begin}).as_bytes())?"
+        )));
+        assert!(keyed.contains(&format!(
+            "write_all(::std::format!(\"\\n{{}}\\n\", {end}).as_bytes())?"
+        )));
+        assert!(keyed.contains("write_all(text.as_bytes())?"));
+        // A definition written otherwise gets the project's own, keyed as well.
+        assert_eq!(
+            keyed_send_text_plain("fn evcxr_send_text_plain(text: &str) {}"),
+            send_text_plain_def()
+        );
     }
 
     #[test]

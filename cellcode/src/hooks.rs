@@ -2,9 +2,11 @@
 //! cell's code instead of writing their code into each cell (`EvalContext::set_hooks`).
 //!
 //! rustc compiles, optimizes and links whatever evcxr writes into a cell again for every cell;
-//! code that does the same work each time costs a trivial cell's rustc time for nothing. Each
-//! hook is used only while its crate is a dependency of the cells ([`Hook::crate_name`]), so a
-//! context cleared by `:clear`, or a kernel whose prelude failed to load, builds as evcxr does.
+//! code that does the same work each time costs a trivial cell's rustc time for nothing. evcxr
+//! keeps a hook only if its crate is a dependency of the cells when the kernel names it
+//! ([`Hooks::available`]); `:clear`, the only way a dependency goes, makes a fresh context
+//! without hooks. So a context cleared, or a kernel whose prelude failed to load, builds as
+//! evcxr does.
 
 /// One item compiled once: its crate and its path from a cell.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -41,12 +43,43 @@ pub struct Hooks {
     /// `forget_variable`, `lazy_arc`; `create_variable_store`; `USER_ERROR_OCCURRED`,
     /// `VARIABLE_CHANGED_TYPE`) and `walk_variables` with `tchbook_variables`' signature.
     /// evcxr writes the store into every cell that has variables: 8 ms of a trivial cell's
-    /// rustc (99.8 against 91.8 ms). A process keeps the store it started with, so evcxr
-    /// forgets this hook at a restart unless its crate is still a dependency. Code:
+    /// rustc (99.8 against 91.8 ms). A process keeps the store it started with: the kernel
+    /// names this hook before any cell stores a variable, and a cleared context, whose new
+    /// process stores them as evcxr's code does, never has it. Code:
     /// [`crate::code::compiled_store_module`].
     pub compiled_store: Option<Hook>,
     /// `fn(end: bool)`, which marks the start and the end of a final value's display
-    /// (`tchbook_wire::value::display_code_through`): written into each cell, `env::var` and
+    /// (`tchbook_wire::value::display_code`): written into each cell, `env::var` and
     /// the two writes cost a trivial cell 8 ms of rustc.
     pub value_marks: Option<Hook>,
+}
+
+impl Hooks {
+    /// These hooks less those whose crate is not a dependency (`is_dependency` of its name).
+    pub fn available(self, is_dependency: impl Fn(&str) -> bool) -> Hooks {
+        let keep = |hook: Option<Hook>| hook.filter(|hook| is_dependency(&hook.crate_name));
+        Hooks {
+            cell_runner: keep(self.cell_runner),
+            compiled_store: keep(self.compiled_store),
+            value_marks: keep(self.value_marks),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_hooks_of_a_dependency_are_available() {
+        let hooks = Hooks {
+            cell_runner: Some(Hook::new("prelude", "::prelude::run_cell")),
+            compiled_store: Some(Hook::new("other", "::other::variables")),
+            value_marks: None,
+        };
+        let available = hooks.clone().available(|name| name == "prelude");
+        assert_eq!(available.cell_runner, hooks.cell_runner);
+        assert_eq!(available.compiled_store, None);
+        assert_eq!(available.value_marks, None);
+    }
 }

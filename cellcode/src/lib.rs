@@ -8,6 +8,8 @@
 //! types: every function takes plain data (names, type names, rustc's JSON diagnostic, the
 //! cell's syntax tree).
 //!
+//! - [`analysis`]: the source an analyzer in another process is given for a completion or a
+//!   hover.
 //! - [`hooks`]: what the kernel compiles once into a dependency of every cell, for evcxr to
 //!   call instead of writing the same code into each cell.
 //! - [`code`]: the statements evcxr writes into a cell for the kernel (keyed protocol lines,
@@ -19,6 +21,7 @@
 //! - `store.rs`: the variable store written into a cell without the prelude
 //!   ([`code::store_module`]).
 
+pub mod analysis;
 pub mod code;
 pub mod hooks;
 pub mod names;
@@ -28,6 +31,7 @@ pub mod probe;
 #[cfg(test)]
 mod store_tests;
 
+pub use analysis::AnalysisSource;
 pub use hooks::{Hook, Hooks};
 pub use names::Names;
 pub use origin::CodeOrigin;

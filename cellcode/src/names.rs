@@ -8,7 +8,8 @@
 //! text counts, those in strings and comments too. A variable no word names stays in the store,
 //! untouched.
 
-use ra_ap_syntax::{AstNode, SyntaxKind, SyntaxNode, ast};
+use ra_ap_syntax::{SyntaxKind, SyntaxNode, ast};
+use std::collections::HashMap;
 
 /// The words of a cell's text ([`names_in`]).
 pub type Names = std::collections::HashSet<String>;
@@ -41,12 +42,6 @@ pub fn names_other_than_binding(nodes: &[SyntaxNode], name: &str) -> bool {
     })
 }
 
-/// Whether a cell's top-level statements define a variable (a `let`): only then are there
-/// variable types to find.
-pub fn defines_variables(nodes: &[SyntaxNode]) -> bool {
-    nodes.iter().any(|node| ast::LetStmt::can_cast(node.kind()))
-}
-
 /// Whether `item` defines a type a variable can hold (or a trait a `dyn` value can be). Every
 /// cell's crate has the same name and metadata, so such a type defined again keeps its
 /// `TypeId`: the store's check cannot see that a stored value was made with other fields, and
@@ -61,6 +56,19 @@ pub fn defines_a_type(item: &ast::Item) -> bool {
             | ast::Item::TypeAlias(_)
             | ast::Item::Trait(_)
     )
+}
+
+/// The types among `old` (each type a cell defines again, with its definition before the cell)
+/// whose definition is other than before, or gone, once the cell is applied (`now`, the
+/// definition a type has then).
+pub fn changed_definitions(
+    old: &HashMap<String, String>,
+    now: impl Fn(&str) -> Option<String>,
+) -> Names {
+    let changed = old
+        .iter()
+        .filter(|(name, old)| now(name).as_ref() != Some(*old));
+    changed.map(|(name, _)| name.clone()).collect()
 }
 
 /// The stored variables, given as `(name, type name)`, whose type names one of `changed` (the
@@ -85,7 +93,7 @@ pub fn of_changed_types<'a>(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use ra_ap_syntax::{Edition, SourceFile, ast::HasModuleItem};
+    use ra_ap_syntax::{AstNode, Edition, SourceFile, ast::HasModuleItem};
 
     fn statements(code: &str) -> Vec<SyntaxNode> {
         let file = SourceFile::parse(&format!("fn f() {{ {code} }}"), Edition::Edition2024);
@@ -123,9 +131,21 @@ mod tests {
     }
 
     #[test]
-    fn only_a_top_level_let_defines_variables() {
-        assert!(defines_variables(&statements("let t = 1; t + 1")));
-        assert!(!defines_variables(&statements("{ let t = 1; } 1 + 1")));
+    fn a_definition_changed_or_gone_is_a_changed_type() {
+        let old: HashMap<String, String> = [
+            ("Net", "struct Net;"),
+            ("Same", "struct Same;"),
+            ("Gone", "type Gone = i32;"),
+        ]
+        .map(|(name, code)| (name.to_owned(), code.to_owned()))
+        .into();
+        let now = |name: &str| match name {
+            "Net" => Some("struct Net { width: i32 }".to_owned()),
+            "Same" => Some("struct Same;".to_owned()),
+            _ => None,
+        };
+        let changed = changed_definitions(&old, now);
+        assert_eq!(changed, Names::from(["Net".to_owned(), "Gone".to_owned()]));
     }
 
     #[test]

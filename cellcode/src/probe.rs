@@ -6,7 +6,7 @@
 //! ([`probe_statement`]): each mismatch's note names the variable's type, by full public path
 //! (`-Ztrim-diagnostic-paths=false`). rust-analyzer is still asked where rustc's answer cannot be
 //! written as a type, the check fails for other reasons, or the build then fails where the
-//! variable is stored ([`blames_probed_type`]).
+//! variable is stored ([`probed_type_failed`]).
 
 use serde_json::Value;
 use std::collections::HashMap;
@@ -138,14 +138,44 @@ pub fn is_usable(type_name: &str) -> bool {
         && words.all(|word| word != "_" && word != "'_")
 }
 
-/// Whether a build error with rustc's top-level `code`, at a variable's store, says a type
-/// taken from rustc does not work there (a path the cell does not import, a private module, an
-/// unstable path, ...): rust-analyzer names types as they are visible from the cell.
-pub fn blames_probed_type(code: Option<&str>) -> bool {
-    matches!(
-        code,
-        Some("E0412" | "E0422" | "E0433" | "E0603" | "E0658" | "E0308" | "E0107")
-    )
+/// What evcxr's reader of rustc's errors keeps of a top-level diagnostic where it shows a child
+/// message in its place (one that points at the cell): whether the build failed at a
+/// variable's store, and why, is the top level's to say.
+#[derive(Clone, Debug, PartialEq)]
+pub struct TopLevel {
+    code: Value,
+    at_store: bool,
+}
+
+/// The kept top level's key in the JSON of the diagnostic evcxr shows.
+const TOP_LEVEL: &str = "tchbook_top_level";
+
+impl TopLevel {
+    /// `json`'s error code, and whether it points at a variable's store (`at_store`).
+    pub fn of(json: &Value, at_store: bool) -> TopLevel {
+        let code = json["code"]["code"].clone();
+        TopLevel { code, at_store }
+    }
+
+    /// Kept in `shown`, the diagnostic evcxr shows (the top level itself, or its child).
+    pub fn keep_in(self, shown: &mut Value) {
+        if let Some(object) = shown.as_object_mut() {
+            let top_level = serde_json::json!({"code": self.code, "at_store": self.at_store});
+            object.insert(TOP_LEVEL.to_owned(), top_level);
+        }
+    }
+}
+
+/// Whether a build error (`shown`, its [`TopLevel`] kept) says, at a variable's store, that a
+/// type taken from rustc does not work there (a path the cell does not import, a private
+/// module, an unstable path, ...): rust-analyzer names types as they are visible from the cell.
+pub fn probed_type_failed(shown: &Value) -> bool {
+    let top_level = &shown[TOP_LEVEL];
+    top_level["at_store"].as_bool() == Some(true)
+        && matches!(
+            top_level["code"].as_str(),
+            Some("E0412" | "E0422" | "E0433" | "E0603" | "E0658" | "E0308" | "E0107")
+        )
 }
 
 #[cfg(test)]
@@ -259,10 +289,23 @@ mod tests {
         );
     }
 
+    /// rustc's error `code`, shown through a child note as evcxr shows it, with its top level
+    /// kept.
+    fn shown(code: Option<&str>, at_store: bool) -> Value {
+        let top = json!({"code": code.map(|code| json!({"code": code})), "children": []});
+        let mut child = json!({"message": "the variable is used here", "code": null});
+        TopLevel::of(&top, at_store).keep_in(&mut child);
+        child
+    }
+
     #[test]
-    fn only_naming_errors_blame_a_probed_type() {
-        assert!(blames_probed_type(Some("E0433")) && blames_probed_type(Some("E0658")));
-        assert!(!blames_probed_type(Some("E0599")) && !blames_probed_type(None));
+    fn only_naming_errors_at_the_store_blame_a_probed_type() {
+        assert!(probed_type_failed(&shown(Some("E0433"), true)));
+        assert!(probed_type_failed(&shown(Some("E0658"), true)));
+        assert!(!probed_type_failed(&shown(Some("E0433"), false)));
+        assert!(!probed_type_failed(&shown(Some("E0599"), true)));
+        assert!(!probed_type_failed(&shown(None, true)));
+        assert!(!probed_type_failed(&json!({"code": {"code": "E0433"}})));
         assert_eq!(probe_statement("t"), "let _: &() = &t;");
     }
 }

@@ -12,8 +12,8 @@ pub struct Source {
     pub(crate) offset: usize,
 }
 
-impl From<evcxr::AnalysisSource> for Source {
-    fn from(source: evcxr::AnalysisSource) -> Self {
+impl From<tchbook_cellcode::AnalysisSource> for Source {
+    fn from(source: tchbook_cellcode::AnalysisSource) -> Self {
         Source {
             code: source.code,
             offset: source.offset,
@@ -21,9 +21,9 @@ impl From<evcxr::AnalysisSource> for Source {
     }
 }
 
-impl From<&Source> for evcxr::AnalysisSource {
+impl From<&Source> for tchbook_cellcode::AnalysisSource {
     fn from(source: &Source) -> Self {
-        evcxr::AnalysisSource {
+        tchbook_cellcode::AnalysisSource {
             code: source.code.clone(),
             offset: source.offset,
         }

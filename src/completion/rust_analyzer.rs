@@ -17,7 +17,6 @@
 //! shape a cell as evcxr's own completion and hover do.
 
 use anyhow::{Context, Result, anyhow, bail};
-use evcxr::AnalysisSource;
 use ra_ap_base_db::SourceRoot;
 use ra_ap_hir::{ChangeWithProcMacros, PrefixKind};
 use ra_ap_ide::{
@@ -37,6 +36,7 @@ use ra_ap_vfs::{Change, FileId, Vfs, VfsPath};
 use regex::Regex;
 use std::path::Path;
 use std::sync::LazyLock;
+use tchbook_cellcode::AnalysisSource;
 
 /// rust-analyzer on the crate whose `Cargo.toml` is in a folder; it writes that folder's
 /// `src/lib.rs`.

@@ -97,7 +97,7 @@ fn answer(analyzer: &mut Option<StandaloneAnalyzer>, dir: &Path, request: &Reque
 /// its signature and documentation.
 pub(crate) fn complete(
     analyzer: &mut StandaloneAnalyzer,
-    source: &evcxr::AnalysisSource,
+    source: &tchbook_cellcode::AnalysisSource,
     docs: bool,
 ) -> Result<Reply> {
     let found = analyzer.completions(source)?;
@@ -130,7 +130,10 @@ pub(crate) fn complete(
     })
 }
 
-fn hover(analyzer: &mut StandaloneAnalyzer, source: &evcxr::AnalysisSource) -> Result<Reply> {
+fn hover(
+    analyzer: &mut StandaloneAnalyzer,
+    source: &tchbook_cellcode::AnalysisSource,
+) -> Result<Reply> {
     let markdown = analyzer.hover(source, true)?;
     let plain = analyzer.hover(source, false)?;
     Ok(Reply::Hover {

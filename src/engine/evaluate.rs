@@ -16,7 +16,7 @@ use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Instant;
-use tchbook_cellcode::CodeOrigin;
+use tchbook_cellcode::{CodeOrigin, PanicReport};
 use tchbook_wire::commands::Command::Answer;
 
 /// The panic hook of a process without the prelude: panics as `tchbook_wire` messages on stdout.
@@ -170,10 +170,11 @@ impl State {
         };
         let code = rewrite_commands(code);
         let (result, points, interrupted) = self.run(&code, &mut callbacks);
+        let on_panic = self.context.take_panic_report();
         release_freed_memory();
         let source = self.context.last_source().ok();
         let outcome = match result {
-            Ok(outputs) => Ok(self.value(outputs, &code, interrupted)),
+            Ok(outputs) => Ok(self.value(outputs, on_panic, &code, interrupted)),
             Err(error) => Err(self.error(error, &before, interrupted, points.as_ref())),
         };
         let outcome = self.after_cell(outcome, &code);
@@ -221,15 +222,22 @@ impl State {
         (result, points, interrupted)
     }
 
-    /// A cell's value: its MIME bundle, or the table `:help` and `:vars` become.
-    fn value(&self, outputs: EvalOutputs, code: &Rewritten, interrupted: bool) -> CellValue {
-        if !outputs.on_panic.lost.is_empty() {
+    /// A cell's value: its MIME bundle, or the table `:help` and `:vars` become; what its panic
+    /// did to its variables is said.
+    fn value(
+        &self,
+        outputs: EvalOutputs,
+        on_panic: PanicReport,
+        code: &Rewritten,
+        interrupted: bool,
+    ) -> CellValue {
+        if !on_panic.lost.is_empty() {
             // Values the cell's panic (an interrupt) dropped: said, never silent.
-            let note = lost_on_panic_note(&outputs.on_panic.lost);
+            let note = lost_on_panic_note(&on_panic.lost);
             let _ = self.pump.send(PumpMessage::Event(Event::Stderr(note)));
         }
-        if !outputs.on_panic.held.is_empty() {
-            let note = held_note(&outputs.on_panic.held);
+        if !on_panic.held.is_empty() {
+            let note = held_note(&on_panic.held);
             let _ = self.pump.send(PumpMessage::Event(Event::Stderr(note)));
         }
         let mut mime: Vec<(String, String)> = outputs.content_by_mime_type.into_iter().collect();
@@ -247,8 +255,8 @@ impl State {
             table,
             timing: outputs.timing,
             undone: super::Undone {
-                reverted: outputs.on_panic.reverted,
-                dropped: outputs.on_panic.dropped,
+                reverted: on_panic.reverted,
+                dropped: on_panic.dropped,
             },
             interrupted,
         }

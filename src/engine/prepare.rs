@@ -13,7 +13,14 @@ impl State {
             context.completion_source(code, position)
         });
         match prepared {
-            Some(evcxr::CompletionSource::Commands(found)) => {
+            // A `:` command: evcxr completes it without rust-analyzer.
+            Some(None) => {
+                let context = &mut self.context;
+                let Some(found) = guarded("completing a command", || {
+                    context.completions(code, position)
+                }) else {
+                    return Prepared::Unavailable;
+                };
                 Prepared::Answered(completion::Completions {
                     matches: found
                         .completions
@@ -27,7 +34,7 @@ impl State {
                     end: found.end_offset,
                 })
             }
-            Some(evcxr::CompletionSource::Rust(source)) => Prepared::Rust {
+            Some(Some(source)) => Prepared::Rust {
                 source: source.into(),
                 variables: self
                     .context

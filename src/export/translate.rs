@@ -52,7 +52,7 @@ pub(super) fn translate(cells: &[CodeCell]) -> Result<Translation> {
             // that make what it prints the value's (the prelude gives std values and its own
             // types that method; `()` shows nothing).
             let (before, after) =
-                tchbook_wire::value::display_code_through(crate::engine::VALUE_MARK);
+                tchbook_wire::value::display_code(Some(crate::engine::VALUE_MARK));
             writeln!(body, "{before}{}{after}", tail.trim())?;
         }
         wrap_cell(&mut out.body, cell, position, &body)?;

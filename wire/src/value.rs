@@ -31,21 +31,42 @@ pub const VALUE_END: &str = "TCHBOOK_VALUE_END";
 /// uses.
 const BINDING: &str = "__tchbook_final_value";
 
-/// The code before and after a cell's final expression that shows its value, in std alone (a
-/// cell cannot name this crate; a context without the prelude): the expression is evaluated
-/// first (what it prints is text), then its `evcxr_display()` is called between the keyed
-/// [`VALUE_BEGIN`] and [`VALUE_END`] lines, the key read from the environment as
-/// [`crate::keyed`] reads it. Without a key every line is protocol anyway, and no mark is
-/// written. Each cell compiles this code (about 8 ms of a trivial cell's 75 on two cores, for
-/// `env::var` and the writes): [`display_code_through`] is the cheap form.
+/// The code before and after a cell's final expression that shows its value: the expression is
+/// evaluated first (what it prints is text), then its `evcxr_display()` is called between the
+/// keyed [`VALUE_BEGIN`] and [`VALUE_END`] lines.
+///
+/// With `mark`, the path of a function compiled once in a dependency of the cell (`fn(end:
+/// bool)`, the prelude's `display::__value_mark`, which writes the keyed lines), the marks are
+/// calls of it: nothing for each cell to instantiate.
 ///
 /// ```
-/// let (before, after) = tchbook_wire::value::display_code();
+/// let (before, after) = tchbook_wire::value::display_code(Some("::p::mark"));
+/// assert_eq!(
+///     format!("{before}x{after}"),
+///     "match &(x) { __tchbook_final_value => { ::p::mark(false); \
+///      __tchbook_final_value.evcxr_display(); ::p::mark(true); } }"
+/// );
+/// ```
+///
+/// Without it (a context without the prelude), in std alone, as a cell cannot name this crate:
+/// the key read from the environment as [`crate::keyed`] reads it; without a key every line is
+/// protocol anyway, and no mark is written. Each cell compiles this code (about 8 ms of a trivial
+/// cell's 75 on two cores, for `env::var` and the writes).
+///
+/// ```
+/// let (before, after) = tchbook_wire::value::display_code(None);
 /// let code = format!("{before}1 + 1{after}");
 /// assert!(code.starts_with("match &(1 + 1) { __tchbook_final_value => {"));
 /// assert!(code.contains("__tchbook_final_value.evcxr_display();"));
 /// ```
-pub fn display_code() -> (String, String) {
+pub fn display_code(mark: Option<&str>) -> (String, String) {
+    match mark {
+        Some(mark) => display_code_through(mark),
+        None => display_code_in_std(),
+    }
+}
+
+fn display_code_in_std() -> (String, String) {
     let mark = |line: &str| {
         format!(
             "if let ::std::result::Result::Ok(k) = &__tchbook_key {{ \
@@ -66,19 +87,7 @@ pub fn display_code() -> (String, String) {
     )
 }
 
-/// [`display_code`] through `mark`, the path of a function compiled once in a dependency of the
-/// cell (`fn(end: bool)`, the prelude's `display::__value_mark`, which writes the keyed lines):
-/// nothing for each cell to instantiate.
-///
-/// ```
-/// let (before, after) = tchbook_wire::value::display_code_through("::p::mark");
-/// assert_eq!(
-///     format!("{before}x{after}"),
-///     "match &(x) { __tchbook_final_value => { ::p::mark(false); \
-///      __tchbook_final_value.evcxr_display(); ::p::mark(true); } }"
-/// );
-/// ```
-pub fn display_code_through(mark: &str) -> (String, String) {
+fn display_code_through(mark: &str) -> (String, String) {
     (
         "match &(".to_owned(),
         format!(

@@ -240,26 +240,25 @@ Panic detected. Here's some useful information if you're filing a bug report.
         self.eval_context.set_hooks(hooks);
     }
 
-    /// tchbook patch: what `completions` gives rust-analyzer, for an analyzer elsewhere (change 6).
-    pub fn completion_source(&mut self, src: &str, position: usize) -> Result<crate::CompletionSource> {
+    /// tchbook patch: see `EvalContext::take_panic_report`.
+    pub fn take_panic_report(&mut self) -> tchbook_cellcode::PanicReport {
+        self.eval_context.take_panic_report()
+    }
+
+    /// tchbook patch: what `completions` gives rust-analyzer, for an analyzer elsewhere (change 6);
+    /// `None` in a `:` command, which `completions` answers without rust-analyzer.
+    pub fn completion_source(&mut self, src: &str, position: usize) -> Result<Option<tchbook_cellcode::AnalysisSource>> {
         let (user_code, code_info) = CodeBlock::from_original_user_code(src);
-        if let Some((segment, offset)) = user_code.command_containing_user_offset(position) {
-            return Ok(crate::CompletionSource::Commands(
-                self.command_completions(segment, offset, position)?,
-            ));
+        if user_code.command_containing_user_offset(position).is_some() {
+            return Ok(None);
         }
         let (non_command_code, state, _errors) = self.prepare_for_analysis(user_code)?;
         let nodes = &code_info.nodes;
-        let source = crate::eval_context::tchbook::analysis_source(state, non_command_code, nodes, position, true);
-        Ok(crate::CompletionSource::Rust(source?))
+        crate::eval_context::tchbook::analysis_source(state, non_command_code, nodes, position, true).map(Some)
     }
 
     /// tchbook patch: what [`hover_at`](Self::hover_at) would give rust-analyzer.
-    pub fn hover_source(
-        &mut self,
-        src: &str,
-        position: usize,
-    ) -> Result<crate::AnalysisSource> {
+    pub fn hover_source(&mut self, src: &str, position: usize) -> Result<tchbook_cellcode::AnalysisSource> {
         let (user_code, _code_info) = CodeBlock::from_original_user_code(src);
         let (_, state, _) = self.prepare_for_analysis(user_code)?;
         let (code, offset) = tchbook_cellcode::code::hover_code(&src[..position]);

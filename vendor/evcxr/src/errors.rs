@@ -199,13 +199,11 @@ impl CompilationError {
         let at_store = get_code_origins(&json, code_block)
             .iter()
             .any(|origin| matches!(origin, CodeKind::PackVariable { .. }));
-        let top_level = serde_json::json!({"code": json["code"]["code"], "at_store": at_store});
+        let top_level = tchbook_cellcode::probe::TopLevel::of(&json, at_store);
         if let Some(user_error_json) = user_error_json {
             json = user_error_json;
         }
-        if let Some(object) = json.as_object_mut() {
-            object.insert("tchbook_top_level".to_owned(), top_level);
-        }
+        top_level.keep_in(&mut json);
 
         let message = json["message"].as_str()?;
         if message.starts_with("aborting due to")

@@ -102,8 +102,6 @@ pub(crate) struct Config {
     pub(crate) allow_static_linking: bool,
     pub(crate) build_envs: HashMap<String, String>,
     subprocess_path: PathBuf,
-    /// tchbook patch: what cells call instead of compiling it again (`tchbook_cellcode::Hooks`).
-    pub(crate) hooks: tchbook_cellcode::Hooks,
 }
 
 fn create_initial_config(tmpdir: PathBuf, subprocess_path: PathBuf) -> Result<Config> {
@@ -150,7 +148,6 @@ impl Config {
             subprocess_path,
             codegen_backend: None,
             build_envs: Default::default(),
-            hooks: Default::default(),
         })
     }
 
@@ -285,8 +282,6 @@ static ERROR_FORMATS: &[ErrorFormat] = &[
     },
 ];
 
-// tchbook patch: unused; `tchbook_cellcode::code::send_text_plain_def` keys its lines.
-#[allow(dead_code)]
 const SEND_TEXT_PLAIN_DEF: &str = stringify!(
     fn evcxr_send_text_plain(text: &str) {
         use std::io::Write;
@@ -683,16 +678,9 @@ impl EvalContext {
         self.child_process.process_handle()
     }
 
-    /// tchbook patch: see `tchbook_cellcode::Hooks`. Call it before any cell stores a variable.
-    pub fn set_hooks(&mut self, hooks: tchbook_cellcode::Hooks) {
-        self.committed_state.config.hooks = hooks;
-    }
-
     pub(crate) fn restart_child_process(&mut self) -> Result<(), Error> {
         self.committed_state.variable_states.clear();
         self.committed_state.stored_variable_states.clear();
-        // tchbook patch: a process keeps the store it started with (`Hooks::compiled_store`).
-        self.committed_state.keep_compiled_store_if_depended_on();
         self.child_process = self.child_process.restart()?;
         Ok(())
     }
@@ -723,13 +711,9 @@ impl EvalContext {
     ) -> Result<EvalOutputs, Error> {
         self.write_cargo_toml(state)?;
         let analysis_code = state.analysis_code(user_code.clone());
-        // tchbook patch: no type step without a top-level `let`; rustc's probe beside the build,
+        // tchbook patch: no type step without a new variable; rustc's probe beside the build,
         // else rust-analyzer (changes 2-4).
-        let while_probing = if tchbook_cellcode::names::defines_variables(&code_info.nodes) {
-            self.run_while_probing(&user_code, state, phases, callbacks)?
-        } else {
-            tchbook::WhileProbing::NoVariables
-        };
+        let while_probing = self.run_while_probing(&user_code, state, phases, callbacks)?;
         let mut probed = !matches!(while_probing, tchbook::WhileProbing::Analyzer);
         let mut first_result = None;
         if let tchbook::WhileProbing::Ran(outputs) = while_probing {
@@ -981,7 +965,7 @@ impl EvalContext {
         }
         if got_panic {
             // tchbook patch: what the panic did to the cell's variables (changes 5, 19).
-            output.on_panic = state.after_panic(&held);
+            state.after_panic(&held);
         } else if !lost_variables.is_empty() {
             return Err(Error::TypeRedefinedVariablesLost(lost_variables));
         }
@@ -1152,14 +1136,11 @@ pub struct EvalOutputs {
     pub content_by_mime_type: HashMap<String, String>,
     pub timing: Option<Duration>,
     pub phases: Vec<PhaseDetails>,
-    /// tchbook patch: what a panic did to the cell's variables, for the kernel to say.
-    pub on_panic: tchbook_cellcode::PanicReport,
 }
 
 impl EvalOutputs {
     pub fn new() -> EvalOutputs {
         EvalOutputs {
-            on_panic: Default::default(),
             content_by_mime_type: HashMap::new(),
             timing: None,
             phases: Vec::new(),
@@ -1195,7 +1176,6 @@ impl EvalOutputs {
             (t1, t2) => t1.or(t2),
         };
         self.phases.append(&mut other.phases);
-        self.on_panic.merge(&mut other.on_panic);
     }
 }
 
@@ -1256,8 +1236,8 @@ pub struct ContextState {
     allow_question_mark: bool,
     build_num: i32,
     pub(crate) config: Config,
-    /// tchbook patch: the cell being built's variables that a panic or a redefinition affects.
-    tchbook: tchbook::CellState,
+    /// tchbook patch: the project's part of the state (`tchbook::State`).
+    tchbook: tchbook::State,
 }
 
 impl ContextState {
@@ -1604,9 +1584,7 @@ impl ContextState {
         let has_user_code = !user_code.is_empty() || !self.tchbook.lost_to_redefinition.is_empty();
         if has_user_code {
             // tchbook patch: only the variables the cell names; those it lost dropped first.
-            let lost = self.forget_lost_variables_statements();
-            let named = self.named_only(&user_code);
-            code = code.add_all(named.wrap_user_code(lost.add_all(user_code), compilation_mode));
+            code = code.add_all(self.wrap_named_only(user_code, compilation_mode));
         } else {
             // TODO: Add a mechanism to load a crate without any function to call then remove this.
             code = code
@@ -1727,7 +1705,7 @@ impl ContextState {
                 .generated("Ok(())})();");
         }
         // tchbook patch: the cell's code runs through the runner, where its crate is a dependency.
-        let runner = self.hook(&self.config.hooks.cell_runner);
+        let runner = self.tchbook.hooks.cell_runner.as_ref();
         if let (CompilationMode::RunAndCatchPanics, Some(runner)) = (compilation_mode, runner) {
             code = code.add_all(self.run_through(runner, user_code, needs_variable_store));
         } else if compilation_mode == CompilationMode::RunAndCatchPanics {
@@ -1846,7 +1824,7 @@ impl ContextState {
 
         let mut code_out = CodeBlock::new();
         let mut previous_item_name = None;
-        // tchbook patch: see `tchbook::CellState`.
+        // tchbook patch: see `tchbook::State`.
         let replaced_types = self.types_defined_again(nodes);
         let num_statements = user_code.segments.len();
         for (statement_index, segment) in user_code.segments.into_iter().enumerate() {
@@ -1876,7 +1854,7 @@ impl ContextState {
                             // If that fails, we try debug format.
                             if self.config.display_types {
                                 CodeBlock::new()
-                                .generated(tchbook_cellcode::code::send_text_plain_def())
+                                .generated(self.send_text_plain_def())
                                 .generated(GET_TYPE_NAME_DEF)
                                 .generated("{ let r = &(")
                                 .with_segment(segment)
@@ -1886,7 +1864,7 @@ impl ContextState {
                                 ))
                             } else {
                                 CodeBlock::new()
-                                .generated(tchbook_cellcode::code::send_text_plain_def())
+                                .generated(self.send_text_plain_def())
                                 .generated(format!(
                                     "evcxr_send_text_plain(&format!(\"{}\",&(\n",
                                     self.config.output_format
@@ -2002,7 +1980,7 @@ impl ContextState {
                 code_out = code_out.with_segment(segment);
             }
         }
-        // tchbook patch: see `tchbook::CellState`.
+        // tchbook patch: see `tchbook::State`.
         self.lose_variables_of_redefined_types(&replaced_types);
         self.tchbook.restorable_on_panic = self.restorable(nodes);
         Ok(code_out)

@@ -38,8 +38,6 @@ pub use crate::eval_context::EvalContextOutputs;
 pub use crate::eval_context::EvalOutputs;
 pub use crate::runtime::runtime_hook;
 pub use rust_analyzer::Completions;
-// tchbook patch: completion and hover in a process of the kernel's own.
-pub use crate::eval_context::tchbook::{AnalysisSource, CompletionSource};
 
 /// Return the directory that evcxr tools should use for their configuration.
 ///

@@ -33,38 +33,17 @@ pub(crate) const CACHE_ENABLED_ENV: &str = "EVCXR_CACHE_ENABLED";
 const EXECUTION_SO_PATH_FILE: &str = ".evcxr-execution-so";
 const EXECUTION_SO_PATH_ENV: &str = "EVCXR_EXECUTION_SO_PATH";
 
-// tchbook patch: a `cargo check` of `src/check/lib.rs` (`tchbook_wire::env::CHECK_SOURCE`), beside
-// the build, where the cargo in use supports it (change 4).
-use tchbook_wire::env::{CHECK_SOURCE, CHECK_SOURCE_SUPPORTED};
-const CHECK_SOURCE_DIR: &str = "check";
-
-pub(crate) struct Checker {
-    config: Config,
-}
-
-impl Checker {
-    pub(crate) fn check(&self, code_block: &CodeBlock) -> Result<Vec<CompilationError>, Error> {
-        let dir = self.config.src_dir().join(CHECK_SOURCE_DIR);
-        write_file(&dir, "lib.rs", &code_block.code_string())?;
-        let output = self
-            .config
-            .cargo_command("check")
-            .env(CHECK_SOURCE, dir.join("lib.rs"))
-            .output();
-        let cargo_output = match output {
-            Ok(out) => out,
-            Err(err) => bail!("Error running 'cargo check': {}", err),
-        };
-        let (errors, _non_json_error) = errors_from_cargo_output(&cargo_output, code_block);
-        Ok(errors)
-    }
-}
-
-/// tchbook patch: a `Checker`, where the cargo in use can check another file (change 4).
-pub(crate) fn parallel_checker(config: &Config) -> Option<Checker> {
-    std::env::var_os(CHECK_SOURCE_SUPPORTED).map(|_| Checker {
-        config: config.clone(),
-    })
+/// tchbook patch: a `cargo check` of `src/check/lib.rs` (`tchbook_wire::env::CHECK_SOURCE`), so
+/// that it can run beside the build, where the cargo in use supports it (change 4).
+pub(crate) fn check_beside(config: &Config, code_block: &CodeBlock) -> Result<Vec<CompilationError>, Error> {
+    let dir = config.src_dir().join("check");
+    write_file(&dir, "lib.rs", &code_block.code_string())?;
+    let mut command = config.cargo_command("check");
+    let cargo_output = match command.env(tchbook_wire::env::CHECK_SOURCE, dir.join("lib.rs")).output() {
+        Ok(out) => out,
+        Err(err) => bail!("Error running 'cargo check': {}", err),
+    };
+    Ok(errors_from_cargo_output(&cargo_output, code_block).0)
 }
 
 pub(crate) fn shared_object_prefix() -> &'static str {

@@ -3,9 +3,20 @@
 
 use super::*;
 use tchbook_cellcode::probe::{self, Probe};
-use tchbook_cellcode::{CodeOrigin, Hook, Names, code};
+use tchbook_cellcode::{AnalysisSource, CodeOrigin, Hook, Hooks, PanicReport, code};
 
 impl EvalContext {
+    /// tchbook patch: see `tchbook_cellcode::Hooks`. Call it before any cell stores a variable.
+    pub fn set_hooks(&mut self, hooks: Hooks) {
+        let deps = &self.committed_state.external_deps;
+        self.committed_state.tchbook.hooks = hooks.available(|name| deps.contains_key(name));
+    }
+
+    /// tchbook patch: what the last cell's panic did to its variables, for the kernel to say.
+    pub fn take_panic_report(&mut self) -> PanicReport {
+        std::mem::take(&mut self.committed_state.tchbook.panic_report)
+    }
+
     /// tchbook patch: `line` unkeyed where it is a protocol line (change 7); else `None`: the
     /// cell's text, sent on, or a final value's content block, kept in `output`.
     pub(super) fn protocol_line<'a>(
@@ -37,19 +48,21 @@ impl EvalContext {
         phases: &mut PhaseDetailsBuilder,
         callbacks: &mut EvalCallbacks,
     ) -> Result<WhileProbing, Error> {
-        let new_variables = new_variable_names(state);
+        let new_variables: Vec<String> = state.declared().cloned().collect();
         if new_variables.is_empty() {
             return Ok(WhileProbing::NoVariables);
         }
-        let Some(checker) = crate::module::parallel_checker(&state.config) else {
+        if std::env::var_os(tchbook_wire::env::CHECK_SOURCE_SUPPORTED).is_none() {
             return Ok(WhileProbing::Analyzer);
-        };
+        }
+        let config = state.config.clone();
         let probe_code = state.probe_code(user_code.clone());
         let mut typed_state = state.clone();
         let typed_user_code = user_code.clone();
         let probe_variables = new_variables.clone();
         let probe = std::thread::spawn(move || -> Result<Probe, Error> {
-            let errors = checker.check(&probe_code)?;
+            let check = |code: &CodeBlock| crate::module::check_beside(&config, code);
+            let errors = check(&probe_code)?;
             let types = match probe_outcome(&errors, &probe_variables) {
                 Probe::Typed(types) => types,
                 other => return Ok(other),
@@ -57,18 +70,14 @@ impl EvalContext {
             apply_variable_types(&mut typed_state, types.clone());
             let mode = typed_state.compilation_mode();
             let code = typed_state.code_to_compile(typed_user_code, mode);
-            if checker.check(&code)?.iter().any(probed_type_failed) {
+            if check(&code)?.iter().any(probed_type_failed) {
                 return Ok(Probe::NeedsAnalyzer);
             }
             Ok(Probe::Typed(types))
         });
 
         let mut inferred = state.clone();
-        for name in &new_variables {
-            if let Some(variable) = inferred.variable_states.get_mut(name) {
-                variable.type_name = "_".to_owned();
-            }
-        }
+        apply_variable_types(&mut inferred, new_variables.iter().map(|name| (name.clone(), "_".into())));
         let mode = inferred.compilation_mode();
         let result = self.try_run_statements(user_code.clone(), &mut inferred, mode, phases, callbacks);
         let outcome = probe.join().unwrap_or_else(|_| Ok(Probe::NeedsAnalyzer))?;
@@ -88,11 +97,7 @@ impl EvalContext {
                         phases.phase_complete("Variable types from rust-analyzer");
                     }
                 }
-                if state
-                    .variable_states
-                    .values()
-                    .any(|variable| variable.type_name == "_")
-                {
+                if state.variable_states.values().any(|variable| variable.type_name == "_") {
                     bail!("A variable's type could not be determined. Please give it an explicit type.");
                 }
                 Ok(WhileProbing::Ran(artifacts.output))
@@ -135,15 +140,8 @@ impl ContextState {
         &mut self,
         replaced_types: &HashMap<String, String>,
     ) {
-        let changed: Names = replaced_types
-            .iter()
-            .filter(|(name, old)| {
-                self.items_by_name
-                    .get(*name)
-                    .is_none_or(|new| new.code_string() != **old)
-            })
-            .map(|(name, _)| name.clone())
-            .collect();
+        let now = |name: &str| self.items_by_name.get(name).map(CodeBlock::code_string);
+        let changed = tchbook_cellcode::names::changed_definitions(replaced_types, now);
         let stored = self.stored_variable_states.iter();
         let lost = tchbook_cellcode::names::of_changed_types(
             stored.map(|(name, variable)| (name.as_str(), variable.type_name.as_str())),
@@ -170,9 +168,7 @@ impl ContextState {
         for segment in self.analysis_code(user_code).segments {
             match &segment.kind {
                 CodeKind::PackVariable { variable_name } => {
-                    if self.variable_states.get(variable_name).is_some_and(|variable| {
-                        variable.move_state == VariableMoveState::New
-                    }) {
+                    if self.declared().any(|name| name == variable_name) {
                         let statement = probe::probe_statement(variable_name);
                         code.pack_variable(variable_name.clone(), statement);
                     }
@@ -183,39 +179,24 @@ impl ContextState {
         code
     }
 
-    /// tchbook patch: this state with only the variables `user_code`'s text names (change 15).
-    pub(super) fn named_only(&self, user_code: &CodeBlock) -> ContextState {
+    /// tchbook patch: `wrap_user_code` by a state with only the variables `user_code`'s text
+    /// names (change 15), after the statements that drop `lost_to_redefinition`'s values from
+    /// the store and say so (change 16).
+    pub(super) fn wrap_named_only(&self, user_code: CodeBlock, mode: CompilationMode) -> CodeBlock {
         let named = tchbook_cellcode::names::names_in(&user_code.code_string());
         let mut state = self.clone();
         state.variable_states.retain(|name, _| named.contains(name));
         state.stored_variable_states.retain(|name, _| named.contains(name));
-        state
-    }
-
-    /// tchbook patch: drops `lost_to_redefinition`'s values from the store, and says so.
-    pub(super) fn forget_lost_variables_statements(&self) -> CodeBlock {
-        let statements = self.tchbook.lost_to_redefinition.iter();
-        statements.fold(CodeBlock::new(), |code, name| code.generated(code::forget_statement(name)))
-    }
-
-    /// tchbook patch: `hook`, while its crate is a dependency of the cells.
-    pub(super) fn hook<'a>(&self, hook: &'a Option<Hook>) -> Option<&'a Hook> {
-        hook.as_ref()
-            .filter(|hook| self.external_deps.contains_key(&hook.crate_name))
+        let lost = self.tchbook.lost_to_redefinition.iter();
+        let forget = lost.fold(CodeBlock::new(), |code, name| code.generated(code::forget_statement(name)));
+        state.wrap_user_code(forget.add_all(user_code), mode)
     }
 
     /// tchbook patch: the body of a cell's `evcxr_internal_runtime` module: the compiled store's
-    /// names while its crate is a dependency, else the project's store (change 11).
+    /// names where there is one, else the project's store (change 11).
     pub(super) fn runtime_module(&self) -> String {
-        let compiled = self.hook(&self.config.hooks.compiled_store);
-        tchbook_cellcode::code::store_module(compiled.map(|store| store.path.as_str()))
-    }
-
-    /// tchbook patch: forgets the compiled store unless its crate is a dependency now.
-    pub(super) fn keep_compiled_store_if_depended_on(&mut self) {
-        if self.hook(&self.config.hooks.compiled_store).is_none() {
-            self.config.hooks.compiled_store = None;
-        }
+        let compiled = self.tchbook.hooks.compiled_store.as_ref();
+        code::store_module(compiled.map(|store| store.path.as_str()))
     }
 
     /// tchbook patch: `user_code` run through `runner`, restoring variables after a panic.
@@ -232,10 +213,8 @@ impl ContextState {
     /// tchbook patch: a final value's `evcxr_display()` between the keyed marks of
     /// `tchbook_wire::value`, after the value is computed (change 17).
     pub(super) fn value_display(&self, segment: &Segment) -> String {
-        let (before, after) = match self.hook(&self.config.hooks.value_marks) {
-            Some(marks) => tchbook_wire::value::display_code_through(&marks.path),
-            None => tchbook_wire::value::display_code(),
-        };
+        let marks = self.tchbook.hooks.value_marks.as_ref().map(|marks| marks.path.as_str());
+        let (before, after) = tchbook_wire::value::display_code(marks);
         let code = CodeBlock::new().generated(before).with_segment(segment.clone());
         code.generated(after).code_string()
     }
@@ -251,36 +230,36 @@ impl ContextState {
     /// tchbook patch: the variables a cell declares again without otherwise naming them, with
     /// their old state (change 5).
     pub(super) fn restorable(&self, nodes: &[SyntaxNode]) -> HashMap<String, VariableState> {
-        let declared = self.variable_states.iter();
-        declared
-            .filter(|(_, state)| state.move_state == VariableMoveState::New)
-            .filter_map(|(name, _)| {
-                let old = self.stored_variable_states.get(name)?;
-                (!tchbook_cellcode::names::names_other_than_binding(nodes, name)).then(|| {
-                    let mut old = old.clone();
-                    old.move_state = VariableMoveState::Available;
-                    (name.clone(), old)
-                })
-            })
-            .collect()
+        let declared = self.declared().filter_map(|name| Some((name, self.stored_variable_states.get(name)?)));
+        let restorable = declared.filter(|(name, _)| !tchbook_cellcode::names::names_other_than_binding(nodes, name));
+        let available = |old: &VariableState| VariableState { move_state: VariableMoveState::Available, ..old.clone() };
+        restorable.map(|(name, old)| (name.clone(), available(old))).collect()
     }
 
     /// tchbook patch: after a panic, what it did to the variables the cell declared.
-    pub(super) fn after_panic(&mut self, held: &[String]) -> tchbook_cellcode::PanicReport {
-        let declared = self.variable_states.iter().filter(|(_, v)| v.move_state == VariableMoveState::New);
-        let report = tchbook_cellcode::PanicReport::new(
-            declared.map(|(name, _)| (name.as_str(), self.stored_variable_states.contains_key(name))),
+    pub(super) fn after_panic(&mut self, held: &[String]) {
+        self.tchbook.panic_report = PanicReport::new(
+            self.declared().map(|name| (name.as_str(), self.stored_variable_states.contains_key(name))),
             self.tchbook.restorable_on_panic.keys().map(String::as_str),
             held,
         );
-        self.variable_states
-            .retain(|_, variable| variable.move_state != VariableMoveState::New);
+        self.variable_states.retain(|_, variable| variable.move_state != VariableMoveState::New);
         self.variable_states.extend(self.tchbook.restorable_on_panic.clone());
         for name in held {
             self.variable_states.remove(name);
             self.stored_variable_states.remove(name);
         }
-        report
+    }
+
+    /// tchbook patch: the variables the cell being built declares.
+    fn declared(&self) -> impl Iterator<Item = &String> {
+        let variables = self.variable_states.iter();
+        variables.filter(|(_, variable)| variable.move_state == VariableMoveState::New).map(|(name, _)| name)
+    }
+
+    /// tchbook patch: evcxr's `evcxr_send_text_plain`, its block's lines keyed (change 7).
+    pub(super) fn send_text_plain_def(&self) -> String {
+        code::keyed_send_text_plain(SEND_TEXT_PLAIN_DEF)
     }
 }
 
@@ -299,34 +278,24 @@ pub(crate) fn analysis_source(
     }
     let user_code = state.apply(user_code, nodes)?;
     let code = state.analysis_code(user_code);
-    Ok(AnalysisSource {
-        offset: code.user_offset_to_output_offset(offset)?,
-        code: code.code_string(),
-    })
+    let offset = code.user_offset_to_output_offset(offset)?;
+    Ok(AnalysisSource { code: code.code_string(), offset })
 }
 
-/// tchbook patch: `:` commands are completed here, Rust code by rust-analyzer (change 6).
-pub enum CompletionSource {
-    Commands(Completions),
-    Rust(AnalysisSource),
-}
-
-/// tchbook patch: rust-analyzer's source for a completion or a hover, and the request's offset.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct AnalysisSource {
-    pub code: String,
-    pub offset: usize,
-}
-
-/// tchbook patch: `ContextState::tchbook`.
+/// tchbook patch: `ContextState::tchbook`. `:clear` makes a fresh state, which has no hooks: a
+/// cleared context's process stores its variables as evcxr's code does, and keeps doing so.
 #[derive(Clone, Debug, Default)]
-pub(super) struct CellState {
+pub(super) struct State {
+    /// What cells call instead of compiling it again (`EvalContext::set_hooks`).
+    pub(super) hooks: Hooks,
     /// Variables the cell declares again without otherwise naming them, with their old state:
     /// put back if the cell panics (change 5).
     pub(super) restorable_on_panic: HashMap<String, VariableState>,
     /// Stored variables whose type the cell defines again differently: dropped from the store
     /// by the cell's code, and reported (change 16).
     pub(super) lost_to_redefinition: Vec<String>,
+    /// What the last cell's panic did to its variables, until the kernel takes it.
+    pub(super) panic_report: PanicReport,
 }
 
 /// tchbook patch: what `run_while_probing` did.
@@ -339,16 +308,6 @@ pub(super) enum WhileProbing {
     BuildFailed(Error),
     /// Nothing: the types are rust-analyzer's to find, before the sequential loop.
     Analyzer,
-}
-
-/// tchbook patch: the variables a cell defines.
-fn new_variable_names(state: &ContextState) -> Vec<String> {
-    state
-        .variable_states
-        .iter()
-        .filter(|(_, variable)| variable.move_state == VariableMoveState::New)
-        .map(|(name, _)| name.clone())
-        .collect()
 }
 
 /// tchbook patch: a type probe's errors, as `tchbook_cellcode::probe` reads them.
@@ -369,7 +328,7 @@ fn probe_outcome(errors: &[CompilationError], new_variables: &[String]) -> Probe
 }
 
 /// tchbook patch: gives variables the types found for them.
-fn apply_variable_types(state: &mut ContextState, types: HashMap<String, String>) {
+fn apply_variable_types(state: &mut ContextState, types: impl IntoIterator<Item = (String, String)>) {
     for (name, type_name) in types {
         if let Some(variable) = state.variable_states.get_mut(&name) {
             variable.type_name = type_name;
@@ -377,12 +336,9 @@ fn apply_variable_types(state: &mut ContextState, types: HashMap<String, String>
     }
 }
 
-/// tchbook patch: a build error that says a type taken from rustc does not work where the
-/// variable is stored.
+/// tchbook patch: see `tchbook_cellcode::probe::probed_type_failed`.
 pub(super) fn probed_type_failed(error: &CompilationError) -> bool {
-    let top_level = &error.json["tchbook_top_level"];
-    top_level["at_store"].as_bool() == Some(true)
-        && probe::blames_probed_type(top_level["code"].as_str())
+    probe::probed_type_failed(&error.json)
 }
 
 /// tchbook patch: each segment of `code`, in order, with where it came from (change 18).
@@ -392,6 +348,5 @@ pub(super) fn origins(code: &CodeBlock) -> Vec<(CodeOrigin, &str)> {
         CodeKind::OtherUserCode => CodeOrigin::EarlierCell,
         _ => CodeOrigin::Generated,
     };
-    let segments = code.segments.iter();
-    segments.map(|segment| (origin(&segment.kind), segment.code.as_str())).collect()
+    code.segments.iter().map(|segment| (origin(&segment.kind), segment.code.as_str())).collect()
 }
