@@ -51,14 +51,6 @@ impl PanicReport {
         }
         report
     }
-
-    /// Adds `other`'s names (evcxr's `EvalOutputs::merge`).
-    pub fn merge(&mut self, other: &mut PanicReport) {
-        self.lost.append(&mut other.lost);
-        self.reverted.append(&mut other.reverted);
-        self.dropped.append(&mut other.dropped);
-        self.held.append(&mut other.held);
-    }
 }
 
 #[cfg(test)]
@@ -73,21 +65,5 @@ mod tests {
         assert_eq!(report.reverted, ["y"]);
         assert_eq!(report.dropped, ["a", "b"]);
         assert_eq!(report.held, ["h1", "h2"]);
-    }
-
-    #[test]
-    fn merge_appends_every_list() {
-        let mut first = PanicReport::new([("x", true)], [], &[]);
-        let mut second = PanicReport::new([("n", false)], [], &["h".into()]);
-        first.merge(&mut second);
-        assert_eq!(
-            (first.lost, first.dropped, first.held),
-            (
-                vec!["x".to_owned()],
-                vec!["n".to_owned()],
-                vec!["h".to_owned()]
-            )
-        );
-        assert_eq!(second, PanicReport::default());
     }
 }
