@@ -143,8 +143,9 @@ def test_stop_button_on_a_plain_training_loop_keeps_the_trained_model(notebook):
     took = time.monotonic() - started
     assert took < 1.0, f"the cell ended {took:.2f} s after Stop was pressed"
     text = "\n".join(nb.cell(1).locator(OUTPUT).all_text_contents())
-    # Stopped at the check after the statement it was in, or at the loop's own.
-    assert re.search(r"at cell line [4-7]\n", text), f"not placed in the loop: {text}"
+    # Stopped in the loop: at the check after the statement it was in (lines 4-6), or at the
+    # loop body's own, which stands after its `{`, on the `loop {` line (3).
+    assert re.search(r"at cell line [3-6]\n", text), f"not placed in the loop: {text}"
     nb.wait_cell_done(1, 10)
     nb.run_cell(2)
     wait_for_text(nb, 2, "model kept: [1, 4]", 60)
