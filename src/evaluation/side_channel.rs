@@ -104,6 +104,14 @@ fn serve(stream: UnixStream) {
     let _ = (&stream).write_all(format!("{answer}\n").as_bytes());
 }
 
+/// The answer to a request that is not JSON of the shape its kind needs.
+fn unreadable(error: serde_json::Error) -> String {
+    Answer::Error {
+        message: format!("unreadable request: {error}"),
+    }
+    .to_line()
+}
+
 fn answer(line: &str) -> String {
     // Only the request's kind is read here, its fields skipped unkept: the prelude reads the
     // request itself, so a widget's state (up to the kernel's 16 MiB) is parsed once.
@@ -114,12 +122,7 @@ fn answer(line: &str) -> String {
     }
     let kind = match serde_json::from_str::<Kind>(line) {
         Ok(kind) => kind,
-        Err(error) => {
-            return Answer::Error {
-                message: format!("unreadable request: {error}"),
-            }
-            .to_line();
-        }
+        Err(error) => return unreadable(error),
     };
     match kind.op.as_str() {
         // GPU memory while a cell runs is the point: no lock, no variables.
@@ -152,12 +155,7 @@ fn answer(line: &str) -> String {
     }
     let request = match serde_json::from_str::<Request>(line) {
         Ok(request) => request,
-        Err(error) => {
-            return Answer::Error {
-                message: format!("unreadable request: {error}"),
-            }
-            .to_line();
-        }
+        Err(error) => return unreadable(error),
     };
     let running = super::guards::running();
     if *running {
